@@ -1,0 +1,39 @@
+"""Engine configuration: frozen values passed in by the caller, never read from the environment."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class EngineConfigError(ValueError):
+    """A configuration value the engine cannot work with."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the engine batches and where it runs.
+
+    ``max_num_batched_tokens`` bounds the tokens of one forward pass (the flat layout's
+    length); ``max_num_seqs`` bounds the sequences in it. ``lookahead_tokens`` is how many
+    tokens of upcoming requests the streaming loop tokenizes ahead, so it can sort them by
+    length before packing; memory stays flat in corpus size because it is bounded.
+    """
+
+    device: str = "cpu"
+    dtype: str = "float32"
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 128
+    lookahead_tokens: int = 65536
+    num_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_num_batched_tokens < 1:
+            raise EngineConfigError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if self.max_num_seqs < 1:
+            raise EngineConfigError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
+        if self.lookahead_tokens < self.max_num_batched_tokens:
+            raise EngineConfigError(
+                f"lookahead_tokens ({self.lookahead_tokens}) must be >= max_num_batched_tokens "
+                f"({self.max_num_batched_tokens})"
+            )
+        if self.dtype not in ("float32", "float16", "bfloat16"):
+            raise EngineConfigError(f"dtype must be float32, float16 or bfloat16, got {self.dtype!r}")

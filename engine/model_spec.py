@@ -1,0 +1,103 @@
+"""What a model directory declares: architecture, window, pooling and head.
+
+Read from plain JSON files (HF ``config.json`` and the sentence-transformers files
+``modules.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json``); no torch here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class ModelSpecError(ValueError):
+    """The model directory is missing a file or declares something the engine cannot run."""
+
+
+class PoolingType(str, Enum):
+    CLS = "CLS"
+    LAST = "LAST"
+    MEAN = "MEAN"
+
+
+# sentence-transformers pooling-config keys -> our pooling type.
+_ST_POOLING_MODES = {
+    "pooling_mode_cls_token": PoolingType.CLS,
+    "pooling_mode_mean_tokens": PoolingType.MEAN,
+    "pooling_mode_lasttoken": PoolingType.LAST,
+}
+_ST_NORMALIZE = "sentence_transformers.models.Normalize"
+_ST_POOLING = "sentence_transformers.models.Pooling"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the engine needs to know about a model before loading its weights."""
+
+    path: Path
+    architecture: str
+    hidden_size: int
+    window_tokens: int  # the default window: ST max_seq_length, else the position limit
+    max_position_tokens: int  # the hard limit of the position embeddings
+    pooling: PoolingType
+    normalize: bool
+    is_causal: bool
+
+
+def read_model_spec(path: str | Path) -> ModelSpec:
+    """Read a local model directory's declarations. Never touches the network."""
+    model_dir = Path(path)
+    config = _read_json(model_dir / "config.json", required=True)
+    architecture = (config.get("architectures") or [config.get("model_type", "unknown")])[0]
+    is_causal = architecture.endswith("ForCausalLM")
+    max_positions = _position_limit(config)
+    st_config = _read_json(model_dir / "sentence_bert_config.json", required=False)
+    window = int(st_config.get("max_seq_length") or max_positions)
+    modules = _read_json(model_dir / "modules.json", required=False) or []
+    pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
+    normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
+    return ModelSpec(
+        path=model_dir,
+        architecture=architecture,
+        hidden_size=int(config["hidden_size"]),
+        window_tokens=min(window, max_positions),
+        max_position_tokens=max_positions,
+        pooling=pooling,
+        normalize=normalize,
+        is_causal=is_causal,
+    )
+
+
+def _position_limit(config: dict) -> int:
+    limit = config.get("max_position_embeddings")
+    if limit is None:
+        raise ModelSpecError("config.json has no max_position_embeddings; cannot tell the model's window")
+    # RoBERTa-style models reserve padding_idx + 1 positions at the start of the table.
+    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= int(config.get("pad_token_id", 1)) + 1
+    return int(limit)
+
+
+def _pooling_from_modules(model_dir: Path, modules: list[dict]) -> PoolingType | None:
+    for module in modules:
+        if module.get("type") != _ST_POOLING:
+            continue
+        pooling_config = _read_json(model_dir / module["path"] / "config.json", required=True)
+        enabled = [kind for key, kind in _ST_POOLING_MODES.items() if pooling_config.get(key)]
+        if len(enabled) != 1:
+            flags = sorted(key for key, value in pooling_config.items() if key.startswith("pooling_mode") and value)
+            raise ModelSpecError(f"{model_dir / module['path']}: unsupported pooling modes {flags}")
+        return enabled[0]
+    return None
+
+
+def _read_json(path: Path, *, required: bool) -> dict | list:
+    if not path.exists():
+        if required:
+            raise ModelSpecError(f"{path} is missing")
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ModelSpecError(f"{path} is not valid JSON: {exc}") from exc

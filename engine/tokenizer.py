@@ -1,0 +1,57 @@
+"""Tokenization with explicit truncation: the full length is always known and reported."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .request import TruncationSide
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """Token ids ready for the model, and what the whole text would have needed."""
+
+    token_ids: list[int]
+    num_tokens: int  # of the whole text, special tokens included
+    truncated: bool
+
+
+class TextTokenizer:
+    """Wraps the model directory's tokenizer; adds special tokens the way the model expects."""
+
+    def __init__(self, model_dir: Path) -> None:
+        from transformers import AutoTokenizer  # heavy import kept off module import
+
+        self._tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        # We truncate ourselves; stop the tokenizer warning about long inputs.
+        self._tokenizer.model_max_length = 1 << 30
+        self._prefix_ids, self._suffix_ids = self._special_token_template()
+        self.num_special_tokens = len(self._prefix_ids) + len(self._suffix_ids)
+        self.pad_token_id = self._tokenizer.pad_token_id or 0
+
+    def _special_token_template(self) -> tuple[list[int], list[int]]:
+        """The special tokens the model's template puts before and after a single text.
+
+        Found by encoding a probe with and without special tokens, which works for every
+        single-sequence template (``[CLS] $A [SEP]``, ``<s> $A </s>``, ``$A <eos>``, ...).
+        """
+        plain = self._tokenizer("probe", add_special_tokens=False)["input_ids"]
+        full = self._tokenizer("probe", add_special_tokens=True)["input_ids"]
+        for start in range(len(full) - len(plain) + 1):
+            if full[start : start + len(plain)] == plain:
+                return full[:start], full[start + len(plain) :]
+        raise ValueError("cannot locate the text inside the tokenizer's special-token template")
+
+    def count_and_tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Content token ids (no special tokens) of each text, untruncated."""
+        return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+
+    def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide) -> TokenizedText:
+        """Cut content to fit ``window_tokens`` with special tokens, then add them."""
+        num_tokens = len(content_ids) + self.num_special_tokens
+        budget = window_tokens - self.num_special_tokens
+        truncated = len(content_ids) > budget
+        if truncated:
+            content_ids = content_ids[:budget] if side is TruncationSide.END else content_ids[-budget:]
+        token_ids = [*self._prefix_ids, *content_ids, *self._suffix_ids]
+        return TokenizedText(token_ids=token_ids, num_tokens=num_tokens, truncated=truncated)

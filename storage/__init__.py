@@ -1,0 +1,33 @@
+"""Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
+from .jsonl import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
+from .keys import InvalidKeyError, join_key, validate_key
+from .local_store import LocalObjectStore
+from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, StorageError
+from .parquet import EmbeddingRows, embedding_schema, read_embeddings
+from .s3_store import S3Config, S3ObjectStore, make_s3_client
+from .uri import InvalidURIError, ObjectURI, open_uri, parse_uri
+
+__all__ = [
+    "EmbeddingRows",
+    "InvalidKeyError",
+    "InvalidURIError",
+    "JsonlLineError",
+    "JsonlObject",
+    "LocalObjectStore",
+    "ObjectExistsError",
+    "ObjectNotFoundError",
+    "ObjectStore",
+    "ObjectURI",
+    "S3Config",
+    "S3ObjectStore",
+    "StorageError",
+    "dump_jsonl",
+    "embedding_schema",
+    "join_key",
+    "make_s3_client",
+    "open_uri",
+    "parse_uri",
+    "read_embeddings",
+    "read_jsonl",
+    "validate_key",
+]

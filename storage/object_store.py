@@ -1,0 +1,59 @@
+"""The object-store boundary: an interface, with S3 and local-filesystem implementations."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import BinaryIO, Iterator
+
+
+class StorageError(RuntimeError):
+    """A store operation failed."""
+
+
+class ObjectNotFoundError(StorageError, KeyError):
+    """The key does not exist."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ObjectExistsError(StorageError):
+    """A conditional write (``if_absent``) found the key already written."""
+
+
+class ObjectStore(ABC):
+    """Flat keys -> bytes. Keys use '/' separators and never start with '/'."""
+
+    @abstractmethod
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        """Write ``data`` at ``key`` atomically (readers see old or new, never a part).
+
+        With ``if_absent`` the write happens only if nothing is at ``key`` yet; otherwise
+        :class:`ObjectExistsError` is raised and the existing object is kept.
+        """
+
+    @abstractmethod
+    def get(self, key: str) -> bytes:
+        """The whole object; :class:`ObjectNotFoundError` if absent."""
+
+    @abstractmethod
+    def open(self, key: str) -> BinaryIO:
+        """A streaming binary reader over the object; :class:`ObjectNotFoundError` if absent."""
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def list(self, prefix: str) -> Iterator[str]:
+        """Keys under ``prefix``, in lexicographic order."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove ``key``; removing an absent key is not an error."""
+
+    @abstractmethod
+    def uri(self, key: str) -> str:
+        """The URI naming ``key`` in this store (``s3://bucket/key`` or ``file:///...``)."""
+
+    @abstractmethod
+    def presigned_get_url(self, key: str, expires_s: int) -> str:
+        """A URL that reads ``key`` without credentials, valid for ``expires_s`` seconds."""

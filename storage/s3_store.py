@@ -1,0 +1,104 @@
+"""S3-compatible object store (AWS S3, MinIO, SeaweedFS) through boto3."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Iterator
+
+from .keys import validate_key
+from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, StorageError
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """How to reach an S3-compatible endpoint. ``endpoint_url=None`` means AWS itself."""
+
+    endpoint_url: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    region: str = "us-east-1"
+    max_attempts: int = 5
+
+
+def make_s3_client(config: S3Config) -> Any:
+    """A boto3 S3 client: path-style addressing, botocore ``standard`` retries."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3",
+        endpoint_url=config.endpoint_url,
+        aws_access_key_id=config.access_key_id,
+        aws_secret_access_key=config.secret_access_key,
+        region_name=config.region,
+        config=Config(
+            s3={"addressing_style": "path"},
+            signature_version="s3v4",
+            retries={"mode": "standard", "max_attempts": config.max_attempts},
+        ),
+    )
+
+
+def _error_code(exc: Exception) -> str:
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+
+
+class S3ObjectStore(ObjectStore):
+    """Keys live in one bucket. Conditional writes use ``If-None-Match: *``."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        from botocore.exceptions import ClientError
+
+        extra = {"IfNoneMatch": "*"} if if_absent else {}
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=validate_key(key), Body=data, **extra)
+        except ClientError as exc:
+            if _error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                raise ObjectExistsError(f"{self.uri(key)} already exists") from None
+            raise StorageError(f"writing {self.uri(key)} failed: {exc}") from exc
+
+    def get(self, key: str) -> bytes:
+        with self.open(key) as body:
+            return body.read()
+
+    def open(self, key: str) -> BinaryIO:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key))
+        except ClientError as exc:
+            if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
+            raise StorageError(f"reading {self.uri(key)} failed: {exc}") from exc
+        return response["Body"]
+
+    def exists(self, key: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
+        except ClientError as exc:
+            if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
+        return True
+
+    def list(self, prefix: str) -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"]
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def presigned_get_url(self, key: str, expires_s: int) -> str:
+        return self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": validate_key(key)}, ExpiresIn=expires_s
+        )
