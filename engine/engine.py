@@ -121,7 +121,9 @@ class PoolingEngine:
             pooled_cpu = self.pooler.forward(hidden_states, cu_seqlens).cpu().numpy()  # [num_seqs, dim]
             for row, index in enumerate(batch.seq_indices):
                 item = tokenized[index]
-                results[index] = EmbedOutput(keys[index], pooled_cpu[row], item.num_tokens, item.truncated)
+                results[index] = EmbedOutput(
+                    keys[index], pooled_cpu[row], item.num_tokens, item.truncated, len(item.token_ids)
+                )
         return results  # type: ignore[return-value]
 
 

@@ -41,12 +41,17 @@ class EmbedRequest:
 
 @dataclass(frozen=True)
 class EmbedOutput:
-    """The embedding of one request. ``num_tokens`` counts the whole input, before truncation."""
+    """The embedding of one request.
+
+    ``num_tokens`` counts the whole input before truncation; ``processed_tokens`` counts what
+    the model actually ran (the usage a job reports).
+    """
 
     key: Hashable
-    embedding: np.ndarray = field(repr=False)  # [hidden] float32
+    embedding: np.ndarray = field(repr=False)  # [dim] float32
     num_tokens: int
     truncated: bool
+    processed_tokens: int
 
 
 @dataclass(frozen=True)

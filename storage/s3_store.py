@@ -1,6 +1,7 @@
 """S3-compatible object store (AWS S3, MinIO, SeaweedFS) through boto3."""
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
@@ -73,7 +74,7 @@ class S3ObjectStore(ObjectStore):
             if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
                 raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
             raise StorageError(f"reading {self.uri(key)} failed: {exc}") from exc
-        return response["Body"]
+        return io.BufferedReader(_BodyReader(response["Body"]), buffer_size=1 << 20)
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import ClientError
@@ -102,3 +103,22 @@ class S3ObjectStore(ObjectStore):
         return self.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": validate_key(key)}, ExpiresIn=expires_s
         )
+
+
+class _BodyReader(io.RawIOBase):
+    """Adapts botocore's StreamingBody to a raw stream, so it can be buffered and read by line."""
+
+    def __init__(self, body) -> None:
+        self._body = body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._body.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._body.close()
+        super().close()

@@ -1,0 +1,34 @@
+"""The Celery app: one configuration for API, workers (and, later, beat)."""
+from __future__ import annotations
+
+from celery import Celery
+
+from .enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from .settings import Settings
+
+
+def create_celery_app(settings: Settings) -> Celery:
+    """A Celery app for ``settings``; producers and workers must build it from the same values."""
+    app = Celery("poolq", broker=settings.redis_url, backend=None)
+    transport = {"visibility_timeout": settings.visibility_timeout_s}
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.task_soft_time_limit_s,
+        task_time_limit=settings.task_time_limit_s,
+        broker_transport_options=transport,
+        visibility_timeout=settings.visibility_timeout_s,
+        broker_connection_retry_on_startup=True,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        task_default_queue=CONTROL_QUEUE,
+        task_create_missing_queues=True,
+        worker_hijack_root_logger=False,
+    )
+    app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE)
+    return app

@@ -1,0 +1,48 @@
+"""Everything a job step needs, built once per process from Settings."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engine import ModelRegistry
+from storage import ObjectStore
+
+from .enqueuer import Enqueuer
+from .job import JobSpec
+from .layout import JobLayout
+from .settings import Settings
+from .status_store import JobStatusStore
+
+if TYPE_CHECKING:
+    from engine import PoolingEngine
+
+
+@dataclass
+class JobContext:
+    settings: Settings
+    store: ObjectStore
+    status: JobStatusStore
+    enqueuer: Enqueuer
+    registry: ModelRegistry
+    _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
+
+    def layout(self, job_id: str) -> JobLayout:
+        return JobLayout(self.settings.output_prefix, job_id)
+
+    def spec(self, job_id: str) -> JobSpec:
+        return JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
+
+    def engine(self, model: str) -> "PoolingEngine":
+        """The loaded engine for ``model``; loaded once per process, on first use."""
+        if model not in self._engines:
+            from engine import PoolingEngine
+
+            self._engines[model] = PoolingEngine.from_pretrained(
+                model, config=self.settings.engine_config(), registry=self.registry
+            )
+        return self._engines[model]
+
+
+def write_json(store: ObjectStore, key: str, value: dict, *, if_absent: bool = False) -> None:
+    store.put(key, json.dumps(value, indent=2, sort_keys=True).encode("utf-8"), if_absent=if_absent)

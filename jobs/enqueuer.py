@@ -1,0 +1,74 @@
+"""How work is handed on: to Celery queues, or run right here for in-process use."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import deque
+from typing import Callable
+
+# Task names and queues, declared once; tasks.py registers handlers under these names.
+PLAN_TASK = "poolq.plan_job"
+SHARD_TASK = "poolq.run_shard"
+FINALIZE_TASK = "poolq.finalize_job"
+CONTROL_QUEUE = "control"
+GPU_QUEUE = "gpu"
+
+
+class Enqueuer(ABC):
+    """Schedules the three steps of a job: plan, one task per shard, finalize."""
+
+    @abstractmethod
+    def plan(self, job_id: str) -> None: ...
+
+    @abstractmethod
+    def run_shard(self, job_id: str, shard: int) -> None: ...
+
+    @abstractmethod
+    def finalize(self, job_id: str) -> None: ...
+
+
+class CeleryEnqueuer(Enqueuer):
+    """Sends tasks by name, so the API never imports the worker's code (or torch)."""
+
+    def __init__(self, celery_app) -> None:
+        self.app = celery_app
+
+    def plan(self, job_id: str) -> None:
+        self.app.send_task(PLAN_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+    def run_shard(self, job_id: str, shard: int) -> None:
+        self.app.send_task(SHARD_TASK, args=[job_id, shard], queue=GPU_QUEUE)
+
+    def finalize(self, job_id: str) -> None:
+        self.app.send_task(FINALIZE_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+
+class InlineEnqueuer(Enqueuer):
+    """Runs each step in this process, in FIFO order, when the outermost call returns to it."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Callable[[], None]] = deque()
+        self._draining = False
+        self.handlers: dict[str, Callable] = {}
+
+    def bind(self, plan: Callable, run_shard: Callable, finalize: Callable) -> None:
+        self.handlers = {PLAN_TASK: plan, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
+
+    def _submit(self, name: str, *args) -> None:
+        self._queue.append(lambda: self.handlers[name](*args))
+        if self._draining:
+            return
+        self._draining = True
+        try:
+            while self._queue:
+                self._queue.popleft()()
+        finally:
+            self._draining = False
+
+    def plan(self, job_id: str) -> None:
+        self._submit(PLAN_TASK, job_id)
+
+    def run_shard(self, job_id: str, shard: int) -> None:
+        self._submit(SHARD_TASK, job_id, shard)
+
+    def finalize(self, job_id: str) -> None:
+        self._submit(FINALIZE_TASK, job_id)

@@ -1,0 +1,102 @@
+"""The job model: what a client submits (JobSpec) and what it polls (JobStatus)."""
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import DEFAULT_MODEL, LongDocumentMode, LongDocumentPolicy, TruncationSide
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InlineDocument(_Strict):
+    id: str = Field(min_length=1, max_length=512)
+    text: str
+
+
+class InlineInput(_Strict):
+    """Small inputs sent in the request body."""
+
+    documents: list[InlineDocument] = Field(min_length=1)
+
+
+class UriInput(_Strict):
+    """A JSONL object in the store: one JSON object per line."""
+
+    uri: str = Field(description="s3://bucket/key.jsonl")
+    id_field: str = "id"
+    text_field: str = "text"
+
+
+class OutputOptions(_Strict):
+    format: Literal["parquet"] = "parquet"
+
+
+class LongDocuments(_Strict):
+    """What to do with documents longer than the model's window."""
+
+    mode: LongDocumentMode = LongDocumentMode.ERROR
+    side: TruncationSide = TruncationSide.END
+    window_tokens: int | None = Field(None, ge=1, description="raise the window up to the model's position limit")
+
+    def policy(self) -> LongDocumentPolicy:
+        return LongDocumentPolicy(mode=self.mode, side=self.side, window_tokens=self.window_tokens)
+
+
+class JobSpec(_Strict):
+    """The body of ``POST /v1/jobs``."""
+
+    model: str = DEFAULT_MODEL
+    task: Literal["embed"] = "embed"
+    input: InlineInput | UriInput
+    output: OutputOptions = Field(default_factory=OutputOptions)
+    long_documents: LongDocuments = Field(default_factory=LongDocuments)
+
+
+class JobState(str, Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    PARTIALLY_SUCCEEDED = "partially_succeeded"
+    FAILED = "failed"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class JobCounts(BaseModel):
+    total: int | None = None  # known once the input has been read
+    completed: int = 0
+    failed: int = 0
+
+
+class JobUsage(BaseModel):
+    tokens: int = 0
+
+
+class JobResult(BaseModel):
+    manifest_uri: str
+
+
+class JobStatus(BaseModel):
+    """What ``GET /v1/jobs/{id}`` returns."""
+
+    id: str
+    status: JobState
+    model: str
+    task: str
+    counts: JobCounts = Field(default_factory=JobCounts)
+    usage: JobUsage = Field(default_factory=JobUsage)
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: JobResult | None = None
+    error: str | None = None

@@ -1,0 +1,45 @@
+"""The embedded default: run a whole job in this process, no Redis, no S3, no worker."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine import ModelRegistry
+
+from .context import JobContext
+from .enqueuer import InlineEnqueuer
+from .finalizer import finalize_job
+from .job import JobSpec, JobStatus
+from .planner import plan_job
+from .settings import Settings
+from .shard_runner import run_shard
+from .status_store import InMemoryJobStatusStore
+from .submit import submit_job
+
+
+def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext:
+    """A context whose store is ``out_dir`` and whose steps run inline, in order."""
+    base = settings or Settings()
+    settings = base.model_copy(update={"store": "local", "local_store_root": out_dir, "output_prefix": ""})
+    enqueuer = InlineEnqueuer()
+    ctx = JobContext(
+        settings=settings,
+        store=settings.object_store(),
+        status=InMemoryJobStatusStore(),
+        enqueuer=enqueuer,
+        registry=ModelRegistry.with_packaged_models(settings.models),
+    )
+    enqueuer.bind(
+        plan=lambda job_id: plan_job(job_id, ctx),
+        run_shard=lambda job_id, shard: run_shard(job_id, shard, ctx),
+        finalize=lambda job_id: finalize_job(job_id, ctx),
+    )
+    return ctx
+
+
+def run_job_locally(spec: JobSpec, ctx: JobContext) -> JobStatus:
+    """Submit and run ``spec`` to completion; returns its final status."""
+    job = submit_job(spec, ctx)
+    status = ctx.status.get(job.id)
+    if status is None:  # pragma: no cover - the in-memory store cannot lose a job it just created
+        raise RuntimeError(f"job {job.id} vanished")
+    return status

@@ -1,0 +1,51 @@
+"""Input records: one JSONL line -> a document to embed, or a per-record error."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from storage import JsonlLineError, JsonlObject
+
+MAX_ID_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    id: str
+    text: str
+    line: int  # 1-based line of the input
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """One line of the job's error file."""
+
+    id: str | None
+    line: int
+    code: str
+    message: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str) -> InputRecord | RecordError:
+    """Validate one parsed line against the job's field names."""
+    if isinstance(item, JsonlLineError):
+        return RecordError(None, item.line, item.code, item.message)
+    line, value = item.line, item.value
+    raw_id = value.get(id_field)
+    if raw_id is None:
+        return RecordError(None, line, "missing_id", f"line {line}: field {id_field!r} is missing")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        return RecordError(None, line, "invalid_id", f"line {line}: field {id_field!r} must be a string or integer")
+    record_id = str(raw_id)
+    if not record_id or len(record_id) > MAX_ID_LENGTH:
+        return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id", f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
+    text = value.get(text_field)
+    if text is None:
+        return RecordError(record_id, line, "missing_text", f"line {line} (id {record_id!r}): field {text_field!r} is missing")
+    if not isinstance(text, str):
+        return RecordError(record_id, line, "invalid_text", f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
+    if not text.strip():
+        return RecordError(record_id, line, "empty_text", f"line {line} (id {record_id!r}): text is empty")
+    return InputRecord(record_id, text, line)

@@ -1,0 +1,74 @@
+"""The one Settings object of the service's edges (API, workers, CLI). Read from POOLQ_* env."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine import DEFAULT_MODEL, EngineConfig
+from storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
+
+
+class Settings(BaseSettings):
+    """Service configuration. Every process of one deployment must load the same values."""
+
+    model_config = SettingsConfigDict(env_prefix="POOLQ_", extra="ignore")
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    # Where job inputs, shards and results live: an S3 bucket, or a local directory.
+    store: Literal["s3", "local"] = "s3"
+    bucket: str = "poolq"
+    local_store_root: Path = Path(".poolq/store")
+    output_prefix: str = "jobs"
+    s3_endpoint_url: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    s3_region: str = "us-east-1"
+    presign_expires_s: int = Field(900, ge=1, le=900)
+
+    default_model: str = DEFAULT_MODEL
+    models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
+    device: str = "cpu"
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    max_num_batched_tokens: int = Field(8192, ge=64)
+    max_num_seqs: int = Field(128, ge=1)
+
+    shard_max_documents: int = Field(256, ge=1)
+    shard_max_chars: int = Field(2_000_000, ge=1)
+    max_inline_documents: int = Field(1000, ge=1)
+
+    # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
+    task_soft_time_limit_s: int = 1200
+    task_time_limit_s: int = 1500
+    visibility_timeout_s: int = 3600
+
+    def model_post_init(self, __context: object) -> None:
+        if not self.task_soft_time_limit_s < self.task_time_limit_s < self.visibility_timeout_s / 2:
+            raise ValueError(
+                "timeouts must satisfy task_soft_time_limit_s < task_time_limit_s < visibility_timeout_s / 2; got "
+                f"{self.task_soft_time_limit_s}, {self.task_time_limit_s}, {self.visibility_timeout_s}"
+            )
+
+    def s3_config(self) -> S3Config:
+        return S3Config(
+            endpoint_url=self.s3_endpoint_url,
+            access_key_id=self.s3_access_key_id,
+            secret_access_key=self.s3_secret_access_key,
+            region=self.s3_region,
+        )
+
+    def object_store(self) -> ObjectStore:
+        if self.store == "local":
+            return LocalObjectStore(self.local_store_root)
+        return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket)
+
+    def engine_config(self) -> EngineConfig:
+        return EngineConfig(
+            device=self.device,
+            dtype=self.dtype,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=self.max_num_seqs,
+            lookahead_tokens=max(65536, self.max_num_batched_tokens),
+        )
