@@ -7,6 +7,7 @@ from engine import ModelRegistry
 
 from .context import JobContext
 from .enqueuer import InlineEnqueuer
+from .failures import fail_job
 from .finalizer import finalize_job
 from .job import JobSpec, JobStatus
 from .planner import plan_job
@@ -29,11 +30,19 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
         registry=ModelRegistry.with_packaged_models(settings.models),
     )
     enqueuer.bind(
-        plan=lambda job_id: plan_job(job_id, ctx),
-        run_shard=lambda job_id, shard: run_shard(job_id, shard, ctx),
-        finalize=lambda job_id: finalize_job(job_id, ctx),
+        plan=lambda job_id: _guarded(job_id, ctx, lambda: plan_job(job_id, ctx)),
+        run_shard=lambda job_id, shard: _guarded(job_id, ctx, lambda: run_shard(job_id, shard, ctx)),
+        finalize=lambda job_id: _guarded(job_id, ctx, lambda: finalize_job(job_id, ctx)),
     )
     return ctx
+
+
+def _guarded(job_id: str, ctx: JobContext, step) -> None:
+    """In process there is nobody to retry: a failing step fails the job, with its message."""
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 - recorded on the job, which is what the caller reads
+        fail_job(job_id, exc, ctx)
 
 
 def run_job_locally(spec: JobSpec, ctx: JobContext) -> JobStatus:

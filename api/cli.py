@@ -1,0 +1,88 @@
+"""The ``poolq`` command line."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+from .dev_commands import dev
+
+
+@click.group()
+def main() -> None:
+    """poolq: async jobs for pooling models (embeddings of long documents, as Parquet)."""
+
+
+main.add_command(dev)
+
+
+@main.command()
+@click.argument("input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="output directory")
+@click.option("--model", default=None, help="model name or local model directory (default: all-MiniLM-L6-v2)")
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--long-documents", "long_documents", default=None, help='JSON, e.g. \'{"mode": "truncate"}\'')
+def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None) -> None:
+    """Embed INPUT_PATH (JSONL) in this process, no services, into OUT's Parquet layout."""
+    from jobs.job import JobSpec
+    from jobs.local_runner import local_context, run_job_locally
+    from jobs.submit import JobRejected
+
+    body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
+    if model:
+        body["model"] = model
+    try:
+        if long_documents:
+            body["long_documents"] = json.loads(long_documents)
+        spec = JobSpec.model_validate(body)
+        status = run_job_locally(spec, local_context(out_dir.resolve()))
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
+    except ValidationError as exc:
+        raise click.UsageError(_first_errors(exc)) from None
+    except JobRejected as exc:
+        raise click.UsageError(f"{exc.field}: {exc}") from None
+    click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
+    if status.status.value not in ("succeeded", "partially_succeeded"):
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def serve(host: str, port: int) -> None:
+    """Run the HTTP API (settings from POOLQ_* environment variables)."""
+    import uvicorn
+
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
+
+
+@main.command()
+@click.option("--concurrency", default=1, show_default=True, type=int)
+@click.option("--hostname", default=None, help="Celery node name")
+def worker(concurrency: int, hostname: str | None) -> None:
+    """Run a Celery worker on the control and gpu queues (settings from POOLQ_* env)."""
+    from jobs.settings import Settings
+    from jobs.worker import run_worker
+
+    run_worker(Settings(), concurrency=concurrency, hostname=hostname)
+
+
+@main.command()
+@click.option("--dir", "state_dir", default=".poolq-demo", show_default=True, type=click.Path(path_type=Path))
+@click.option("--keep", is_flag=True, help="leave the stack running afterwards")
+def demo(state_dir: Path, keep: bool) -> None:
+    """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
+    from .demo import run_demo
+
+    sys.exit(run_demo(state_dir, keep=keep))
+
+
+def _first_errors(exc: ValidationError, limit: int = 5) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()[:limit]
+    )

@@ -1,0 +1,34 @@
+"""Response schemas of the HTTP API that are not the job model itself."""
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class ResultPart(BaseModel):
+    key: str
+    uri: str
+    rows: int
+    url: str  # presigned GET, short-lived
+
+
+class ResultErrors(BaseModel):
+    key: str
+    uri: str
+    count: int
+    url: str
+
+
+class JobResults(BaseModel):
+    """``GET /v1/jobs/{id}/results``: the manifest, with presigned download URLs."""
+
+    job_id: str
+    status: str
+    manifest_key: str
+    manifest_uri: str
+    dimensions: int | None
+    columns: list[str]
+    counts: dict[str, int]
+    usage: dict[str, int]
+    parts: list[ResultPart]
+    errors: ResultErrors
+    url_expires_in_s: int

