@@ -1,0 +1,18 @@
+# HTTP API: validates and enqueues. It never loads a model, so it carries no torch.
+# Build from the repository root:  docker build -f infra/docker/api.Dockerfile -t poolq-api .
+FROM python:3.11-slim
+
+WORKDIR /app
+COPY infra/docker/api-requirements.txt /tmp/api-requirements.txt
+RUN pip install --no-cache-dir -r /tmp/api-requirements.txt
+COPY pyproject.toml README.md ./
+COPY engine engine
+COPY storage storage
+COPY jobs jobs
+COPY api api
+# --no-deps: the API's own needs are in api-requirements.txt (no torch, no transformers).
+RUN pip install --no-cache-dir --no-deps .
+
+ENV HF_HUB_OFFLINE=1
+EXPOSE 8000
+CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,0 +1,75 @@
+"""The HTTP contract, on an in-process job context (the stack test covers the real services)."""
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from jobs.context import JobContext
+from jobs.enqueuer import Enqueuer
+from jobs.local_runner import local_context
+from jobs.settings import Settings
+from jobs.status_store import InMemoryJobStatusStore
+
+
+@pytest.fixture
+def client(tmp_path, minilm_engine):
+    ctx = local_context(tmp_path / "store")
+    ctx._engines["all-MiniLM-L6-v2"] = minilm_engine
+    return TestClient(create_app(ctx.settings, ctx))
+
+
+class _HoldingEnqueuer(Enqueuer):
+    """Accepts work and never runs it: jobs stay queued."""
+
+    def plan(self, job_id): ...
+    def run_shard(self, job_id, shard): ...
+    def finalize(self, job_id): ...
+
+
+def test_submit_poll_and_fetch_results(client):
+    body = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
+    response = client.post("/v1/jobs", json=body)
+    assert response.status_code == 202
+    job = response.json()
+    assert job["status"] == "queued" and response.headers["Location"].endswith(f"/v1/jobs/{job['id']}")
+    polled = client.get(f"/v1/jobs/{job['id']}").json()
+    assert polled["status"] == "succeeded"
+    assert polled["counts"] == {"total": 2, "completed": 2, "failed": 0}
+    assert polled["result"]["manifest_uri"].endswith(f"{job['id']}/manifest.json")
+    results = client.get(f"/v1/jobs/{job['id']}/results").json()
+    assert [part["rows"] for part in results["parts"]] == [2]
+    assert results["parts"][0]["key"].endswith("parts/part-00000.parquet") and results["parts"][0]["url"]
+    assert results["errors"]["count"] == 0 and results["dimensions"] == 384
+
+
+def test_unknown_job_is_404(client):
+    assert client.get("/v1/jobs/does-not-exist").status_code == 404
+    assert client.get("/v1/jobs/does-not-exist/results").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body, loc",
+    [
+        ({}, ["body", "input"]),
+        ({"input": {"documents": [{"text": "x"}]}}, ["body", "input", "InlineInput", "documents", 0, "id"]),
+        ({"input": {"documents": []}, "model": "x"}, ["body", "input", "InlineInput", "documents"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "task": "rerank"}, ["body", "task"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "model": "no-such-model"}, ["body", "model"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"mode": "squash"}}, ["body", "long_documents", "mode"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"window_tokens": 4096}}, ["body", "long_documents", "window_tokens"]),
+        ({"input": {"uri": "http://example.com/x.jsonl"}}, ["body", "input", "uri"]),
+    ],
+)
+def test_invalid_bodies_are_422_naming_the_field(client, body, loc):
+    response = client.post("/v1/jobs", json=body)
+    assert response.status_code == 422
+    assert loc in [error["loc"] for error in response.json()["detail"]]
+
+
+def test_results_before_the_job_finishes_are_409(tmp_path):
+    settings = Settings(store="local", local_store_root=tmp_path)
+    ctx = local_context(tmp_path)
+    ctx = JobContext(settings, ctx.store, InMemoryJobStatusStore(), _HoldingEnqueuer(), ctx.registry)
+    client = TestClient(create_app(settings, ctx))
+    job = client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).json()
+    response = client.get(f"/v1/jobs/{job['id']}/results")
+    assert response.status_code == 409 and "queued" in response.json()["detail"]
