@@ -51,7 +51,9 @@ class PoolingEngine:
     ) -> "PoolingEngine":
         """Load a local model directory (or a name the registry knows). Never reaches the hub."""
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
         config = config or EngineConfig()
         model_dir = (registry or ModelRegistry.with_packaged_models()).resolve(str(path_or_name))
         spec = read_model_spec(model_dir)

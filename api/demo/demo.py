@@ -1,0 +1,91 @@
+"""Start the local stack, submit the sample corpus over HTTP, poll, show results, stop."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..client import PoolqClient
+from ..devstack.process import ServiceError
+from ..devstack.stack import LocalStack
+
+DEMO_JOB_OPTIONS = {"long_documents": {"mode": "truncate"}}
+
+
+def load_sample_corpus() -> list[dict]:
+    """The shipped State of the Union excerpts (real public-domain text; see SOURCES.md)."""
+    text = resources.files(__package__).joinpath("sample_corpus.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_demo(state_dir: Path, *, keep: bool = False, console: Console | None = None) -> int:
+    """Returns a process exit code: 0 when the job succeeded and its results were read back."""
+    console = console or Console()
+    stack = LocalStack(state_dir)
+    try:
+        state, started = stack.up(log=console.print)
+    except ServiceError as exc:
+        console.print(f"[red]could not start the local stack:[/red] {exc}")
+        return 2
+    try:
+        return _run_job(state.api_url, state.bucket, console)
+    finally:
+        if keep:
+            console.print(f"stack left running; stop it with: poolq dev down --dir {state_dir}")
+        elif started:
+            for name in stack.down(only=started):
+                console.print(f"stopped {name}")
+
+
+def _run_job(api_url: str, bucket: str, console: Console) -> int:
+    documents = load_sample_corpus()
+    titles = {doc["id"]: doc["title"] for doc in documents}
+    body = {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, **DEMO_JOB_OPTIONS}
+    with PoolqClient(api_url) as client:
+        job = client.submit(body)
+        console.print(f"submitted job [bold]{job['id']}[/bold]: {len(documents)} documents (POST {api_url}/v1/jobs)")
+        final = _wait_with_progress(client, job["id"], len(documents), console)
+        console.print(f"job {final['status']}: {final['counts']} tokens={final['usage']['tokens']}")
+        if final["status"] not in ("succeeded", "partially_succeeded"):
+            console.print(f"[red]job did not succeed:[/red] {final.get('error')}")
+            return 1
+        manifest = client.results(job["id"])
+        table = client.read_table(job["id"])
+    console.print(f"results in bucket [bold]{bucket}[/bold]:")
+    console.print(f"  manifest  {manifest['manifest_key']}")
+    for part in manifest["parts"]:
+        console.print(f"  part      {part['key']}  ({part['rows']} rows)")
+    console.print(f"  errors    {manifest['errors']['key']}  ({manifest['errors']['count']} records)")
+    truncated = sum(table.column("truncated").to_pylist())
+    console.print(f"  {table.num_rows} rows of {manifest['dimensions']}-d vectors; {truncated} documents truncated to the window")
+    _show_nearest_neighbour(table, titles, console)
+    return 0
+
+
+def _wait_with_progress(client: PoolqClient, job_id: str, total: int, console: Console) -> dict:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("embedding", total=total)
+
+        def update(job: dict) -> None:
+            counts = job["counts"]
+            progress.update(bar, completed=counts["completed"] + counts["failed"], description=job["status"])
+
+        return client.wait(job_id, poll_interval=0.5, timeout=1800, on_progress=update)
+
+
+def _show_nearest_neighbour(table, titles: dict[str, str], console: Console) -> None:
+    ids = table.column("id").to_pylist()
+    vectors = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))  # [rows, dim]
+    query = 0
+    scores = vectors @ vectors[query]  # unit vectors: dot product = cosine
+    scores[query] = -np.inf
+    best = int(np.argmax(scores))
+    console.print(
+        f"nearest neighbour of [bold]{titles.get(ids[query], ids[query])}[/bold]: "
+        f"[bold]{titles.get(ids[best], ids[best])}[/bold] (cosine {scores[best]:.3f})"
+    )

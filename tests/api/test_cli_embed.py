@@ -1,0 +1,39 @@
+"""`poolq embed`: the embedded default, no services, the same Parquet layout as a job."""
+import json
+
+from click.testing import CliRunner
+
+from api.cli import main
+from storage import read_embeddings
+
+
+def test_embed_writes_the_job_layout_and_reports_bad_lines(tmp_path, sample_documents):
+    # Given a JSONL file with custom field names and one broken line
+    rows = [{"doc": d["id"], "body": d["text"]} for d in sample_documents[:3]]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n", encoding="utf-8")
+    # When poolq embed runs with truncation
+    result = CliRunner().invoke(
+        main,
+        ["embed", str(source), "--out", str(tmp_path / "out"), "--id-field", "doc", "--text-field", "body",
+         "--long-documents", '{"mode": "truncate"}'],
+    )
+    # Then it reports a partial success and the bucket layout exists under --out
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["status"] == "partially_succeeded" and status["counts"] == {"total": 4, "completed": 3, "failed": 1}
+    job_dir = tmp_path / "out" / status["id"]
+    manifest = json.loads((job_dir / "manifest.json").read_text())
+    table = read_embeddings((job_dir / "parts" / "part-00000.parquet").read_bytes())
+    assert table.column("id").to_pylist() == [r["doc"] for r in rows] and manifest["counts"]["completed"] == 3
+    (error,) = [json.loads(line) for line in (job_dir / "errors.jsonl").read_text().splitlines()]
+    assert (error["line"], error["code"]) == (4, "invalid_json")
+
+
+def test_embed_rejects_bad_options_with_a_clear_message(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "text": "x"}\n')
+    result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path), "--long-documents", '{"mode": "squash"}'])
+    assert result.exit_code == 2 and "long_documents.mode" in result.output
+    result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path), "--model", "nope"])
+    assert result.exit_code == 2 and "unknown model 'nope'" in result.output
