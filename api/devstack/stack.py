@@ -5,6 +5,7 @@ Redis (AOF on) + SeaweedFS (S3) + the API (uvicorn) + one Celery worker, all bou
 """
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 import time
@@ -129,7 +130,7 @@ class LocalStack:
         self._require_free(port, "the API")
         argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
-        pid = spawn(argv, log_path=log_path, pid_path=None, env=state.env())
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)
         return pid
 
@@ -137,7 +138,7 @@ class LocalStack:
         log_path = self.state_dir / "logs" / "worker.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
-        pid = spawn(argv, log_path=log_path, pid_path=None, env=state.env())
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker", log_path=log_path)
         return pid
 
