@@ -25,7 +25,7 @@ def make_s3_client(config: S3Config) -> Any:
     import boto3
     from botocore.config import Config
 
-    return boto3.client(
+    client = boto3.client(
         "s3",
         endpoint_url=config.endpoint_url,
         aws_access_key_id=config.access_key_id,
@@ -37,6 +37,19 @@ def make_s3_client(config: S3Config) -> Any:
             retries={"mode": "standard", "max_attempts": config.max_attempts},
         ),
     )
+    client.meta.events.register("before-send.s3.PutObject", _no_expect_for_empty_body)
+    return client
+
+
+def _no_expect_for_empty_body(request, **_: Any) -> None:
+    """Send an empty PUT without ``Expect: 100-continue``.
+
+    SeaweedFS (4.48) answers such a request with a stray extra response that stays on the
+    pooled connection, and the next request on it reads it and then stalls until the read
+    timeout. Without the header an empty PUT is a plain request/response.
+    """
+    if str(request.headers.get("Content-Length", "")) in ("0", "b'0'") and "Expect" in request.headers:
+        del request.headers["Expect"]  # not a signed header: removing it keeps the signature valid
 
 
 def _error_code(exc: Exception) -> str:

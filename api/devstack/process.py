@@ -222,13 +222,20 @@ def _wait_for_exit(pid: int, timeout: float) -> bool:
 
 
 def _is_zombie(pid: int) -> bool:
-    """Tell whether ``pid`` is a zombie (exited, not yet reaped by its parent)."""
+    """Tell whether ``pid`` has fully exited but is not yet reaped by its parent.
+
+    A multi-threaded process (Go's weed) shows its leader as a zombie while
+    the other threads are still tearing down, its sockets still open: it only
+    counts as exited once the leader is the last task left.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+        # Format: "pid (comm) state ...": comm may hold spaces and parentheses.
+        if stat.rpartition(")")[2].split()[0] != "Z":
+            return False
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
     except (FileNotFoundError, ProcessLookupError):
         return True  # vanished between the checks: as good as dead
-    # Format: "pid (comm) state ...": comm may hold spaces and parentheses.
-    return stat.rpartition(")")[2].split()[0] == "Z"
 
 
 def _write_pid(pid_path: Path, pid: int) -> None:

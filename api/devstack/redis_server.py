@@ -15,6 +15,8 @@ from types import TracebackType
 from urllib.parse import quote
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from api.devstack.ports import LOOPBACK, port_is_free
 from api.devstack.process import (
@@ -69,6 +71,7 @@ class RedisServer:
     """
 
     def __init__(self, config: RedisConfig, *, executable: str | None = None) -> None:
+        """Manage the server described by ``config``; ``executable`` skips the lookup."""
         self.config = config
         self._executable = executable
 
@@ -105,24 +108,26 @@ class RedisServer:
         return pid if cmdline is not None and self._cmdline_marker in cmdline else None
 
     def argv(self, executable: str) -> list[str]:
-        """The full command line: every setting is passed here, no config file."""
+        """Return the full command line: every setting is passed here, no config file."""
         cfg = self.config
-        argv = [
-            executable,
-            "--bind", cfg.host,  # loopback only
-            "--port", str(cfg.port),
-            "--protected-mode", "yes",  # refuse non-loopback clients even if bind changes
-            "--dir", str(cfg.data_dir.resolve()),
-            "--daemonize", "no",  # spawn() detaches it; a fork would lose our pid
-            "--logfile", "",  # log to stdout, which spawn() appends to redis.log
-            "--save", "",  # no RDB snapshots (and their fork): the AOF is the persistence
-            "--appendonly", "yes" if cfg.appendonly else "no",
-            "--appendfsync", "everysec",  # at most ~1 s of writes lost on a crash
-            "--maxmemory-policy", "noeviction",  # a broker must never drop queued tasks
-            "--always-show-logo", "no",
-        ]
+        settings = {
+            "bind": cfg.host,  # loopback only
+            "port": str(cfg.port),
+            "protected-mode": "yes",  # refuse non-loopback clients even if bind changes
+            "dir": str(cfg.data_dir.resolve()),
+            "daemonize": "no",  # spawn() detaches it; a fork would lose our pid
+            "logfile": "",  # log to stdout, which spawn() appends to redis.log
+            "save": "",  # no RDB snapshots (and their fork): the AOF is the persistence
+            "appendonly": "yes" if cfg.appendonly else "no",
+            "appendfsync": "everysec",  # at most ~1 s of writes lost on a crash
+            "maxmemory-policy": "noeviction",  # a broker must never drop queued tasks
+            "always-show-logo": "no",
+        }
         if cfg.password:
-            argv += ["--requirepass", cfg.password]
+            settings["requirepass"] = cfg.password
+        argv = [executable]
+        for name, value in settings.items():
+            argv += [f"--{name}", value]
         return argv
 
     def start(self) -> int:
@@ -159,7 +164,12 @@ class RedisServer:
         """One PING attempt; False while the server is not (yet) reachable."""
         cfg = self.config
         client = redis.Redis(
-            host=cfg.host, port=cfg.port, password=cfg.password, socket_timeout=1, socket_connect_timeout=1
+            host=cfg.host,
+            port=cfg.port,
+            password=cfg.password,
+            socket_timeout=1,
+            socket_connect_timeout=1,
+            retry=Retry(NoBackoff(), 0),  # the polling loop is the retry (default: ~3 s of backoff)
         )
         try:
             return bool(client.ping())

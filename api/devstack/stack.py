@@ -55,6 +55,9 @@ class LocalStack:
         """Start whatever is not running; returns the state and the services started now."""
         state = self.load() or self._new_state()
         alive = self.running(state)
+        for name, port_name in (("redis", "redis"), ("seaweed", "s3"), ("api", "api")):
+            if not alive[name]:  # check every port before starting anything
+                self._require_free(state.ports[port_name], name)
         started = []
         for name in SERVICES:
             if alive[name]:

@@ -1,0 +1,139 @@
+"""End to end with real processes: `poolq dev up` (Redis, SeaweedFS, uvicorn, a Celery worker),
+jobs submitted over HTTP, Parquet read back from SeaweedFS with boto3."""
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from api.client import PoolqClient
+from api.devstack.ports import free_port
+from api.devstack.process import pid_alive
+from storage import S3Config, make_s3_client
+
+pytestmark = pytest.mark.integration
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    state_dir = tmp_path_factory.mktemp("stack")
+    ports = [str(free_port()) for _ in range(3)]
+    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2],
+               env={"POOLQ_SHARD_MAX_DOCUMENTS": "8"})
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = poolq("dev", "status", "--dir", str(state_dir), "--json")
+        assert status.returncode == 0, status.stdout + status.stderr
+        info = json.loads(status.stdout)
+        yield {**info, "dir": str(state_dir)}
+    finally:
+        down = poolq("dev", "down", "--dir", str(state_dir))
+        state = json.loads((state_dir / "stack.json").read_text()) if (state_dir / "stack.json").exists() else {}
+        assert down.returncode == 0, down.stderr
+    assert not any(pid_alive(pid) for pid in info["pids"].values()), "dev down left processes running"
+
+
+@pytest.fixture(scope="module")
+def s3(stack):
+    return make_s3_client(S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"]))
+
+
+def _read_outputs(s3, bucket: str, manifest: dict):
+    ids, vectors = [], []
+    for part in manifest["parts"]:
+        table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=part["key"])["Body"].read()))
+        ids += table.column("id").to_pylist()
+        vectors += list(table.column("embedding").to_numpy(zero_copy_only=False))
+    body = s3.get_object(Bucket=bucket, Key=manifest["errors"]["key"])["Body"].read().decode()
+    errors = [json.loads(line) for line in body.splitlines()]
+    return ids, np.stack(vectors) if vectors else None, errors
+
+
+def test_status_json_names_endpoints_credentials_and_pids(stack):
+    for key in ("api_url", "s3_endpoint", "bucket", "redis_url", "access_key_id", "secret_access_key", "pids"):
+        assert stack[key], key
+    assert set(stack["pids"]) == {"redis", "seaweed", "api", "worker"} and all(stack["alive"].values())
+
+
+def test_up_again_is_idempotent(stack):
+    again = poolq("dev", "up", "--dir", stack["dir"])
+    assert again.returncode == 0 and "already running" in again.stdout
+    assert json.loads(poolq("dev", "status", "--dir", stack["dir"], "--json").stdout)["pids"] == stack["pids"]
+
+
+def test_inline_job_matches_sentence_transformers(stack, s3, sample_documents, st_minilm):
+    # Given the real sample corpus, sent inline over HTTP
+    docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents]
+    with PoolqClient(stack["api_url"]) as client:
+        job = client.submit({"input": {"documents": docs}, "long_documents": {"mode": "truncate"}})
+        seen = []
+        final = client.wait(job["id"], poll_interval=0.5, timeout=600, on_progress=lambda j: seen.append(j["status"]))
+        manifest = client.results(job["id"])
+    # Then it succeeds, in several parts, and the stored vectors equal sentence-transformers'
+    assert final["status"] == "succeeded", final
+    assert final["counts"] == {"total": len(docs), "completed": len(docs), "failed": 0}
+    assert len(manifest["parts"]) == -(-len(docs) // 8)
+    ids, vectors, errors = _read_outputs(s3, stack["bucket"], manifest)
+    assert sorted(ids) == sorted(d["id"] for d in docs) and errors == []
+    by_id = {d["id"]: d["text"] for d in docs}
+    reference = st_minilm.encode([by_id[i] for i in ids])
+    cosines = (vectors * reference).sum(1) / np.linalg.norm(reference, axis=1) / np.linalg.norm(vectors, axis=1)
+    assert cosines.min() >= 0.99999
+    assert final["usage"]["tokens"] > 0 and final["result"]["manifest_uri"].startswith(f"s3://{stack['bucket']}/")
+
+
+def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents):
+    # Given a JSONL object in the bucket with custom fields and bad records among good ones
+    good = [{"doc_id": d["id"], "body": d["text"]} for d in sample_documents[:12]]
+    lines = [json.dumps(r).encode() for r in good[:5]]
+    lines += [b'{"doc_id": "blank", "body": ""}', b'{"body": "no id here"}', b'\xff\xfe not utf-8']
+    lines += [json.dumps(r).encode() for r in good[5:]]
+    s3.put_object(Bucket=stack["bucket"], Key="inputs/mixed.jsonl", Body=b"\n".join(lines) + b"\n")
+    spec = {"input": {"uri": f"s3://{stack['bucket']}/inputs/mixed.jsonl", "id_field": "doc_id", "text_field": "body"},
+            "long_documents": {"mode": "truncate"}}
+    with PoolqClient(stack["api_url"]) as client:
+        job = client.submit(spec)
+        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        manifest = client.results(job["id"])
+    # Then the bad records are in the error file, every good one is in a part, each exactly once
+    assert final["status"] == "partially_succeeded", final
+    ids, _, errors = _read_outputs(s3, stack["bucket"], manifest)
+    assert sorted(ids) == sorted(r["doc_id"] for r in good) and len(ids) == len(set(ids))
+    assert [(e["line"], e["code"], e["id"]) for e in errors] == [(6, "empty_text", "blank"), (7, "missing_id", None), (8, "invalid_utf8", None)]
+    assert final["counts"] == {"total": 15, "completed": 12, "failed": 3}
+
+
+def test_unknown_job_404_and_bad_body_422_over_http(stack):
+    with PoolqClient(stack["api_url"]) as client:
+        with pytest.raises(Exception) as missing:
+            client.get("0" * 32)
+        assert missing.value.status_code == 404
+        with pytest.raises(Exception) as invalid:
+            client.submit({"input": {"uri": "s3://other-bucket/../x.jsonl"}})
+        assert invalid.value.status_code == 422 and "input" in json.dumps(invalid.value.detail)
+
+
+def test_a_taken_port_fails_with_a_clear_message(stack, tmp_path):
+    result = poolq("dev", "up", "--dir", str(tmp_path / "other"), "--api-port", str(stack["ports"]["api"]),
+                   "--redis-port", str(free_port()), "--s3-port", str(free_port()))
+    assert result.returncode == 2
+    assert f"port {stack['ports']['api']} on 127.0.0.1 is already in use" in result.stderr
+
+
+def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
+    result = poolq("dev", "up", "--dir", str(tmp_path / "nobin"), "--redis-port", str(free_port()),
+                   "--s3-port", str(free_port()), "--api-port", str(free_port()),
+                   env={"POOLQ_REDIS_SERVER": str(tmp_path / "no-such-redis-server")})
+    assert result.returncode == 2 and "no-such-redis-server" in result.stderr
