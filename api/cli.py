@@ -75,11 +75,15 @@ def worker(concurrency: int, hostname: str | None) -> None:
 @main.command()
 @click.option("--dir", "state_dir", default=".poolq-demo", show_default=True, type=click.Path(path_type=Path))
 @click.option("--keep", is_flag=True, help="leave the stack running afterwards")
-def demo(state_dir: Path, keep: bool) -> None:
+@click.option("--redis-port", default=6390, show_default=True, type=int)
+@click.option("--s3-port", default=8333, show_default=True, type=int)
+@click.option("--api-port", default=8000, show_default=True, type=int)
+def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
     from .demo import run_demo
+    from .devstack.stack import StackPorts
 
-    sys.exit(run_demo(state_dir, keep=keep))
+    sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
 
 
 def _first_errors(exc: ValidationError, limit: int = 5) -> str:

