@@ -11,24 +11,15 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from urllib.parse import quote
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from api.devstack.managed_server import ManagedServer
 from api.devstack.ports import LOOPBACK, port_is_free
-from api.devstack.process import (
-    ServiceError,
-    locate_executable,
-    pid_alive,
-    process_cmdline,
-    read_pid,
-    spawn,
-    stop_pid,
-    wait_until,
-)
+from api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
 
 REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
 
@@ -63,27 +54,15 @@ class RedisConfig:
             raise ValueError(f"invalid Redis port {self.port}")
 
 
-class RedisServer:
+class RedisServer(ManagedServer):
     """One ``redis-server`` process, started detached and tracked by a pid file.
 
     As a context manager (for tests) it starts the server and waits until it
     answers PING on entry, and stops it on exit.
     """
 
-    def __init__(self, config: RedisConfig, *, executable: str | None = None) -> None:
-        """Manage the server described by ``config``; ``executable`` skips the lookup."""
-        self.config = config
-        self._executable = executable
-
-    @property
-    def log_path(self) -> Path:
-        """The server's log file (its stdout and stderr)."""
-        return self.config.data_dir / "redis.log"
-
-    @property
-    def pid_path(self) -> Path:
-        """The file holding the server's pid while it runs."""
-        return self.config.data_dir / "redis.pid"
+    file_stem = "redis"
+    config: RedisConfig
 
     @property
     def url(self) -> str:
@@ -98,14 +77,6 @@ class RedisServer:
         Redis rewrites its process title to ``<executable> <host>:<port>``.
         """
         return f"{self.config.host}:{self.config.port}"
-
-    def running_pid(self) -> int | None:
-        """Return the pid of this server if its pid file names it, running."""
-        pid = read_pid(self.pid_path)
-        if pid is None or not pid_alive(pid):
-            return None
-        cmdline = process_cmdline(pid)
-        return pid if cmdline is not None and self._cmdline_marker in cmdline else None
 
     def argv(self, executable: str) -> list[str]:
         """Return the full command line: every setting is passed here, no config file."""
@@ -153,13 +124,6 @@ class RedisServer:
             pid=read_pid(self.pid_path),
         )
 
-    def stop(self, timeout: float = 10) -> bool:
-        """Stop the server (it fsyncs the AOF on SIGTERM); return whether it ran."""
-        pid = read_pid(self.pid_path)
-        stopped = pid is not None and stop_pid(pid, expect_in_cmdline=self._cmdline_marker, timeout=timeout)
-        self.pid_path.unlink(missing_ok=True)
-        return stopped
-
     def _answers_ping(self) -> bool:
         """One PING attempt; False while the server is not (yet) reachable."""
         cfg = self.config
@@ -179,20 +143,3 @@ class RedisServer:
             return False  # not listening yet, or still loading the AOF (BusyLoadingError)
         finally:
             client.close()
-
-    def __enter__(self) -> RedisServer:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

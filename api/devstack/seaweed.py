@@ -17,7 +17,6 @@ import os
 import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import boto3
 from botocore.client import BaseClient
@@ -25,16 +24,8 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from api.devstack.ports import LOOPBACK, free_port, port_is_free, port_is_listening
-from api.devstack.process import (
-    ServiceError,
-    locate_executable,
-    pid_alive,
-    process_cmdline,
-    read_pid,
-    spawn,
-    stop_pid,
-    wait_until,
-)
+from api.devstack.managed_server import ManagedServer
+from api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
 
 WEED_ENV = "POOLQ_WEED"
 #: weed's workers reach the admin gRPC server at admin HTTP port + this offset,
@@ -152,27 +143,15 @@ class SeaweedConfig:
         return [self.s3_port, *asdict(self.ports).values()]
 
 
-class SeaweedServer:
+class SeaweedServer(ManagedServer):
     """One ``weed mini`` process, started detached and tracked by a pid file.
 
     As a context manager (for tests) it starts the server, waits until S3
     answers, and creates the bucket on entry; it stops the server on exit.
     """
 
-    def __init__(self, config: SeaweedConfig, *, executable: str | None = None) -> None:
-        """Manage the server described by ``config``; ``executable`` skips the lookup."""
-        self.config = config
-        self._executable = executable
-
-    @property
-    def log_path(self) -> Path:
-        """The process's stdout and stderr (banner, warnings, fatal errors)."""
-        return self.config.data_dir / "weed.log"
-
-    @property
-    def pid_path(self) -> Path:
-        """The file holding the server's pid while it runs."""
-        return self.config.data_dir / "weed.pid"
+    file_stem = "weed"
+    config: SeaweedConfig
 
     @property
     def identities_path(self) -> Path:
@@ -202,14 +181,6 @@ class SeaweedServer:
                 read_timeout=30,
             ),
         )
-
-    def running_pid(self) -> int | None:
-        """Return the pid of this server if its pid file names it, running."""
-        pid = read_pid(self.pid_path)
-        if pid is None or not pid_alive(pid):
-            return None
-        cmdline = process_cmdline(pid)
-        return pid if cmdline is not None and self._cmdline_marker in cmdline else None
 
     def argv(self, executable: str) -> list[str]:
         """Return the full command line: every setting is passed here."""
@@ -311,18 +282,14 @@ class SeaweedServer:
             if exc.response["Error"]["Code"] != "BucketAlreadyOwnedByYou":
                 raise ServiceError(f"cannot create S3 bucket {bucket!r}: {exc}") from exc
 
-    def stop(self, timeout: float = 10) -> bool:
-        """Stop the server; return whether it was running.
+    def prepare(self) -> None:
+        self.ensure_bucket()
 
-        SIGTERM normally ends weed mini within about a second; it can hang
-        (e.g. when out of volumes), hence the SIGKILL after ``timeout``.
-        """
-        pid = read_pid(self.pid_path)
-        stopped = pid is not None and stop_pid(pid, expect_in_cmdline=self._cmdline_marker, timeout=timeout)
-        self.pid_path.unlink(missing_ok=True)
+    def _after_stop(self) -> None:
+        # SIGTERM normally ends weed mini within about a second; it can hang (e.g. when out
+        # of volumes), hence the base class's SIGKILL after the timeout.
         if self.running_pid() is None:
             self._remove_stale_sockets()
-        return stopped
 
     @property
     def _cmdline_marker(self) -> str:
@@ -375,21 +342,3 @@ class SeaweedServer:
         except BotoCoreError:
             return False  # connection refused / reset: not listening yet
         return True
-
-    def __enter__(self) -> SeaweedServer:
-        self.start()
-        try:
-            self.wait_ready()
-            self.ensure_bucket()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -1,5 +1,6 @@
 """`poolq demo`, the README's first command, run for real on free ports."""
 import os
+import re
 import subprocess
 import sys
 
@@ -31,3 +32,5 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     assert state is not None and state.pids == {}
     for name in ("worker", "api", "seaweed", "redis"):
         assert f"stopped {name}" in out
+    started_pids = [int(pid) for pid in re.findall(r"started \(pid (\d+)\)", out)]
+    assert len(started_pids) == 4 and not any(pid_alive(pid) for pid in started_pids)

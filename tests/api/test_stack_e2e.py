@@ -40,7 +40,6 @@ def stack(tmp_path_factory):
         yield {**info, "dir": str(state_dir)}
     finally:
         down = poolq("dev", "down", "--dir", str(state_dir))
-        state = json.loads((state_dir / "stack.json").read_text()) if (state_dir / "stack.json").exists() else {}
         assert down.returncode == 0, down.stderr
     assert not any(pid_alive(pid) for pid in info["pids"].values()), "dev down left processes running"
 
