@@ -19,9 +19,16 @@ class BatchMetadata:
     input_ids: np.ndarray = field(repr=False)  # [num_tokens] int64
     position_ids: np.ndarray = field(repr=False)  # [num_tokens] int64, restarting per sequence
     cu_seqlens: np.ndarray  # [num_seqs + 1] int32
+    # Segment ids for text pairs (cross-encoders); None means all zeros.
+    token_type_ids: np.ndarray | None = field(default=None, repr=False)  # [num_tokens] int64
 
     @classmethod
-    def from_sequences(cls, seq_indices: Sequence[int], token_ids: Sequence[Sequence[int]]) -> "BatchMetadata":
+    def from_sequences(
+        cls,
+        seq_indices: Sequence[int],
+        token_ids: Sequence[Sequence[int]],
+        token_type_ids: Sequence[Sequence[int] | None] | None = None,
+    ) -> "BatchMetadata":
         if len(seq_indices) != len(token_ids) or not token_ids:
             raise ValueError("a batch needs one or more sequences, one index per sequence")
         seq_lens = np.fromiter((len(ids) for ids in token_ids), dtype=np.int32, count=len(token_ids))
@@ -32,7 +39,12 @@ class BatchMetadata:
         input_ids = np.fromiter((t for ids in token_ids for t in ids), dtype=np.int64, count=int(cu_seqlens[-1]))
         starts = np.repeat(cu_seqlens[:-1], seq_lens)
         position_ids = np.arange(int(cu_seqlens[-1]), dtype=np.int64) - starts
-        return cls(tuple(seq_indices), input_ids, position_ids, cu_seqlens)
+        types = None
+        if token_type_ids is not None and any(t is not None for t in token_type_ids):
+            types = np.concatenate(
+                [np.asarray(t if t is not None else [0] * n, dtype=np.int64) for t, n in zip(token_type_ids, seq_lens)]
+            )
+        return cls(tuple(seq_indices), input_ids, position_ids, cu_seqlens, types)
 
     @property
     def num_seqs(self) -> int:

@@ -19,3 +19,9 @@ def test_flat_layout_offsets_and_positions():
 def test_rejects_malformed_batches(indices, ids):
     with pytest.raises(ValueError):
         BatchMetadata.from_sequences(indices, ids)
+
+
+def test_token_type_ids_are_flattened_with_zeros_for_single_texts():
+    batch = BatchMetadata.from_sequences([0, 1], [[1, 2, 3], [4, 5]], [[0, 1, 1], None])
+    assert batch.token_type_ids.tolist() == [0, 1, 1, 0, 0]
+    assert BatchMetadata.from_sequences([0], [[1]]).token_type_ids is None
