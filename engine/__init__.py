@@ -3,12 +3,15 @@ from .config import EngineConfig, EngineConfigError
 from .model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
 from .registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
 from .request import (
-    EmbedOutput,
-    EmbedRequest,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
+    PoolingOutput,
+    PoolingParams,
+    PoolingRequest,
+    PoolingTask,
     RequestError,
+    SparseVector,
     TruncationSide,
 )
 
@@ -26,8 +29,6 @@ def __getattr__(name: str):
 
 __all__ = [
     "DEFAULT_MODEL",
-    "EmbedOutput",
-    "EmbedRequest",
     "EmbeddingError",
     "EngineConfig",
     "EngineConfigError",
@@ -38,6 +39,11 @@ __all__ = [
     "ModelSpec",
     "ModelSpecError",
     "PoolingEngine",
+    "PoolingOutput",
+    "PoolingParams",
+    "PoolingRequest",
+    "PoolingTask",
+    "SparseVector",
     "PoolingType",
     "RequestError",
     "TruncationSide",

@@ -1,95 +1,124 @@
 """PoolingEngine: the engine's public entry point."""
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from .config import EngineConfig
-from .model_spec import ModelSpec, read_model_spec
-from .pooling import EmbeddingHead, Pooler, pooling_method
+from .model_loader import LoadedModel, load_model
+from .pooling.classifier_heads import Calibration
+from .pooling.dispatcher import UnsupportedTaskError
 from .registry import ModelRegistry
 from .request import (
-    EmbedOutput,
-    EmbedRequest,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
+    PooledData,
+    PoolingOutput,
+    PoolingParams,
+    PoolingRequest,
+    PoolingTask,
     RequestError,
 )
-from .runner import ModelRunner, torch_dtype
 from .scheduler import Scheduler
-from .tokenizer import TextTokenizer, TokenizedText
+from .tokenizer import TokenizedText
 
 # Requests tokenized per tokenizer call while filling the lookahead window.
 _TOKENIZE_GROUP = 64
 
 
 class EmbeddingError(RuntimeError):
-    """Raised by the list API (``embed``) when any text could not be embedded."""
+    """Raised by the list APIs (``embed``, ``classify``, ``encode``) when any input failed."""
 
 
 class PoolingEngine:
-    """Tokenize, schedule, run and pool: streaming requests in, results out in input order."""
+    """Tokenize, schedule, run and pool: requests in (streaming), results out in input order."""
 
-    def __init__(self, spec: ModelSpec, tokenizer: TextTokenizer, runner: ModelRunner, config: EngineConfig) -> None:
-        self.spec = spec
-        self.tokenizer = tokenizer
-        self.runner = runner
+    def __init__(self, loaded: LoadedModel, config: EngineConfig) -> None:
+        self.loaded = loaded
+        self.spec = loaded.spec
+        self.tokenizer = loaded.tokenizer
+        self.runner = loaded.runner
+        self.dispatcher = loaded.dispatcher
         self.config = config
-        self.pooler = Pooler(pooling_method(spec.pooling), EmbeddingHead(spec.normalize))
 
     @classmethod
     def from_pretrained(
         cls,
         path_or_name: str | Path,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
         config: EngineConfig | None = None,
         registry: ModelRegistry | None = None,
+        calibration: Calibration | None = None,
     ) -> "PoolingEngine":
-        """Load a local model directory (or a name the registry knows). Never reaches the hub."""
-        from transformers import AutoModel
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
+        """Load a local model directory, or a name the registry knows. Never reaches a hub."""
         config = config or EngineConfig()
-        model_dir = (registry or ModelRegistry.with_packaged_models()).resolve(str(path_or_name))
-        spec = read_model_spec(model_dir)
+        config = replace(config, device=device or config.device, dtype=dtype or config.dtype)
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
-        device = torch.device(config.device)
-        model = AutoModel.from_pretrained(
-            str(model_dir), local_files_only=True, dtype=torch_dtype(config.dtype), attn_implementation="sdpa"
-        )
-        model.eval().to(device)
-        tokenizer = TextTokenizer(model_dir)
-        return cls(spec, tokenizer, ModelRunner(model, device, tokenizer.pad_token_id), config)
+        model_dir = (registry or ModelRegistry.with_packaged_models()).resolve(str(path_or_name))
+        return cls(load_model(model_dir, config, calibration), config)
 
     @property
     def dimensions(self) -> int:
-        return self.spec.hidden_size
+        """Size of ``embed`` vectors (after any projector, before Matryoshka truncation)."""
+        return self.loaded.output_dim
 
-    def embed(self, texts: list[str], policy: LongDocumentPolicy | None = None) -> np.ndarray:
-        """Embeddings of ``texts`` as a ``[len(texts), dim]`` float32 array; raises if any fails."""
-        requests = (EmbedRequest(key=i, text=text) for i, text in enumerate(texts))
-        rows: list[np.ndarray] = []
+    @property
+    def supported_tasks(self) -> tuple[PoolingTask, ...]:
+        return self.dispatcher.supported_tasks
+
+    # -- list APIs -------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], task: PoolingTask = PoolingTask.EMBED, params: PoolingParams | None = None,
+               policy: LongDocumentPolicy | None = None, text_pairs: Sequence[str] | None = None) -> list[PooledData]:
+        """One output per text for ``task``; raises :class:`EmbeddingError` if any text failed."""
+        self.dispatcher.check(task)
+        params = params or PoolingParams()
+        pairs = text_pairs if text_pairs is not None else [None] * len(texts)
+        requests = (PoolingRequest(i, t, task, p, params) for i, (t, p) in enumerate(zip(texts, pairs, strict=True)))
+        outputs = []
         for result in self.run(requests, policy):
             if isinstance(result, RequestError):
-                raise EmbeddingError(f"text {result.key}: {result.code}: {result.message}")
-            rows.append(result.embedding)
-        return np.stack(rows) if rows else np.zeros((0, self.dimensions), dtype=np.float32)
+                raise EmbeddingError(f"input {result.key}: {result.code}: {result.message}")
+            outputs.append(result.data)
+        return outputs
 
-    def run(self, requests: Iterable[EmbedRequest], policy: LongDocumentPolicy | None = None) -> Iterator[EngineResult]:
+    def embed(self, texts: Sequence[str], *, dimensions: int | None = None, normalize: bool | None = None,
+              policy: LongDocumentPolicy | None = None) -> np.ndarray:
+        """``[len(texts), dim]`` float32 embeddings."""
+        rows = self.encode(texts, PoolingTask.EMBED, PoolingParams(dimensions=dimensions, normalize=normalize), policy)
+        return np.stack(rows) if rows else np.zeros((0, dimensions or self.dimensions), dtype=np.float32)
+
+    def classify(self, texts: Sequence[str], *, text_pairs: Sequence[str] | None = None,
+                 activation: bool = True, policy: LongDocumentPolicy | None = None) -> np.ndarray:
+        """``[len(texts), num_labels]`` class probabilities (or scores, or logits without activation)."""
+        rows = self.encode(texts, PoolingTask.CLASSIFY, PoolingParams(activation=activation), policy, text_pairs)
+        return np.stack(rows) if rows else np.zeros((0, self.spec.num_labels), dtype=np.float32)
+
+    def score(self, texts_a: Sequence[str], texts_b: Sequence[str], *, mode: str = "auto") -> np.ndarray:
+        """Pairwise scores of ``texts_a[i]`` with ``texts_b[i]``: ``[n]`` float32.
+
+        ``mode``: ``cross_encoder`` (a 1-label classifier on the pair), ``cosine`` (of embeddings),
+        ``maxsim`` (late interaction over token embeddings), or ``auto`` (the first the model serves).
+        """
+        from .scoring import score_pairs
+
+        return score_pairs(self, list(texts_a), list(texts_b), mode)
+
+    # -- streaming API ---------------------------------------------------------------------
+    def run(self, requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None) -> Iterator[EngineResult]:
         """Stream results in input order; memory is bounded by ``config.lookahead_tokens``."""
         policy = policy or LongDocumentPolicy()
         window = self._window(policy)
         iterator = iter(requests)
-        while True:
-            results = self._run_window(iterator, policy, window)
-            if not results:
-                return
+        while results := self._run_window(iterator, policy, window):
             yield from results
 
     def _window(self, policy: LongDocumentPolicy) -> int:
@@ -98,43 +127,54 @@ class PoolingEngine:
             raise ValueError(f"window_tokens={window} is outside 1..{self.spec.max_position_tokens} for this model")
         return window
 
-    def _run_window(self, iterator: Iterator[EmbedRequest], policy: LongDocumentPolicy, window: int) -> list[EngineResult]:
+    def _run_window(self, iterator: Iterator[PoolingRequest], policy: LongDocumentPolicy, window: int) -> list[EngineResult]:
         """Tokenize up to the lookahead budget, run it in batches, return its results in order."""
         scheduler = Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs)
-        keys: list = []
-        results: list[EngineResult | None] = []
-        tokenized: dict[int, TokenizedText] = {}
+        requests: list[PoolingRequest] = []
+        results: list[EngineResult | TokenizedText] = []
         while scheduler.pending_tokens < self.config.lookahead_tokens:
             group = list(islice(iterator, _TOKENIZE_GROUP))
             if not group:
                 break
-            for request, content_ids in zip(group, self.tokenizer.count_and_tokenize([r.text for r in group])):
-                index = len(results)
-                item = self.tokenizer.finish(content_ids, window, policy.side)
-                error = _length_error(request, item, window, policy)
-                keys.append(request.key)
-                results.append(error)
-                if error is None:
-                    tokenized[index] = item
-                    scheduler.add(index, item.token_ids)
+            for request, item in zip(group, self._tokenize(group, window, policy)):
+                if isinstance(item, TokenizedText):
+                    scheduler.add(len(results), item.token_ids, item.token_type_ids)
+                requests.append(request)
+                results.append(item)
         for batch in scheduler.drain():
             hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
-            cu_seqlens = torch.from_numpy(batch.cu_seqlens).to(hidden_states.device)
-            pooled_cpu = self.pooler.forward(hidden_states, cu_seqlens).cpu().numpy()  # [num_seqs, dim]
-            for row, index in enumerate(batch.seq_indices):
-                item = tokenized[index]
-                results[index] = EmbedOutput(
-                    keys[index], pooled_cpu[row], item.num_tokens, item.truncated, len(item.token_ids)
-                )
+            outputs = self.dispatcher.forward(hidden_states, batch, [requests[i] for i in batch.seq_indices])
+            for index, data in zip(batch.seq_indices, outputs):
+                item = results[index]
+                results[index] = PoolingOutput(requests[index].key, data, item.num_tokens, item.truncated, len(item.token_ids))
         return results  # type: ignore[return-value]
 
+    def _tokenize(self, group: list[PoolingRequest], window: int, policy: LongDocumentPolicy) -> list[TokenizedText | RequestError]:
+        singles = [r.text for r in group if r.text_pair is None]
+        content_ids = iter(self.tokenizer.count_and_tokenize(singles) if singles else [])
+        truncate = policy.mode is LongDocumentMode.TRUNCATE
+        items: list[TokenizedText | RequestError] = []
+        for request in group:
+            if request.text_pair is None:
+                item = self.tokenizer.finish(next(content_ids), window, policy.side)
+            else:
+                item = self.tokenizer.tokenize_pair(request.text, request.text_pair, window, truncate)
+            items.append(self._check(request, item, window, policy))
+        return items
 
-def _length_error(request: EmbedRequest, item: TokenizedText, window: int, policy: LongDocumentPolicy) -> RequestError | None:
-    if item.truncated and policy.mode is LongDocumentMode.ERROR:
-        return RequestError(
-            request.key,
-            "document_too_long",
-            f"document has {item.num_tokens} tokens; the model's window is {window} "
-            "(set long_documents.mode to 'truncate' to embed its first window)",
-        )
-    return None
+    def _check(self, request: PoolingRequest, item: TokenizedText, window: int, policy: LongDocumentPolicy) -> TokenizedText | RequestError:
+        try:
+            self.dispatcher.check(request.task)
+        except UnsupportedTaskError as exc:
+            return RequestError(request.key, "unsupported_task", str(exc))
+        dims = request.params.dimensions
+        if dims is not None and request.task in (PoolingTask.EMBED, PoolingTask.TOKEN_EMBED) and dims > self.dimensions:
+            return RequestError(request.key, "invalid_dimensions", f"dimensions={dims} exceeds the model's {self.dimensions}")
+        if item.truncated and policy.mode is LongDocumentMode.ERROR:
+            return RequestError(
+                request.key,
+                "document_too_long",
+                f"document has {item.num_tokens} tokens; the model's window is {window} "
+                "(set long_documents.mode to 'truncate' to embed its first window)",
+            )
+        return item

@@ -29,6 +29,29 @@ _ST_POOLING_MODES = {
 }
 _ST_NORMALIZE = "sentence_transformers.models.Normalize"
 _ST_POOLING = "sentence_transformers.models.Pooling"
+_ST_DENSE = "sentence_transformers.models.Dense"
+_ST_SPLADE = "sentence_transformers.sparse_encoder.models.SpladePooling"
+
+
+class ModelKind(str, Enum):
+    """Which HF head class the weights are loaded with; it decides the tasks the model serves."""
+
+    ENCODER = "encoder"  # AutoModel: embed, token_embed (decoders too: LAST pooling)
+    SEQUENCE_CLASSIFIER = "sequence_classifier"  # classify (1 label: cross-encoder scores)
+    TOKEN_CLASSIFIER = "token_classifier"  # token_classify (and STEP)
+    SPARSE_ENCODER = "sparse_encoder"  # masked LM as SPLADE: sparse_embed
+
+
+def _model_kind(architecture: str, modules: list[dict]) -> ModelKind:
+    types = {module.get("type") for module in modules}
+    if architecture.endswith("ForSequenceClassification"):
+        return ModelKind.SEQUENCE_CLASSIFIER
+    if architecture.endswith("ForTokenClassification"):
+        return ModelKind.TOKEN_CLASSIFIER
+    if _ST_SPLADE in types or (architecture.endswith("ForMaskedLM") and _ST_POOLING not in types):
+        return ModelKind.SPARSE_ENCODER
+    # Encoders, and decoders (*ForCausalLM): a pooling model whatever its LM head says.
+    return ModelKind.ENCODER
 
 
 @dataclass(frozen=True)
@@ -43,20 +66,33 @@ class ModelSpec:
     pooling: PoolingType
     normalize: bool
     is_causal: bool
+    kind: ModelKind = ModelKind.ENCODER
+    num_labels: int = 0
+    problem_type: str | None = None
+    activation_fn: str | None = None  # sentence-transformers' classifier activation, if named
+    dense_dirs: tuple[str, ...] = ()  # sentence-transformers Dense (projector) modules, in order
+    sparse_reduce: str = "max"  # SPLADE: max or sum over tokens
 
 
-def read_model_spec(path: str | Path) -> ModelSpec:
-    """Read a local model directory's declarations. Never touches the network."""
+def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> ModelSpec:
+    """Read a local model directory's declarations. Never touches the network.
+
+    Without torch, a decoder is recognized by a ``*ForCausalLM`` architecture; the loader,
+    which has transformers' model tables at hand, passes ``is_causal`` for the others
+    (e.g. ``LlamaForSequenceClassification``).
+    """
     model_dir = Path(path)
     config = _read_json(model_dir / "config.json", required=True)
     architecture = (config.get("architectures") or [config.get("model_type", "unknown")])[0]
-    is_causal = architecture.endswith("ForCausalLM")
+    if is_causal is None:
+        is_causal = architecture.endswith("ForCausalLM") or bool(config.get("is_decoder"))
     max_positions = _position_limit(config)
     st_config = _read_json(model_dir / "sentence_bert_config.json", required=False)
     window = int(st_config.get("max_seq_length") or max_positions)
     modules = _read_json(model_dir / "modules.json", required=False) or []
     pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
     normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
+    kind = _model_kind(architecture, modules)
     return ModelSpec(
         path=model_dir,
         architecture=architecture,
@@ -66,7 +102,23 @@ def read_model_spec(path: str | Path) -> ModelSpec:
         pooling=pooling,
         normalize=normalize,
         is_causal=is_causal,
+        kind=kind,
+        num_labels=int(config.get("num_labels") or len(config.get("id2label") or {}) or 0),
+        problem_type=config.get("problem_type"),
+        activation_fn=(config.get("sentence_transformers") or {}).get("activation_fn"),
+        dense_dirs=tuple(m["path"] for m in modules if m.get("type") == _ST_DENSE),
+        sparse_reduce=_sparse_reduce(model_dir, modules),
     )
+
+
+def _sparse_reduce(model_dir: Path, modules: list[dict]) -> str:
+    for module in modules:
+        if module.get("type") == _ST_SPLADE:
+            strategy = _read_json(model_dir / module["path"] / "config.json", required=False).get("pooling_strategy", "max")
+            if strategy not in ("max", "sum"):
+                raise ModelSpecError(f"{model_dir / module['path']}: unsupported SPLADE pooling_strategy {strategy!r}")
+            return strategy
+    return "max"
 
 
 def _position_limit(config: dict) -> int:

@@ -31,24 +31,67 @@ class LongDocumentPolicy:
     window_tokens: int | None = None
 
 
+class PoolingTask(str, Enum):
+    """What a request asks of the model (vLLM's pooling tasks)."""
+
+    EMBED = "embed"  # one vector per text
+    CLASSIFY = "classify"  # class probabilities (or a score) per text / text pair
+    TOKEN_EMBED = "token_embed"  # one vector per token (late interaction)
+    TOKEN_CLASSIFY = "token_classify"  # class probabilities per token
+    SPARSE_EMBED = "sparse_embed"  # SPLADE: token id -> weight
+
+
 @dataclass(frozen=True)
-class EmbedRequest:
-    """One text to embed; ``key`` is the caller's handle, returned with the result."""
+class PoolingParams:
+    """Per-request options; ``None`` means the model's default."""
+
+    dimensions: int | None = None  # Matryoshka: keep the first N dims, then normalize
+    normalize: bool | None = None  # embed / token_embed: L2-normalize the output
+    activation: bool = True  # classify / token_classify: apply the model's activation
+    step_tag_id: int | None = None  # STEP: keep only positions holding this token id
+    returned_token_ids: tuple[int, ...] | None = None  # STEP: keep only these label columns
+
+    def __post_init__(self) -> None:
+        if self.dimensions is not None and self.dimensions < 1:
+            raise ValueError(f"dimensions must be >= 1, got {self.dimensions}")
+
+
+@dataclass(frozen=True)
+class PoolingRequest:
+    """One text (or text pair, for cross-encoders) to pool; ``key`` comes back with the result."""
 
     key: Hashable
     text: str
+    task: PoolingTask = PoolingTask.EMBED
+    text_pair: str | None = None
+    params: PoolingParams = field(default_factory=PoolingParams)
 
 
 @dataclass(frozen=True)
-class EmbedOutput:
-    """The embedding of one request.
+class SparseVector:
+    """A sparse embedding: vocabulary ids and their weights, ids ascending."""
 
-    ``num_tokens`` counts the whole input before truncation; ``processed_tokens`` counts what
-    the model actually ran (the usage a job reports).
+    token_ids: np.ndarray  # [nnz] int32
+    weights: np.ndarray  # [nnz] float32
+
+    def to_dict(self) -> dict[int, float]:
+        return dict(zip(self.token_ids.tolist(), self.weights.tolist()))
+
+
+PooledData = np.ndarray | SparseVector  # [dim] | [num_tokens, dim] | sparse
+
+
+@dataclass(frozen=True)
+class PoolingOutput:
+    """The result of one request.
+
+    ``data`` is ``[dim]`` for embed/classify, ``[num_tokens, dim]`` for the token tasks, a
+    :class:`SparseVector` for sparse_embed. ``num_tokens`` counts the whole input before
+    truncation; ``processed_tokens`` counts what the model actually ran (the usage).
     """
 
     key: Hashable
-    embedding: np.ndarray = field(repr=False)  # [dim] float32
+    data: PooledData = field(repr=False)
     num_tokens: int
     truncated: bool
     processed_tokens: int
@@ -56,11 +99,11 @@ class EmbedOutput:
 
 @dataclass(frozen=True)
 class RequestError:
-    """A request the engine could not embed; the others are unaffected."""
+    """A request the engine could not run; the others are unaffected."""
 
     key: Hashable
     code: str
     message: str
 
 
-EngineResult = EmbedOutput | RequestError
+EngineResult = PoolingOutput | RequestError

@@ -39,7 +39,10 @@ class ModelRunner:
             "attention_mask": token_mask_cpu.long().to(self.device),
         }
         if self.uses_token_type_ids:
-            inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+            token_type_ids_cpu = torch.zeros_like(input_ids_cpu)  # [num_seqs, max_len]
+            if batch.token_type_ids is not None:
+                token_type_ids_cpu[token_mask_cpu] = torch.from_numpy(batch.token_type_ids)
+            inputs["token_type_ids"] = token_type_ids_cpu.to(self.device)
         outputs = self.model(**inputs)
         hidden = outputs.last_hidden_state  # [num_seqs, max_len, hidden]
         return hidden[token_mask_cpu.to(self.device)]  # [num_tokens, hidden]

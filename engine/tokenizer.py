@@ -14,6 +14,7 @@ class TokenizedText:
     token_ids: list[int]
     num_tokens: int  # of the whole text, special tokens included
     truncated: bool
+    token_type_ids: list[int] | None = None  # text pairs only
 
 
 class TextTokenizer:
@@ -45,6 +46,22 @@ class TextTokenizer:
     def count_and_tokenize(self, texts: list[str]) -> list[list[int]]:
         """Content token ids (no special tokens) of each text, untruncated."""
         return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+
+    @property
+    def special_token_counts(self) -> tuple[int, int]:
+        """How many special tokens the template puts before and after a single text."""
+        return len(self._prefix_ids), len(self._suffix_ids)
+
+    def tokenize_pair(self, text: str, text_pair: str, window_tokens: int, truncate: bool) -> TokenizedText:
+        """A text pair (cross-encoders), with segment ids; longest-first truncation if allowed."""
+        full = self._tokenizer(text, text_pair, truncation=False, return_token_type_ids=True)
+        num_tokens = len(full["input_ids"])
+        if num_tokens <= window_tokens or not truncate:
+            return TokenizedText(full["input_ids"], num_tokens, num_tokens > window_tokens, full["token_type_ids"])
+        cut = self._tokenizer(
+            text, text_pair, truncation="longest_first", max_length=window_tokens, return_token_type_ids=True
+        )
+        return TokenizedText(cut["input_ids"], num_tokens, True, cut["token_type_ids"])
 
     def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide) -> TokenizedText:
         """Cut content to fit ``window_tokens`` with special tokens, then add them."""

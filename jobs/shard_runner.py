@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from engine import EmbedRequest, RequestError
+from engine import PoolingRequest, RequestError
 from storage import EmbeddingRows, ObjectExistsError, dump_jsonl, read_jsonl
 
 from .context import JobContext, write_json
@@ -31,7 +31,7 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardOutcome:
     with ctx.store.open(layout.shard_input(shard)) as stream:
         for item in read_jsonl(stream):
             records[item.value["id"]] = item.value
-    requests = (EmbedRequest(key=record_id, text=row["text"]) for record_id, row in records.items())
+    requests = (PoolingRequest(key=record_id, text=row["text"]) for record_id, row in records.items())
     rows = EmbeddingRows(engine.dimensions)
     errors: list[RecordError] = []
     tokens = 0
@@ -39,7 +39,7 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardOutcome:
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
-        rows.append(result.key, result.embedding, result.num_tokens, result.truncated)
+        rows.append(result.key, result.data, result.num_tokens, result.truncated)
         tokens += result.processed_tokens
     if len(rows):
         ctx.store.put(layout.part(shard), rows.to_parquet_bytes())

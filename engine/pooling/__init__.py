@@ -1,6 +1,16 @@
-"""Pooling = method (which tokens, how combined) x head (what is done to the pooled vector)."""
-from .heads import EmbeddingHead
-from .methods import PoolingMethod, pooling_method
+"""Pooling = method (which tokens, how combined) x head (what is done to the pooled states)."""
+from .dispatcher import PoolerDispatcher, UnsupportedTaskError
+from .metadata import PoolingMetadata
+from .methods import AllPool, PoolingMethod, StepPool, pooling_method
 from .pooler import Pooler
 
-__all__ = ["EmbeddingHead", "Pooler", "PoolingMethod", "pooling_method"]
+__all__ = [
+    "AllPool",
+    "Pooler",
+    "PoolerDispatcher",
+    "PoolingMetadata",
+    "PoolingMethod",
+    "StepPool",
+    "UnsupportedTaskError",
+    "pooling_method",
+]

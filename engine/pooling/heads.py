@@ -1,15 +1,50 @@
-"""Heads applied to pooled vectors."""
+"""Embedding heads: projector, Matryoshka truncation, normalization, per request."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..request import PoolingParams
+from .methods import TokenStates
+
+
+def finish_vectors(vectors: torch.Tensor, params: PoolingParams, default_normalize: bool) -> torch.Tensor:
+    """Matryoshka truncation, then normalization (if on): ``[..., dim] -> [..., dims]``."""
+    if params.dimensions is not None:
+        vectors = vectors[..., : params.dimensions]
+    normalize = default_normalize if params.normalize is None else params.normalize
+    return F.normalize(vectors, p=2, dim=-1) if normalize else vectors
+
 
 class EmbeddingHead:
-    """Optional L2 normalization of pooled embeddings (in fp32)."""
+    """Pooled ``[num_seqs, hidden]`` -> one vector per sequence (projector, dims, normalize)."""
 
-    def __init__(self, normalize: bool) -> None:
+    def __init__(self, projector: torch.nn.Module | None, normalize: bool) -> None:
+        self.projector = projector
         self.normalize = normalize
 
-    def forward(self, pooled: torch.Tensor) -> torch.Tensor:  # [num_seqs, hidden] -> same
-        return F.normalize(pooled, p=2, dim=-1) if self.normalize else pooled
+    def forward(self, pooled: torch.Tensor, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
+        if self.projector is not None:
+            pooled = self.projector(pooled.to(_weight_dtype(self.projector))).float()
+        return [finish_vectors(row, p, self.normalize).cpu().numpy() for row, p in zip(pooled, params)]
+
+
+class TokenEmbeddingHead:
+    """Token states -> one vector per token (late interaction, e.g. MaxSim)."""
+
+    def __init__(self, projector: torch.nn.Module | None, normalize: bool) -> None:
+        self.projector = projector
+        self.normalize = normalize
+
+    def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
+        out = []
+        for tokens, p in zip(states, params):  # tokens: [n, hidden]
+            if self.projector is not None:
+                tokens = self.projector(tokens.to(_weight_dtype(self.projector)))
+            out.append(finish_vectors(tokens.float(), p, self.normalize).cpu().numpy())
+        return out
+
+
+def _weight_dtype(module: torch.nn.Module) -> torch.dtype:
+    return next(module.parameters()).dtype

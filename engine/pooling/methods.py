@@ -1,40 +1,83 @@
-"""Pooling methods over the flat token layout: hidden states [num_tokens, hidden] + cu_seqlens."""
+"""Pooling methods: which token states represent a sequence, and how they are combined.
+
+Sequence methods (CLS, LAST, MEAN) return ``[num_seqs, hidden]`` float32; token methods
+(ALL, STEP) return one ``[n_i, hidden]`` tensor per sequence.
+"""
 from __future__ import annotations
 
 import torch
 
 from ..model_spec import PoolingType
+from .metadata import PoolingMetadata
+
+TokenStates = list[torch.Tensor]  # one [n_i, hidden] per sequence
 
 
 class PoolingMethod:
-    """Reduces each sequence's token states to one vector: [num_tokens, hidden] -> [num_seqs, hidden]."""
+    """Base class: ``forward(hidden [num_tokens, hidden], meta)``."""
 
-    def forward(self, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+    returns_tokens = False
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor | TokenStates:
         raise NotImplementedError
 
 
 class CLSPool(PoolingMethod):
-    def forward(self, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
-        return hidden_states[cu_seqlens[:-1].long()].float()
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
+        return hidden_states[meta.starts_cpu.to(hidden_states.device)].float()  # [num_seqs, hidden]
 
 
 class LastPool(PoolingMethod):
-    def forward(self, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
-        return hidden_states[cu_seqlens[1:].long() - 1].float()
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
+        return hidden_states[meta.ends_cpu.to(hidden_states.device) - 1].float()  # [num_seqs, hidden]
 
 
 class MeanPool(PoolingMethod):
-    """Segment means, summed in fp32 whatever the model's dtype."""
+    """Span means accumulated in fp32.
 
-    def forward(self, hidden_states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
-        seq_lens = (cu_seqlens[1:] - cu_seqlens[:-1]).long()  # [num_seqs]
-        segment_ids = torch.repeat_interleave(torch.arange(len(seq_lens), device=seq_lens.device), seq_lens)
-        sums = torch.zeros(len(seq_lens), hidden_states.shape[1], dtype=torch.float32, device=hidden_states.device)
-        sums.index_add_(0, segment_ids, hidden_states.float())  # [num_seqs, hidden]
-        return sums / seq_lens.clamp(min=1).unsqueeze(1).float()
+    Each span is reduced on its own with an fp32 accumulator, so the only temporary is one
+    ``[hidden]`` row: no fp32 copy of the whole ``[num_tokens, hidden]`` block. On CUDA the
+    Triton span-mean kernel does the same in one launch.
+    """
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
+        if hidden_states.is_cuda:
+            from ..kernels.segment_pool import span_mean
+
+            device = hidden_states.device
+            return span_mean(hidden_states, meta.starts_cpu.to(device, torch.int32), meta.ends_cpu.to(device, torch.int32))
+        out = torch.empty(meta.num_seqs, hidden_states.shape[1], dtype=torch.float32)  # [num_seqs, hidden]
+        for row, (start, end) in enumerate(meta.spans()):
+            torch.sum(hidden_states[start:end], dim=0, dtype=torch.float32, out=out[row])
+            out[row].div_(max(end - start, 1))
+        return out
 
 
-_METHODS: dict[PoolingType, type[PoolingMethod]] = {
+class AllPool(PoolingMethod):
+    """Every token's state."""
+
+    returns_tokens = True
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> TokenStates:
+        return [hidden_states[start:end] for start, end in meta.spans()]
+
+
+class StepPool(PoolingMethod):
+    """The states at step-tag tokens (``params.step_tag_id``), or all tokens if none is set."""
+
+    returns_tokens = True
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> TokenStates:
+        states = []
+        for (start, end), params in zip(meta.spans(), meta.params):
+            tokens = hidden_states[start:end]  # [n, hidden]
+            if params.step_tag_id is not None:
+                tokens = tokens[meta.input_ids[start:end] == params.step_tag_id]
+            states.append(tokens)
+        return states
+
+
+_SEQUENCE_METHODS: dict[PoolingType, type[PoolingMethod]] = {
     PoolingType.CLS: CLSPool,
     PoolingType.LAST: LastPool,
     PoolingType.MEAN: MeanPool,
@@ -42,5 +85,5 @@ _METHODS: dict[PoolingType, type[PoolingMethod]] = {
 
 
 def pooling_method(pooling: PoolingType) -> PoolingMethod:
-    """The method for a pooling type; every PoolingType has one."""
-    return _METHODS[pooling]()
+    """The sequence-level method for a pooling type."""
+    return _SEQUENCE_METHODS[pooling]()

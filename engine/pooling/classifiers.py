@@ -1,0 +1,46 @@
+"""Adapters that expose an HF model's own classifier as ``[n, hidden] -> [n, num_labels]``.
+
+HF classification heads differ in what they read: BERT runs its pooler (dense + tanh on the
+first token) before a linear layer; RoBERTa/XLM-R/MPNet heads read ``features[:, 0]`` of a
+``[batch, seq, hidden]`` tensor; decoders apply a ``score`` linear layer to the last token.
+The pooling method picks the token; these adapters feed it to the head as the head expects.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..model_spec import ModelSpecError
+from .classifier_heads import Classifier
+
+
+def sequence_classifier(model: torch.nn.Module) -> Classifier:
+    """The classifier of a loaded ``*ForSequenceClassification`` model."""
+    if isinstance(getattr(model, "score", None), torch.nn.Linear):  # decoders
+        return model.score
+    head = getattr(model, "classifier", None)
+    if head is None:
+        raise ModelSpecError(f"{type(model).__name__} has no classifier or score layer poolq knows")
+    pooler = getattr(model.base_model, "pooler", None)
+    if isinstance(head, torch.nn.Linear) and pooler is not None:  # BERT: pooler, then linear
+        return lambda pooled: head(pooler(pooled.unsqueeze(1)))
+    if isinstance(head, torch.nn.Linear):
+        return head
+    return lambda pooled: head(pooled.unsqueeze(1))  # RoBERTa-style heads read features[:, 0]
+
+
+def token_classifier(model: torch.nn.Module) -> Classifier:
+    """The per-token classifier of a loaded ``*ForTokenClassification`` model."""
+    for name in ("classifier", "score"):
+        layer = getattr(model, name, None)
+        if isinstance(layer, torch.nn.Linear):
+            return layer
+    raise ModelSpecError(f"{type(model).__name__} has no token classifier layer poolq knows")
+
+
+def masked_lm_head(model: torch.nn.Module) -> torch.nn.Module:
+    """The MLM head (transform + vocabulary projection) of a loaded ``*ForMaskedLM`` model."""
+    for name in ("cls", "lm_head"):
+        head = getattr(model, name, None)
+        if isinstance(head, torch.nn.Module):
+            return head
+    raise ModelSpecError(f"{type(model).__name__} has no masked-LM head poolq knows")

@@ -1,0 +1,47 @@
+"""Routes each request of a batch to the pooler of its task; tasks may be mixed in one batch."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence
+
+import torch
+
+from ..batch import BatchMetadata
+from ..request import PooledData, PoolingRequest, PoolingTask
+from .metadata import PoolingMetadata
+from .pooler import Pooler
+
+
+class UnsupportedTaskError(ValueError):
+    """A task the loaded model does not serve."""
+
+
+class PoolerDispatcher:
+    """One pooler per task the model supports, fixed at load time."""
+
+    def __init__(self, poolers: dict[PoolingTask, Pooler]) -> None:
+        if not poolers:
+            raise ValueError("a model must support at least one task")
+        self.poolers = dict(poolers)
+
+    @property
+    def supported_tasks(self) -> tuple[PoolingTask, ...]:
+        return tuple(self.poolers)
+
+    def check(self, task: PoolingTask) -> None:
+        if task not in self.poolers:
+            names = ", ".join(t.value for t in self.poolers)
+            raise UnsupportedTaskError(f"this model does not support task {task.value!r}; it supports: {names}")
+
+    def forward(self, hidden_states: torch.Tensor, batch: BatchMetadata, requests: Sequence[PoolingRequest]) -> list[PooledData]:
+        """``requests[i]`` is the request of the batch's sequence ``i``; outputs come in that order."""
+        rows_by_task: dict[PoolingTask, list[int]] = defaultdict(list)
+        for row, request in enumerate(requests):
+            rows_by_task[request.task].append(row)
+        outputs: list[PooledData | None] = [None] * len(requests)
+        for task, rows in rows_by_task.items():
+            self.check(task)
+            meta = PoolingMetadata.for_rows(batch, rows, [requests[r].params for r in rows], hidden_states.device)
+            for row, output in zip(rows, self.poolers[task].forward(hidden_states, meta)):
+                outputs[row] = output
+        return outputs  # type: ignore[return-value]

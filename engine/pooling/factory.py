@@ -1,0 +1,41 @@
+"""Builds a model's dispatcher once, at load time, from what its directory declares."""
+from __future__ import annotations
+
+import torch
+
+from ..model_spec import ModelKind, ModelSpec, PoolingType
+from ..request import PoolingTask
+from .activation import resolve_activation
+from .classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
+from .classifiers import masked_lm_head, sequence_classifier, token_classifier
+from .dispatcher import PoolerDispatcher
+from .heads import EmbeddingHead, TokenEmbeddingHead
+from .methods import AllPool, StepPool, pooling_method
+from .pooler import Pooler
+from .sparse_head import SparseHead
+
+
+def build_dispatcher(
+    spec: ModelSpec,
+    model: torch.nn.Module,
+    projector: torch.nn.Module | None,
+    special_tokens: tuple[int, int],
+    calibration: Calibration | None = None,
+) -> PoolerDispatcher:
+    """The poolers for every task ``spec.kind`` serves. ``special_tokens``: (prefix, suffix) counts."""
+    if spec.kind is ModelKind.ENCODER:
+        return PoolerDispatcher({
+            PoolingTask.EMBED: Pooler(pooling_method(spec.pooling), EmbeddingHead(projector, spec.normalize)),
+            PoolingTask.TOKEN_EMBED: Pooler(AllPool(), TokenEmbeddingHead(projector, spec.normalize)),
+        })
+    activation = resolve_activation(spec.problem_type, spec.activation_fn, spec.num_labels)
+    if spec.kind is ModelKind.SEQUENCE_CLASSIFIER:
+        # Classifiers read the first token (encoders) or the last (decoders), whatever 1_Pooling says.
+        method = pooling_method(PoolingType.LAST if spec.is_causal else PoolingType.CLS)
+        head = ClassifierHead(sequence_classifier(model), activation, calibration)
+        return PoolerDispatcher({PoolingTask.CLASSIFY: Pooler(method, head)})
+    if spec.kind is ModelKind.TOKEN_CLASSIFIER:
+        head = TokenClassifierHead(token_classifier(model), activation, calibration)
+        return PoolerDispatcher({PoolingTask.TOKEN_CLASSIFY: Pooler(StepPool(), head)})
+    sparse = SparseHead(masked_lm_head(model), spec.sparse_reduce, *special_tokens)
+    return PoolerDispatcher({PoolingTask.SPARSE_EMBED: Pooler(AllPool(), sparse)})

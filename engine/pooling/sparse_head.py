@@ -1,0 +1,42 @@
+"""SPLADE: token states -> vocabulary weights ``log1p(relu(mlm_logits))``, reduced over tokens."""
+from __future__ import annotations
+
+import torch
+
+from ..request import PoolingParams, SparseVector
+from .methods import TokenStates
+
+# Tokens per MLM-head call: bounds the [tokens, vocab] logits temporary (256 x 30k fp32 = 31 MB).
+_BLOCK_TOKENS = 256
+
+
+class SparseHead:
+    """The special tokens the template adds (CLS/SEP) carry no term weight and are dropped."""
+
+    def __init__(self, mlm_head: torch.nn.Module, reduce: str, num_prefix_special: int, num_suffix_special: int) -> None:
+        if reduce not in ("max", "sum"):
+            raise ValueError(f"reduce must be 'max' or 'sum', got {reduce!r}")
+        self.mlm_head = mlm_head
+        self.reduce = reduce
+        self.num_prefix = num_prefix_special
+        self.num_suffix = num_suffix_special
+
+    def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
+        return [self._one(tokens) for tokens in states]
+
+    def _one(self, tokens: torch.Tensor) -> SparseVector:  # tokens: [n, hidden]
+        tokens = tokens[self.num_prefix : tokens.shape[0] - self.num_suffix]
+        weights = None  # [vocab] float32
+        for start in range(0, tokens.shape[0], _BLOCK_TOKENS):
+            block = torch.log1p(torch.relu(self.mlm_head(tokens[start : start + _BLOCK_TOKENS]).float()))
+            reduced = block.amax(0) if self.reduce == "max" else block.sum(0)
+            if weights is None:
+                weights = reduced
+            elif self.reduce == "max":
+                torch.maximum(weights, reduced, out=weights)
+            else:
+                weights += reduced
+        if weights is None:
+            return SparseVector(torch.empty(0, dtype=torch.int32).numpy(), torch.empty(0).numpy())
+        ids = torch.nonzero(weights).squeeze(1)
+        return SparseVector(ids.to(torch.int32).cpu().numpy(), weights[ids].cpu().numpy())
