@@ -86,6 +86,30 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
     sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
 
 
+@main.command()
+@click.option("--model", default="all-MiniLM-L6-v2", show_default=True)
+@click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
+@click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
+@click.option("--threads", default=None, type=int, help="torch threads (default: torch's)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def bench(model: str, rounds: int, num_mixed: int, threads: int | None, as_json: bool) -> None:
+    """poolq's engine vs sentence-transformers encode: same model, texts and token counts."""
+    from .bench import run_benchmark
+
+    report = run_benchmark(model, rounds=rounds, num_mixed=num_mixed, threads=threads)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"{report['model']}  runner={report['runner']}  threads={report['threads']}  "
+               f"fp32 matmul peak {report['matmul_peak_gflops']:.0f} GFLOP/s  (medians of {report['rounds']} rounds)")
+    click.echo(f"{'corpus':8} {'texts':>5} {'tokens':>7} {'poolq tok/s':>12} {'ST tok/s':>10} {'ratio':>6} "
+               f"{'poolq %peak':>11} {'ST %peak':>8} {'min cos':>9}")
+    for r in report["corpora"]:
+        click.echo(f"{r['corpus']:8} {r['texts']:>5} {r['tokens']:>7} {r['poolq_tokens_per_s']:>12.0f} "
+                   f"{r['baseline_tokens_per_s']:>10.0f} {r['ratio']:>6.2f} {100 * r['poolq_peak_fraction']:>10.0f}% "
+                   f"{100 * r['baseline_peak_fraction']:>7.0f}% {r['min_cosine']:>9.6f}")
+
+
 def _first_errors(exc: ValidationError, limit: int = 5) -> str:
     return "; ".join(
         f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()[:limit]
