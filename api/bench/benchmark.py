@@ -25,8 +25,13 @@ class CorpusResult:
 
 
 def run_benchmark(model: str = "all-MiniLM-L6-v2", *, rounds: int = 3, num_mixed: int = 200,
-                  batch_size: int = 32, threads: int | None = None) -> dict:
-    """Medians over ``rounds`` interleaved rounds; every round runs both systems on each corpus."""
+                  batch_size: int = 32, threads: int | None = None, device: str = "cpu",
+                  dtype: str = "float32") -> dict:
+    """Medians over ``rounds`` interleaved rounds; every round runs both systems on each corpus.
+
+    On CUDA the baseline runs in fp16 (sentence-transformers' usual GPU setting) and poolq in
+    ``dtype``; the peak is the measured matmul throughput in that dtype.
+    """
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -35,12 +40,14 @@ def run_benchmark(model: str = "all-MiniLM-L6-v2", *, rounds: int = 3, num_mixed
     if threads:
         torch.set_num_threads(threads)
     registry = ModelRegistry.with_packaged_models()
-    engine = PoolingEngine.from_pretrained(model, registry=registry)
+    engine = PoolingEngine.from_pretrained(model, registry=registry, device=device, dtype=dtype)
     window = engine.spec.max_position_tokens
-    baseline = SentenceTransformer(str(registry.resolve(model)), device="cpu")
+    baseline = SentenceTransformer(str(registry.resolve(model)), device=device)
+    if device != "cpu":
+        baseline.half()
     baseline.max_seq_length = window
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, window_tokens=window)
-    peak = measure_matmul_gflops()
+    peak = measure_matmul_gflops(device=device, dtype=dtype)
     results = []
     for corpus in build_corpora(engine.tokenizer, num_mixed=num_mixed, window=window):
         ours, theirs, min_cos = _time_rounds(corpus, rounds, lambda t: engine.embed(t, policy=policy),
@@ -53,7 +60,8 @@ def run_benchmark(model: str = "all-MiniLM-L6-v2", *, rounds: int = 3, num_mixed
             ratio=theirs / ours, poolq_peak_fraction=gflop / ours / peak, baseline_peak_fraction=gflop / theirs / peak,
             min_cosine=min_cos,
         ))
-    return {"model": model, "rounds": rounds, "threads": torch.get_num_threads(), "matmul_peak_gflops": peak,
+    return {"model": model, "device": device, "dtype": dtype, "rounds": rounds, "threads": torch.get_num_threads(),
+            "matmul_peak_gflops": peak,
             "runner": type(engine.runner).__name__, "corpora": [asdict(r) for r in results]}
 
 

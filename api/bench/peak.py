@@ -5,16 +5,21 @@ import statistics
 import time
 
 
-def measure_matmul_gflops(size: int = 2048, repeats: int = 5) -> float:
-    """Median GFLOP/s of an fp32 ``size``³ matmul on this machine (torch's threads)."""
+def measure_matmul_gflops(size: int = 2048, repeats: int = 5, device: str = "cpu", dtype: str = "float32") -> float:
+    """Median GFLOP/s of a ``size``³ matmul in ``dtype`` on ``device`` (CPU: torch's threads)."""
     import torch
 
-    a, b = torch.randn(size, size), torch.randn(size, size)
+    if device != "cpu":
+        size = max(size, 8192)  # a GPU needs a large problem to reach its peak
+    a = torch.randn(size, size, device=device, dtype=getattr(torch, dtype))
+    b = torch.randn(size, size, device=device, dtype=getattr(torch, dtype))
     torch.mm(a, b)  # warm-up
     times = []
     for _ in range(repeats):
+        _synchronize(device)
         start = time.perf_counter()
         torch.mm(a, b)
+        _synchronize(device)
         times.append(time.perf_counter() - start)
     return 2 * size**3 / statistics.median(times) / 1e9
 
@@ -26,3 +31,10 @@ def encoder_flops(config, seq_lens: list[int]) -> float:
     linear = 2 * tokens * (4 * hidden * hidden + 2 * hidden * ffn)  # QKV + output, FFN in/out
     attention = 2 * 2 * hidden * sum(n * n for n in seq_lens)  # QK^T and PV
     return layers * (linear + attention)
+
+
+def _synchronize(device: str) -> None:
+    if device != "cpu":
+        import torch
+
+        torch.cuda.synchronize()
