@@ -1,7 +1,8 @@
 """PoolingEngine: the engine's public entry point."""
 from __future__ import annotations
 
-from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -30,6 +31,15 @@ from .tokenizer import TokenizedText
 
 # Requests tokenized per tokenizer call while filling the lookahead window.
 _TOKENIZE_GROUP = 64
+
+
+@dataclass
+class _Window:
+    """One lookahead window: its requests, their tokenized forms (or errors), its scheduler."""
+
+    scheduler: Scheduler
+    requests: list[PoolingRequest] = field(default_factory=list)
+    results: list[EngineResult | TokenizedText] = field(default_factory=list)
 
 
 class EmbeddingError(RuntimeError):
@@ -114,12 +124,19 @@ class PoolingEngine:
 
     # -- streaming API ---------------------------------------------------------------------
     def run(self, requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None) -> Iterator[EngineResult]:
-        """Stream results in input order; memory is bounded by ``config.lookahead_tokens``."""
+        """Stream results in input order; memory is bounded by ``config.lookahead_tokens``.
+
+        While one lookahead window runs through the model, a helper thread tokenizes the
+        next (the fast tokenizers release the GIL), so tokenization overlaps compute.
+        """
         policy = policy or LongDocumentPolicy()
         window = self._window(policy)
         iterator = iter(requests)
-        while results := self._run_window(iterator, policy, window):
-            yield from results
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
+            pending = pool.submit(self._collect, iterator, policy, window)
+            while (current := pending.result()).requests:
+                pending = pool.submit(self._collect, iterator, policy, window)
+                yield from self._execute(current)
 
     def _window(self, policy: LongDocumentPolicy) -> int:
         window = policy.window_tokens or self.spec.window_tokens
@@ -127,21 +144,24 @@ class PoolingEngine:
             raise ValueError(f"window_tokens={window} is outside 1..{self.spec.max_position_tokens} for this model")
         return window
 
-    def _run_window(self, iterator: Iterator[PoolingRequest], policy: LongDocumentPolicy, window: int) -> list[EngineResult]:
-        """Tokenize up to the lookahead budget, run it in batches, return its results in order."""
-        scheduler = Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs)
-        requests: list[PoolingRequest] = []
-        results: list[EngineResult | TokenizedText] = []
-        while scheduler.pending_tokens < self.config.lookahead_tokens:
+    def _collect(self, iterator: Iterator[PoolingRequest], policy: LongDocumentPolicy, window: int) -> "_Window":
+        """Tokenize requests until the lookahead budget is full (or the input ends)."""
+        current = _Window(Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs))
+        while current.scheduler.pending_tokens < self.config.lookahead_tokens:
             group = list(islice(iterator, _TOKENIZE_GROUP))
             if not group:
                 break
             for request, item in zip(group, self._tokenize(group, window, policy)):
                 if isinstance(item, TokenizedText):
-                    scheduler.add(len(results), item.token_ids, item.token_type_ids)
-                requests.append(request)
-                results.append(item)
-        for batch in scheduler.drain():
+                    current.scheduler.add(len(current.results), item.token_ids, item.token_type_ids)
+                current.requests.append(request)
+                current.results.append(item)
+        return current
+
+    def _execute(self, current: "_Window") -> list[EngineResult]:
+        """Run a tokenized window in batches; its results in input order."""
+        requests, results = current.requests, current.results
+        for batch in current.scheduler.drain():
             hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
             outputs = self.dispatcher.forward(hidden_states, batch, [requests[i] for i in batch.seq_indices])
             for index, data in zip(batch.seq_indices, outputs):
