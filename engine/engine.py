@@ -20,14 +20,14 @@ from .request import (
     LongDocumentMode,
     LongDocumentPolicy,
     PooledData,
-    PoolingOutput,
     PoolingParams,
     PoolingRequest,
     PoolingTask,
     RequestError,
 )
+from .document_planner import DocumentPlanner
+from .document_plans import DocumentPlan, SinglePlan, Window
 from .scheduler import Scheduler
-from .tokenizer import TokenizedText
 
 # Requests tokenized per tokenizer call while filling the lookahead window.
 _TOKENIZE_GROUP = 64
@@ -35,11 +35,13 @@ _TOKENIZE_GROUP = 64
 
 @dataclass
 class _Window:
-    """One lookahead window: its requests, their tokenized forms (or errors), its scheduler."""
+    """One lookahead window: its requests, their plans (or errors), and the scheduler holding
+    their model sequences; ``owners[i]`` is (request index, window index) of sequence ``i``."""
 
     scheduler: Scheduler
     requests: list[PoolingRequest] = field(default_factory=list)
-    results: list[EngineResult | TokenizedText] = field(default_factory=list)
+    plans: list[DocumentPlan | RequestError] = field(default_factory=list)
+    owners: list[tuple[int, int]] = field(default_factory=list)
 
 
 class EmbeddingError(RuntimeError):
@@ -130,12 +132,12 @@ class PoolingEngine:
         next (the fast tokenizers release the GIL), so tokenization overlaps compute.
         """
         policy = policy or LongDocumentPolicy()
-        window = self._window(policy)
+        planner = DocumentPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head)
         iterator = iter(requests)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
-            pending = pool.submit(self._collect, iterator, policy, window)
+            pending = pool.submit(self._collect, iterator, planner)
             while (current := pending.result()).requests:
-                pending = pool.submit(self._collect, iterator, policy, window)
+                pending = pool.submit(self._collect, iterator, planner)
                 yield from self._execute(current)
 
     def _window(self, policy: LongDocumentPolicy) -> int:
@@ -144,45 +146,57 @@ class PoolingEngine:
             raise ValueError(f"window_tokens={window} is outside 1..{self.spec.max_position_tokens} for this model")
         return window
 
-    def _collect(self, iterator: Iterator[PoolingRequest], policy: LongDocumentPolicy, window: int) -> "_Window":
-        """Tokenize requests until the lookahead budget is full (or the input ends)."""
+    def _collect(self, iterator: Iterator[PoolingRequest], planner: DocumentPlanner) -> "_Window":
+        """Plan and tokenize requests until the lookahead budget is full (or the input ends)."""
         current = _Window(Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs))
         while current.scheduler.pending_tokens < self.config.lookahead_tokens:
             group = list(islice(iterator, _TOKENIZE_GROUP))
             if not group:
                 break
-            for request, item in zip(group, self._tokenize(group, window, policy)):
-                if isinstance(item, TokenizedText):
-                    current.scheduler.add(len(current.results), item.token_ids, item.token_type_ids)
+            for request, plan in zip(group, self._plan(group, planner)):
+                if not isinstance(plan, RequestError):
+                    for window_index, window in enumerate(plan.windows):
+                        current.scheduler.add(len(current.owners), window.token_ids, window.token_type_ids)
+                        current.owners.append((len(current.plans), window_index))
                 current.requests.append(request)
-                current.results.append(item)
+                current.plans.append(plan)
         return current
 
     def _execute(self, current: "_Window") -> list[EngineResult]:
         """Run a tokenized window in batches; its results in input order."""
-        requests, results = current.requests, current.results
+        requests, plans = current.requests, current.plans
         for batch in current.scheduler.drain():
             hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
-            outputs = self.dispatcher.forward(hidden_states, batch, [requests[i] for i in batch.seq_indices])
-            for index, data in zip(batch.seq_indices, outputs):
-                item = results[index]
-                results[index] = PoolingOutput(requests[index].key, data, item.num_tokens, item.truncated, len(item.token_ids))
-        return results  # type: ignore[return-value]
+            owners = [current.owners[i] for i in batch.seq_indices]
+            wants_pooled = [None if plans[r].wants_states else requests[r] for r, _ in owners]
+            pooled = self.dispatcher.forward(hidden_states, batch, wants_pooled)
+            for row, (request_index, window_index) in enumerate(owners):
+                start, end = int(batch.cu_seqlens[row]), int(batch.cu_seqlens[row + 1])
+                value = hidden_states[start:end] if wants_pooled[row] is None else pooled[row]
+                plans[request_index].add(window_index, value)
+        return [plan if isinstance(plan, RequestError) else plan.output(request.key) for request, plan in zip(requests, plans)]
 
-    def _tokenize(self, group: list[PoolingRequest], window: int, policy: LongDocumentPolicy) -> list[TokenizedText | RequestError]:
+    def _plan(self, group: list[PoolingRequest], planner: DocumentPlanner) -> list[DocumentPlan | RequestError]:
         singles = [r.text for r in group if r.text_pair is None]
-        content_ids = iter(self.tokenizer.count_and_tokenize(singles) if singles else [])
-        truncate = policy.mode is LongDocumentMode.TRUNCATE
-        items: list[TokenizedText | RequestError] = []
+        if planner.policy.mode.chunk_rows:
+            content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
+        else:
+            content_ids, offsets = (self.tokenizer.count_and_tokenize(singles) if singles else []), [None] * len(singles)
+        contents = iter(zip(content_ids, offsets))
+        plans: list[DocumentPlan | RequestError] = []
         for request in group:
             if request.text_pair is None:
-                item = self.tokenizer.finish(next(content_ids), window, policy.side)
+                plan = planner.plan(request, *next(contents))
             else:
-                item = self.tokenizer.tokenize_pair(request.text, request.text_pair, window, truncate)
-            items.append(self._check(request, item, window, policy))
-        return items
+                truncate = planner.policy.mode is LongDocumentMode.TRUNCATE
+                item = self.tokenizer.tokenize_pair(request.text, request.text_pair, planner.window, truncate)
+                plan = SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
+            plans.append(self._check(request, plan, planner))
+        return plans
 
-    def _check(self, request: PoolingRequest, item: TokenizedText, window: int, policy: LongDocumentPolicy) -> TokenizedText | RequestError:
+    def _check(self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: DocumentPlanner) -> DocumentPlan | RequestError:
+        if isinstance(plan, RequestError):
+            return plan
         try:
             self.dispatcher.check(request.task)
         except UnsupportedTaskError as exc:
@@ -190,11 +204,11 @@ class PoolingEngine:
         dims = request.params.dimensions
         if dims is not None and request.task in (PoolingTask.EMBED, PoolingTask.TOKEN_EMBED) and dims > self.dimensions:
             return RequestError(request.key, "invalid_dimensions", f"dimensions={dims} exceeds the model's {self.dimensions}")
-        if item.truncated and policy.mode is LongDocumentMode.ERROR:
+        if plan.truncated and planner.policy.mode is LongDocumentMode.ERROR:
             return RequestError(
                 request.key,
                 "document_too_long",
-                f"document has {item.num_tokens} tokens; the model's window is {window} "
-                "(set long_documents.mode to 'truncate' to embed its first window)",
+                f"document has {plan.num_tokens} tokens; the model's window is {planner.window} "
+                "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')",
             )
-        return item
+        return plan

@@ -7,12 +7,22 @@ from typing import Hashable
 
 import numpy as np
 
+from .chunking import ChunkBoundary
+
 
 class LongDocumentMode(str, Enum):
     """What to do with a document longer than the model's window."""
 
     ERROR = "error"  # a per-record error naming the token count and the limit
     TRUNCATE = "truncate"  # keep one window; the output says truncated=True
+    CHUNKED = "chunked"  # pool every window, token-weighted mean, renormalize: one vector
+    NAIVE_CHUNKS = "naive_chunks"  # embed each chunk on its own: one vector per chunk
+    LATE_CHUNKS = "late_chunks"  # one pass over the whole document, then chunk means
+
+    @property
+    def chunk_rows(self) -> bool:
+        """Whether the mode yields one row per chunk."""
+        return self in (LongDocumentMode.NAIVE_CHUNKS, LongDocumentMode.LATE_CHUNKS)
 
 
 class TruncationSide(str, Enum):
@@ -24,11 +34,34 @@ class TruncationSide(str, Enum):
 
 @dataclass(frozen=True)
 class LongDocumentPolicy:
-    """How the engine treats documents longer than the window (``window_tokens`` or the model's)."""
+    """How the engine treats documents longer than the window (``window_tokens`` or the model's).
+
+    ``max_embed_len`` caps the tokens of a document in ``chunked`` mode; ``window_specials``
+    re-adds the special tokens to every window (default: on for CLS/LAST pooling, where a
+    middle window would otherwise pool an ordinary token). Chunk modes cut chunks by
+    ``chunk_by`` (``chunk_tokens`` tokens, ``chunk_sentences`` sentences, or the request's
+    ``chunk_spans``); late chunking of documents beyond the window steps macro windows by
+    ``window - overlap_tokens`` (default a quarter of the window).
+    """
 
     mode: LongDocumentMode = LongDocumentMode.ERROR
     side: TruncationSide = TruncationSide.END
     window_tokens: int | None = None
+    max_embed_len: int | None = None
+    window_specials: bool | None = None
+    chunk_by: ChunkBoundary = ChunkBoundary.TOKENS
+    chunk_tokens: int = 256
+    chunk_sentences: int = 3
+    overlap_tokens: int | None = None
+    allow_any_pooling: bool = False  # late chunking with a non-MEAN model
+
+    def __post_init__(self) -> None:
+        for name in ("window_tokens", "max_embed_len", "chunk_tokens", "chunk_sentences"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.overlap_tokens is not None and self.overlap_tokens < 0:
+            raise ValueError(f"overlap_tokens must be >= 0, got {self.overlap_tokens}")
 
 
 class PoolingTask(str, Enum):
@@ -58,13 +91,29 @@ class PoolingParams:
 
 @dataclass(frozen=True)
 class PoolingRequest:
-    """One text (or text pair, for cross-encoders) to pool; ``key`` comes back with the result."""
+    """One text (or text pair, for cross-encoders) to pool; ``key`` comes back with the result.
+
+    ``chunk_spans`` are caller-given character spans for the chunk modes (``chunk_by=spans``).
+    """
 
     key: Hashable
     text: str
     task: PoolingTask = PoolingTask.EMBED
     text_pair: str | None = None
     params: PoolingParams = field(default_factory=PoolingParams)
+    chunk_spans: tuple[tuple[int, int], ...] | None = None
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """Where a chunk row comes from: token indices into the document's full token sequence
+    (special tokens included) and character offsets into its text, both half-open."""
+
+    chunk_index: int
+    token_start: int
+    token_end: int
+    char_start: int
+    char_end: int
 
 
 @dataclass(frozen=True)
@@ -91,10 +140,11 @@ class PoolingOutput:
     """
 
     key: Hashable
-    data: PooledData = field(repr=False)
+    data: PooledData = field(repr=False)  # chunk modes: [num_chunks, dim]
     num_tokens: int
     truncated: bool
     processed_tokens: int
+    chunks: tuple[ChunkSpan, ...] | None = None  # chunk modes only, one per row of data
 
 
 @dataclass(frozen=True)

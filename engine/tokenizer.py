@@ -47,6 +47,16 @@ class TextTokenizer:
         """Content token ids (no special tokens) of each text, untruncated."""
         return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
 
+    def tokenize_with_offsets(self, texts: list[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+        """Content token ids and each token's (char_start, char_end) in its text."""
+        encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+        return encoded["input_ids"], [[tuple(pair) for pair in offsets] for offsets in encoded["offset_mapping"]]
+
+    @property
+    def special_ids(self) -> tuple[list[int], list[int]]:
+        """The special token ids the template puts before and after a single text."""
+        return list(self._prefix_ids), list(self._suffix_ids)
+
     @property
     def special_token_counts(self) -> tuple[int, int]:
         """How many special tokens the template puts before and after a single text."""

@@ -33,15 +33,24 @@ class PoolerDispatcher:
             names = ", ".join(t.value for t in self.poolers)
             raise UnsupportedTaskError(f"this model does not support task {task.value!r}; it supports: {names}")
 
-    def forward(self, hidden_states: torch.Tensor, batch: BatchMetadata, requests: Sequence[PoolingRequest]) -> list[PooledData]:
-        """``requests[i]`` is the request of the batch's sequence ``i``; outputs come in that order."""
+    @property
+    def embed_head(self):
+        """The head of the embed pooler (late chunking applies it to chunk means), if any."""
+        pooler = self.poolers.get(PoolingTask.EMBED)
+        return pooler.head if pooler is not None else None
+
+    def forward(self, hidden_states: torch.Tensor, batch: BatchMetadata,
+                requests: Sequence[PoolingRequest | None]) -> list[PooledData | None]:
+        """``requests[i]`` is the request of the batch's sequence ``i`` (None: not pooled here);
+        outputs come in that order."""
         rows_by_task: dict[PoolingTask, list[int]] = defaultdict(list)
         for row, request in enumerate(requests):
-            rows_by_task[request.task].append(row)
+            if request is not None:
+                rows_by_task[request.task].append(row)
         outputs: list[PooledData | None] = [None] * len(requests)
         for task, rows in rows_by_task.items():
             self.check(task)
             meta = PoolingMetadata.for_rows(batch, rows, [requests[r].params for r in rows], hidden_states.device)
             for row, output in zip(rows, self.poolers[task].forward(hidden_states, meta)):
                 outputs[row] = output
-        return outputs  # type: ignore[return-value]
+        return outputs

@@ -26,7 +26,7 @@ class EmbeddingHead:
 
     def forward(self, pooled: torch.Tensor, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
         if self.projector is not None:
-            pooled = self.projector(pooled.to(_weight_dtype(self.projector))).float()
+            pooled = self.projector(_like_weights(pooled, self.projector)).float()
         return [finish_vectors(row, p, self.normalize).cpu().numpy() for row, p in zip(pooled, params)]
 
 
@@ -41,10 +41,12 @@ class TokenEmbeddingHead:
         out = []
         for tokens, p in zip(states, params):  # tokens: [n, hidden]
             if self.projector is not None:
-                tokens = self.projector(tokens.to(_weight_dtype(self.projector)))
+                tokens = self.projector(_like_weights(tokens, self.projector))
             out.append(finish_vectors(tokens.float(), p, self.normalize).cpu().numpy())
         return out
 
 
-def _weight_dtype(module: torch.nn.Module) -> torch.dtype:
-    return next(module.parameters()).dtype
+def _like_weights(x: torch.Tensor, module: torch.nn.Module) -> torch.Tensor:
+    """``x`` on the module's device and in its dtype."""
+    weight = next(module.parameters())
+    return x.to(device=weight.device, dtype=weight.dtype)
