@@ -1,0 +1,114 @@
+"""Long documents: chunked processing, naive chunks, late chunking, chunk boundaries."""
+import numpy as np
+import pytest
+
+from engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
+from engine.batch import BatchMetadata
+from engine.chunking import ChunkBoundary
+from engine.document_planner import PolicyError
+
+
+def _long_text(sample_documents, n_docs=3):
+    return "\n\n".join(d["text"] for d in sample_documents[1:1 + n_docs])
+
+
+def _window_vectors(engine, windows, normalize=None):
+    """The engine's own vector for each token window, computed window by window."""
+    vectors = []
+    for ids in windows:
+        batch = BatchMetadata.from_sequences([0], [ids])
+        hidden = engine.runner.forward(batch)
+        (vector,) = engine.dispatcher.forward(hidden, batch, [PoolingRequest(0, "", params=PoolingParams(normalize=normalize))])
+        vectors.append(vector)
+    return np.stack(vectors)
+
+
+def test_chunked_equals_the_token_weighted_formula_and_is_unit_norm(minilm_engine, sample_documents):
+    # Given a document several windows long (MEAN pooling: windows cut from the full sequence)
+    text = _long_text(sample_documents)
+    content = minilm_engine.tokenizer.count_and_tokenize([text])[0]
+    prefix, suffix = minilm_engine.tokenizer.special_ids
+    full = [*prefix, *content, *suffix]
+    windows = [full[i:i + 256] for i in range(0, len(full), 256)]
+    assert len(windows) >= 4
+    # When it is embedded in chunked mode
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
+    # Then it equals sum(n_j e_j) / sum(n_j), normalized again
+    vectors = _window_vectors(minilm_engine, windows)
+    weights = np.array([len(w) for w in windows], dtype=np.float64)[:, None]
+    expected = (vectors * weights).sum(0) / weights.sum()
+    expected /= np.linalg.norm(expected)
+    np.testing.assert_allclose(result.data, expected, atol=1e-6)
+    assert abs(np.linalg.norm(result.data) - 1) < 1e-6
+    assert (result.num_tokens, result.truncated, result.processed_tokens) == (len(full), False, len(full))
+
+
+def test_chunked_can_readd_special_tokens_to_every_window(minilm_engine, sample_documents):
+    text = _long_text(sample_documents, 2)
+    content = minilm_engine.tokenizer.count_and_tokenize([text])[0]
+    prefix, suffix = minilm_engine.tokenizer.special_ids
+    step = 256 - len(prefix) - len(suffix)
+    windows = [[*prefix, *content[i:i + step], *suffix] for i in range(0, len(content), step)]
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_specials=True)
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
+    vectors = _window_vectors(minilm_engine, windows)
+    weights = np.array([len(w) for w in windows], dtype=np.float64)[:, None]
+    expected = (vectors * weights).sum(0) / weights.sum()
+    np.testing.assert_allclose(result.data, expected / np.linalg.norm(expected), atol=1e-6)
+
+
+def test_max_embed_len_rejects_longer_documents_per_record(minilm_engine, sample_documents):
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, max_embed_len=1000)
+    short, long = "a short text", _long_text(sample_documents)
+    ok, error = minilm_engine.run([PoolingRequest("s", short), PoolingRequest("l", long)], policy)
+    assert ok.data.shape == (384,)
+    assert error.code == "document_too_long" and "this job accepts at most max_embed_len=1000" in error.message
+
+
+def test_max_embed_len_above_the_window_outside_chunked_is_refused(minilm_engine):
+    with pytest.raises(PolicyError, match="max_embed_len=300 exceeds the window"):
+        list(minilm_engine.run([PoolingRequest("s", "x")], LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, max_embed_len=300)))
+
+
+def test_naive_chunks_embed_each_chunk_alone_with_spans(minilm_engine, sample_documents):
+    text = sample_documents[1]["text"]
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS, chunk_tokens=100)
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
+    content = minilm_engine.tokenizer.count_and_tokenize([text])[0]
+    prefix, suffix = minilm_engine.tokenizer.special_ids
+    expected_windows = [[*prefix, *content[i:i + 100], *suffix] for i in range(0, len(content), 100)]
+    np.testing.assert_allclose(result.data, _window_vectors(minilm_engine, expected_windows), atol=1e-6)
+    assert len(result.chunks) == len(expected_windows) == result.data.shape[0]
+    # Spans: token spans are contiguous in full-sequence coordinates; char spans point at the text
+    assert [c.chunk_index for c in result.chunks] == list(range(len(result.chunks)))
+    assert all(a.token_end == b.token_start for a, b in zip(result.chunks, result.chunks[1:]))
+    first = result.chunks[0]
+    assert first.token_start == len(prefix) and first.char_start == 0
+    assert text[first.char_start:first.char_end].split()[:3] == text.split()[:3]
+
+
+def test_sentence_chunks_follow_sentence_ends(minilm_engine):
+    text = "The first sentence is here. A second one follows! Is this the third? Yes, the fourth."
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS, chunk_by=ChunkBoundary.SENTENCES, chunk_sentences=2)
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
+    pieces = [text[c.char_start:c.char_end] for c in result.chunks]
+    assert pieces == ["The first sentence is here. A second one follows!", "Is this the third? Yes, the fourth."]
+
+
+def test_caller_spans_and_bad_spans(minilm_engine):
+    text = "alpha beta gamma delta epsilon"
+    policy = LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, chunk_by=ChunkBoundary.SPANS)
+    good, overlapping, missing = minilm_engine.run([
+        PoolingRequest("g", text, chunk_spans=((0, 10), (11, 30))),
+        PoolingRequest("o", text, chunk_spans=((0, 12), (11, 30))),
+        PoolingRequest("m", text),
+    ], policy)
+    assert [text[c.char_start:c.char_end] for c in good.chunks] == ["alpha beta", "gamma delta epsilon"]
+    assert good.chunks[0].token_start == 0 and good.chunks[-1].token_end == good.num_tokens
+    assert overlapping.code == "invalid_chunks" and "overlaps" in overlapping.message
+    assert missing.code == "invalid_chunks" and "needs chunk spans" in missing.message
+
+
+def test_chunk_modes_serve_embed_only(minilm_engine):
+    (result,) = minilm_engine.run([PoolingRequest("t", "text", PoolingTask.TOKEN_EMBED)], LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
+    assert result.code == "unsupported_mode"
