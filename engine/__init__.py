@@ -1,6 +1,8 @@
 """poolq's pooling engine: load a local model, schedule by token budget, run, pool."""
 from .config import EngineConfig, EngineConfigError
 from .model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
+from .chunking import ChunkBoundary
+from .policy_check import PolicyError, check_policy
 from .registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
 from .request import (
     EngineResult,
@@ -10,6 +12,7 @@ from .request import (
     PoolingParams,
     PoolingRequest,
     PoolingTask,
+    ChunkSpan,
     RequestError,
     SparseVector,
     TruncationSide,
@@ -28,6 +31,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "ChunkBoundary",
+    "PolicyError",
+    "check_policy",
     "DEFAULT_MODEL",
     "EmbeddingError",
     "EngineConfig",
@@ -45,6 +51,7 @@ __all__ = [
     "PoolingTask",
     "SparseVector",
     "PoolingType",
+    "ChunkSpan",
     "RequestError",
     "TruncationSide",
     "UnknownModelError",

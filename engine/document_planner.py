@@ -1,15 +1,13 @@
 """Planning each request by the long-document policy: windows, chunks and their spans."""
+# PolicyError is re-exported here: it is what DocumentPlanner raises for a policy it cannot follow.
 from __future__ import annotations
 
 from .chunking import ChunkBoundary, ChunkingError, char_spans_to_token_chunks, describe_chunks, sentence_char_spans, token_chunks
 from .document_plans import ChunkedPlan, DocumentPlan, LateChunksPlan, NaiveChunksPlan, SinglePlan, Window
 from .model_spec import ModelSpec, PoolingType
+from .policy_check import PolicyError, check_policy, default_overlap
 from .request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, PoolingTask, RequestError
 from .tokenizer import TextTokenizer
-
-
-class PolicyError(ValueError):
-    """A long-document policy this model cannot follow (checked once per run)."""
 
 
 class DocumentPlanner:
@@ -20,22 +18,13 @@ class DocumentPlanner:
         self.prefix, self.suffix = tokenizer.special_ids
         specials = spec.pooling in (PoolingType.CLS, PoolingType.LAST)
         self.window_specials = specials if policy.window_specials is None else policy.window_specials
-        self.overlap = policy.overlap_tokens if policy.overlap_tokens is not None else window // 4
+        self.overlap = default_overlap(policy, window)
         self._check_policy()
 
     def _check_policy(self) -> None:
-        policy, mode = self.policy, self.policy.mode
-        if mode is LongDocumentMode.LATE_CHUNKS and self.spec.pooling is not PoolingType.MEAN and not policy.allow_any_pooling:
-            raise PolicyError(
-                f"late chunking mean-pools chunk token states, but this model pools with {self.spec.pooling.value}: its "
-                "token states are not trained to be averaged; set allow_any_pooling to use it anyway"
-            )
-        if mode is LongDocumentMode.LATE_CHUNKS and self.overlap >= self.window:
-            raise PolicyError(f"overlap_tokens={self.overlap} must be below the window ({self.window})")
-        if policy.max_embed_len is not None and mode is not LongDocumentMode.CHUNKED and policy.max_embed_len > self.window:
-            raise PolicyError(f"max_embed_len={policy.max_embed_len} exceeds the window ({self.window}) outside chunked mode")
+        check_policy(self.spec, self.policy)
         if self.window <= len(self.prefix) + len(self.suffix):
-            raise PolicyError(f"a window of {self.window} tokens leaves no room next to the special tokens")
+            raise PolicyError("window_tokens", f"a window of {self.window} tokens leaves no room next to the special tokens")
 
     def plan(self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None) -> DocumentPlan | RequestError:
         mode = self.policy.mode

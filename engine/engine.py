@@ -26,6 +26,7 @@ from .request import (
     RequestError,
 )
 from .document_planner import DocumentPlanner
+from .policy_check import resolve_window
 from .document_plans import DocumentPlan, SinglePlan, Window
 from .scheduler import Scheduler
 
@@ -141,10 +142,7 @@ class PoolingEngine:
                 yield from self._execute(current)
 
     def _window(self, policy: LongDocumentPolicy) -> int:
-        window = policy.window_tokens or self.spec.window_tokens
-        if not 1 <= window <= self.spec.max_position_tokens:
-            raise ValueError(f"window_tokens={window} is outside 1..{self.spec.max_position_tokens} for this model")
-        return window
+        return resolve_window(self.spec, policy)
 
     def _collect(self, iterator: Iterator[PoolingRequest], planner: DocumentPlanner) -> "_Window":
         """Plan and tokenize requests until the lookahead budget is full (or the input ends)."""

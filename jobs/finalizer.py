@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from storage import ObjectExistsError
+from storage import ObjectExistsError, embedding_schema
 
 from .context import JobContext, write_json
 from .job import JobState
@@ -31,7 +31,7 @@ def finalize_job(job_id: str, ctx: JobContext) -> JobState:
         "model": spec.model,
         "task": spec.task,
         "options": spec.model_dump(mode="json", exclude={"input"}),
-        "columns": ["id", "embedding", "num_tokens", "truncated"],
+        "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
         "dimensions": max((outcome["dimensions"] for outcome in outcomes), default=None),
         "counts": {"total": rows + len(error_lines), "completed": rows, "failed": len(error_lines)},
         "usage": {"tokens": tokens},

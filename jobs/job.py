@@ -7,16 +7,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import DEFAULT_MODEL, LongDocumentMode, LongDocumentPolicy, TruncationSide
+from engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+CharSpan = tuple[int, int]
+
+
 class InlineDocument(_Strict):
     id: str = Field(min_length=1, max_length=512)
     text: str
+    chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
 
 
 class InlineInput(_Strict):
@@ -31,6 +35,7 @@ class UriInput(_Strict):
     uri: str = Field(description="s3://bucket/key.jsonl")
     id_field: str = "id"
     text_field: str = "text"
+    spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
 
 
 class OutputOptions(_Strict):
@@ -38,14 +43,21 @@ class OutputOptions(_Strict):
 
 
 class LongDocuments(_Strict):
-    """What to do with documents longer than the model's window."""
+    """What to do with documents longer than the model's window (see engine.LongDocumentPolicy)."""
 
     mode: LongDocumentMode = LongDocumentMode.ERROR
     side: TruncationSide = TruncationSide.END
     window_tokens: int | None = Field(None, ge=1, description="raise the window up to the model's position limit")
+    max_embed_len: int | None = Field(None, ge=1, description="chunked: longest document accepted, in tokens")
+    window_specials: bool | None = Field(None, description="chunked: re-add special tokens to every window")
+    chunk_by: ChunkBoundary = ChunkBoundary.TOKENS
+    chunk_tokens: int = Field(256, ge=1)
+    chunk_sentences: int = Field(3, ge=1)
+    overlap_tokens: int | None = Field(None, ge=0, description="late_chunks: macro-window overlap (default window/4)")
+    allow_any_pooling: bool = Field(False, description="late_chunks with a model that is not MEAN-pooled")
 
     def policy(self) -> LongDocumentPolicy:
-        return LongDocumentPolicy(mode=self.mode, side=self.side, window_tokens=self.window_tokens)
+        return LongDocumentPolicy(**self.model_dump())
 
 
 class JobSpec(_Strict):

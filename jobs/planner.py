@@ -25,7 +25,7 @@ class _ShardBuffer:
         return bool(self.rows) and (too_many or too_long)
 
     def add(self, record: InputRecord) -> None:
-        self.rows.append({"id": record.id, "text": record.text, "line": record.line})
+        self.rows.append(record.to_json())
         self.chars += len(record.text)
 
 
@@ -74,7 +74,9 @@ def _open_input(spec: JobSpec, job_id: str, ctx: JobContext) -> BinaryIO:
 
 
 def _records(stream: BinaryIO, spec: JobSpec) -> Iterator[InputRecord | RecordError]:
-    id_field = "id" if isinstance(spec.input, InlineInput) else spec.input.id_field
-    text_field = "text" if isinstance(spec.input, InlineInput) else spec.input.text_field
+    inline = isinstance(spec.input, InlineInput)
+    id_field = "id" if inline else spec.input.id_field
+    text_field = "text" if inline else spec.input.text_field
+    spans_field = "chunk_spans" if inline else spec.input.spans_field
     for item in read_jsonl(stream):
-        yield to_record(item, id_field, text_field)
+        yield to_record(item, id_field, text_field, spans_field)

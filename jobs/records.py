@@ -13,6 +13,13 @@ class InputRecord:
     id: str
     text: str
     line: int  # 1-based line of the input
+    chunk_spans: list[list[int]] | None = None  # caller-given character spans
+
+    def to_json(self) -> dict:
+        row = {"id": self.id, "text": self.text, "line": self.line}
+        if self.chunk_spans is not None:
+            row["chunk_spans"] = self.chunk_spans
+        return row
 
 
 @dataclass(frozen=True)
@@ -28,7 +35,8 @@ class RecordError:
         return asdict(self)
 
 
-def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str) -> InputRecord | RecordError:
+def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str,
+              spans_field: str = "chunk_spans") -> InputRecord | RecordError:
     """Validate one parsed line against the job's field names."""
     if isinstance(item, JsonlLineError):
         return RecordError(None, item.line, item.code, item.message)
@@ -48,4 +56,15 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
         return RecordError(record_id, line, "invalid_text", f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
     if not text.strip():
         return RecordError(record_id, line, "empty_text", f"line {line} (id {record_id!r}): text is empty")
-    return InputRecord(record_id, text, line)
+    spans = value.get(spans_field)
+    if spans is not None and not _is_span_list(spans):
+        return RecordError(record_id, line, "invalid_chunk_spans",
+                           f"line {line} (id {record_id!r}): field {spans_field!r} must be a list of [start, end] integer pairs")
+    return InputRecord(record_id, text, line, spans)
+
+
+def _is_span_list(spans: object) -> bool:
+    return isinstance(spans, list) and all(
+        isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+        for span in spans
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from engine import PoolingRequest, RequestError
+from engine import PoolingOutput, PoolingRequest, RequestError
 from storage import EmbeddingRows, ObjectExistsError, dump_jsonl, read_jsonl
 
 from .context import JobContext, write_json
@@ -31,15 +31,19 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardOutcome:
     with ctx.store.open(layout.shard_input(shard)) as stream:
         for item in read_jsonl(stream):
             records[item.value["id"]] = item.value
-    requests = (PoolingRequest(key=record_id, text=row["text"]) for record_id, row in records.items())
-    rows = EmbeddingRows(engine.dimensions)
+    requests = (
+        PoolingRequest(key=record_id, text=row["text"], chunk_spans=_spans(row.get("chunk_spans")))
+        for record_id, row in records.items()
+    )
+    policy = spec.long_documents.policy()
+    rows = EmbeddingRows(engine.dimensions, with_chunks=policy.mode.chunk_rows)
     errors: list[RecordError] = []
     tokens = 0
-    for result in engine.run(requests, spec.long_documents.policy()):
+    for result in engine.run(requests, policy):
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
-        rows.append(result.key, result.data, result.num_tokens, result.truncated)
+        _append_rows(rows, result)
         tokens += result.processed_tokens
     if len(rows):
         ctx.store.put(layout.part(shard), rows.to_parquet_bytes())
@@ -47,6 +51,20 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardOutcome:
     outcome = ShardOutcome(rows=len(rows), errors=len(errors), tokens=tokens, dimensions=engine.dimensions)
     _commit(job_id, shard, outcome, ctx)
     return outcome
+
+
+def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
+    return None if raw is None else tuple((start, end) for start, end in raw)
+
+
+def _append_rows(rows: EmbeddingRows, result: PoolingOutput) -> None:
+    """One row per document, or one per chunk in the chunk modes."""
+    if result.chunks is None:
+        rows.append(result.key, result.data, result.num_tokens, result.truncated)
+        return
+    for vector, chunk in zip(result.data, result.chunks):
+        values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
+        rows.append(result.key, vector, result.num_tokens, result.truncated, values)
 
 
 def _commit(job_id: str, shard: int, outcome: ShardOutcome, ctx: JobContext) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 
-from engine import ModelSpecError, UnknownModelError, read_model_spec
+from engine import ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
 from storage import InvalidURIError, dump_jsonl, parse_uri
 
 from .context import JobContext, write_json
@@ -27,12 +27,10 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         raise JobRejected("model", str(exc)) from None
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
-    window = spec.long_documents.window_tokens
-    if window is not None and window > model_spec.max_position_tokens:
-        raise JobRejected(
-            "long_documents.window_tokens",
-            f"window_tokens={window} exceeds the model's position limit {model_spec.max_position_tokens}",
-        )
+    try:
+        check_policy(model_spec, spec.long_documents.policy())
+    except PolicyError as exc:
+        raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None
     if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
         raise JobRejected(
             "input.documents",
@@ -54,7 +52,7 @@ def submit_job(spec: JobSpec, ctx: JobContext) -> JobStatus:
     job_id = uuid.uuid4().hex
     layout = ctx.layout(job_id)
     if isinstance(spec.input, InlineInput):
-        rows = [document.model_dump() for document in spec.input.documents]
+        rows = [document.model_dump(exclude_none=True) for document in spec.input.documents]
         ctx.store.put(layout.inline_input, dump_jsonl(rows), if_absent=True)
     write_json(ctx.store, layout.spec, spec.model_dump(mode="json"), if_absent=True)
     status = JobStatus(

@@ -9,15 +9,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def embedding_schema(dimensions: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("embedding", pa.list_(pa.float32(), dimensions), nullable=False),
-            pa.field("num_tokens", pa.int32(), nullable=False),
-            pa.field("truncated", pa.bool_(), nullable=False),
-        ]
-    )
+CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
+
+
+def embedding_schema(dimensions: int, with_chunks: bool = False) -> pa.Schema:
+    """id, embedding, num_tokens, truncated; chunk rows add where each chunk comes from."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("embedding", pa.list_(pa.float32(), dimensions), nullable=False),
+        pa.field("num_tokens", pa.int32(), nullable=False),
+        pa.field("truncated", pa.bool_(), nullable=False),
+    ]
+    if with_chunks:
+        fields += [pa.field(name, pa.int32(), nullable=False) for name in CHUNK_COLUMNS]
+    return pa.schema(fields)
 
 
 @dataclass
@@ -25,18 +30,25 @@ class EmbeddingRows:
     """Column buffers for one Parquet part."""
 
     dimensions: int
+    with_chunks: bool = False
     ids: list[str] = field(default_factory=list)
     vectors: list[np.ndarray] = field(default_factory=list, repr=False)
     num_tokens: list[int] = field(default_factory=list)
     truncated: list[bool] = field(default_factory=list)
+    chunk_values: list[tuple[int, ...]] = field(default_factory=list)  # one CHUNK_COLUMNS tuple per row
 
-    def append(self, record_id: str, vector: np.ndarray, num_tokens: int, truncated: bool) -> None:
+    def append(self, record_id: str, vector: np.ndarray, num_tokens: int, truncated: bool,
+               chunk: tuple[int, int, int, int, int] | None = None) -> None:
         if vector.shape != (self.dimensions,):
             raise ValueError(f"record {record_id!r}: vector shape {vector.shape}, expected ({self.dimensions},)")
+        if (chunk is not None) != self.with_chunks:
+            raise ValueError(f"record {record_id!r}: chunk columns {'missing' if self.with_chunks else 'unexpected'}")
         self.ids.append(record_id)
         self.vectors.append(vector.astype(np.float32, copy=False))
         self.num_tokens.append(num_tokens)
         self.truncated.append(truncated)
+        if chunk is not None:
+            self.chunk_values.append(chunk)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -44,10 +56,11 @@ class EmbeddingRows:
     def to_table(self) -> pa.Table:
         flat = np.concatenate(self.vectors) if self.vectors else np.zeros(0, dtype=np.float32)
         embedding = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), self.dimensions)
-        return pa.Table.from_arrays(
-            [pa.array(self.ids, pa.string()), embedding, pa.array(self.num_tokens, pa.int32()), pa.array(self.truncated)],
-            schema=embedding_schema(self.dimensions),
-        )
+        columns = [pa.array(self.ids, pa.string()), embedding, pa.array(self.num_tokens, pa.int32()), pa.array(self.truncated)]
+        if self.with_chunks:
+            by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
+            columns += [pa.array(values, pa.int32()) for values in by_column]
+        return pa.Table.from_arrays(columns, schema=embedding_schema(self.dimensions, self.with_chunks))
 
     def to_parquet_bytes(self) -> bytes:
         sink = io.BytesIO()
