@@ -71,3 +71,40 @@ def test_missing_input_fails_the_job_with_a_clear_error(tmp_path, local_ctx):
     status = run_job_locally(spec, local_ctx)
     assert status.status is JobState.FAILED
     assert "absent.jsonl does not exist" in status.error
+
+
+def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sample_documents):
+    docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents[:3]]
+    docs[1]["chunk_spans"] = [[0, 40], [40, 200]]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
+                                   "long_documents": {"mode": "late_chunks", "chunk_tokens": 64}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.SUCCEEDED, status.error
+    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
+    assert manifest["columns"] == table.schema.names == [
+        "id", "embedding", "num_tokens", "truncated", "chunk_index", "token_start", "token_end", "char_start", "char_end"]
+    rows = table.to_pylist()
+    for doc in docs:
+        mine = [r for r in rows if r["id"] == doc["id"]]
+        assert [r["chunk_index"] for r in mine] == list(range(len(mine))) and len(mine) >= 2
+        assert mine[0]["token_start"] == 0 and mine[-1]["token_end"] == mine[0]["num_tokens"]
+        assert all(0 <= r["char_start"] < r["char_end"] <= len(doc["text"]) for r in mine)
+    # chunk_spans given for one document apply to it only when chunk_by is 'spans'
+    spans_spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in2.jsonl", [docs[1]])},
+                                         "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
+    status = run_job_locally(spans_spec, local_ctx)
+    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    rows = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"])).to_pylist()
+    assert len(rows) == 2
+    assert rows[0]["char_start"] == 0 and rows[0]["char_end"] <= 40  # token-aligned within the given span
+    assert 40 <= rows[1]["char_start"] and rows[1]["char_end"] <= 200
+
+
+def test_bad_chunk_spans_are_per_record_errors(tmp_path, local_ctx):
+    docs = [{"id": "a", "text": "some words here", "chunk_spans": "nope"}, {"id": "b", "text": "more words", "chunk_spans": [[0, 4]]}]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
+                                   "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
+    status = run_job_locally(spec, local_ctx)
+    _, ids, errors = _outputs(local_ctx, status.id)
+    assert ids == ["b"] and [(e["id"], e["code"]) for e in errors] == [("a", "invalid_chunk_spans")]
