@@ -68,3 +68,10 @@ def redis_url(tmp_path_factory):
 
     with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def long_documents() -> list[dict]:
+    """Real Wikipedia articles (gensim's test data, see tests/data/SOURCES.md), thousands of tokens each."""
+    path = REPO_ROOT / "tests" / "data" / "long_documents.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -136,3 +136,40 @@ def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
                    "--s3-port", str(free_port()), "--api-port", str(free_port()),
                    env={"POOLQ_REDIS_SERVER": str(tmp_path / "no-such-redis-server")})
     assert result.returncode == 2 and "no-such-redis-server" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "long_documents_option, rows_per_doc",
+    [
+        ({"mode": "error"}, None),
+        ({"mode": "truncate"}, 1),
+        ({"mode": "chunked", "max_embed_len": 20000}, 1),
+        ({"mode": "naive_chunks", "chunk_tokens": 200}, "many"),
+        ({"mode": "late_chunks", "chunk_by": "sentences", "chunk_sentences": 8}, "many"),
+    ],
+)
+def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_documents, long_documents_option, rows_per_doc):
+    # Given real long articles (thousands of tokens) and one short document
+    docs = [{"id": d["id"], "text": d["text"]} for d in long_documents] + [{"id": "short", "text": sample_documents[0]["text"][:300]}]
+    with PoolqClient(stack["api_url"]) as client:
+        job = client.submit({"input": {"documents": docs}, "long_documents": long_documents_option})
+        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        manifest = client.results(job["id"])
+    ids, vectors, errors = _read_outputs(s3, stack["bucket"], manifest)
+    long_ids = {d["id"] for d in long_documents}
+    if rows_per_doc is None:  # error mode: every long article is a per-record error naming its size
+        assert final["status"] == "partially_succeeded" and ids == ["short"]
+        assert {e["id"] for e in errors} == long_ids and all(e["code"] == "document_too_long" for e in errors)
+        return
+    assert final["status"] == "succeeded", final
+    assert set(ids) == long_ids | {"short"} and errors == []
+    if rows_per_doc == 1:
+        assert len(ids) == len(docs)
+    else:
+        assert all(ids.count(doc_id) > 3 for doc_id in long_ids)
+        assert set(manifest_columns(s3, stack["bucket"], manifest)) >= {"chunk_index", "token_start", "char_end"}
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def manifest_columns(s3, bucket, manifest):
+    return json.loads(s3.get_object(Bucket=bucket, Key=manifest["manifest_key"])["Body"].read())["columns"]

@@ -112,3 +112,36 @@ def test_caller_spans_and_bad_spans(minilm_engine):
 def test_chunk_modes_serve_embed_only(minilm_engine):
     (result,) = minilm_engine.run([PoolingRequest("t", "text", PoolingTask.TOKEN_EMBED)], LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
     assert result.code == "unsupported_mode"
+
+
+@pytest.mark.parametrize("window, overlap, chunk_tokens", [(256, None, 64), (128, 32, 100), (128, 0, 50)])
+def test_late_chunks_equal_an_independent_reference(minilm_engine, long_documents, sample_documents, window, overlap, chunk_tokens):
+    # Given a real article of ~3.5k tokens (long late chunking at a 128 window) or a shorter speech
+    from late_chunking_reference import fixed_token_spans, late_chunk_embeddings
+
+    text = long_documents[0]["text"] if window == 128 else sample_documents[3]["text"][:900]
+    policy = LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, window_tokens=window,
+                                overlap_tokens=overlap, chunk_tokens=chunk_tokens)
+    # When poolq late-chunks it
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
+    # Then every chunk vector equals the reference's (one transformers pass + span means)
+    spans = [(c.token_start, c.token_end) for c in result.chunks]
+    assert spans == fixed_token_spans(result.num_tokens, chunk_tokens)
+    reference = late_chunk_embeddings(minilm_engine.spec.path, text, spans, window_tokens=window,
+                                      overlap=overlap if overlap is not None else window // 4)
+    cosines = (result.data * reference).sum(1) / np.linalg.norm(result.data, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosines.min() >= 0.9999, cosines.min()
+    assert result.data.shape == (len(spans), 384)
+
+
+def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_config):
+    from transformers import BertModel
+
+    from engine import PoolingEngine
+
+    path, _ = model_factory("cls-encoder", BertModel, bert_config())
+    engine = PoolingEngine.from_pretrained(str(path))  # no pooling config: CLS
+    with pytest.raises(PolicyError, match="pools with CLS"):
+        list(engine.run([PoolingRequest("d", "text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS)))
+    (ok,) = engine.run([PoolingRequest("d", "some text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, allow_any_pooling=True))
+    assert ok.data.shape[0] == 1
