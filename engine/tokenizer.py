@@ -6,6 +6,29 @@ from pathlib import Path
 
 from .request import TruncationSide
 
+# Texts longer than this are tokenized in pieces cut at whitespace (see split_at_whitespace).
+PIECE_CHARS = 100_000
+
+
+def split_at_whitespace(text: str, max_chars: int) -> list[tuple[int, str]]:
+    """``(start, piece)`` pairs covering ``text``, each cut just before a whitespace character.
+
+    Tokenizers split words at whitespace before anything else (WordPiece drops it; byte-level
+    BPE attaches it to the *next* word), so cutting right before whitespace tokenizes each
+    piece exactly as it would be inside the whole text.
+    """
+    pieces, start = [], 0
+    while len(text) - start > max_chars:
+        cut = start + max_chars
+        while cut > start and not text[cut].isspace():
+            cut -= 1
+        if cut == start:  # no whitespace at all in max_chars: cut anyway
+            cut = start + max_chars
+        pieces.append((start, text[start:cut]))
+        start = cut
+    pieces.append((start, text[start:]))
+    return pieces
+
 
 @dataclass(frozen=True)
 class TokenizedText:
@@ -45,12 +68,30 @@ class TextTokenizer:
 
     def count_and_tokenize(self, texts: list[str]) -> list[list[int]]:
         """Content token ids (no special tokens) of each text, untruncated."""
-        return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        if all(len(text) <= PIECE_CHARS for text in texts):
+            return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        return [self._tokenize_long(text, with_offsets=False)[0] for text in texts]
 
     def tokenize_with_offsets(self, texts: list[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
         """Content token ids and each token's (char_start, char_end) in its text."""
-        encoded = self._tokenizer(texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
-        return encoded["input_ids"], [[tuple(pair) for pair in offsets] for offsets in encoded["offset_mapping"]]
+        ids, offsets = [], []
+        for text in texts:
+            text_ids, text_offsets = self._tokenize_long(text, with_offsets=True)
+            ids.append(text_ids)
+            offsets.append(text_offsets)
+        return ids, offsets
+
+    def _tokenize_long(self, text: str, with_offsets: bool) -> tuple[list[int], list[tuple[int, int]]]:
+        """Tokenize piece by piece, so the tokenizer's per-token bookkeeping (strings, masks,
+        word ids: ~700 bytes a token) never exists for a whole very long document at once."""
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        for start, piece in split_at_whitespace(text, PIECE_CHARS):
+            encoded = self._tokenizer(piece, add_special_tokens=False, truncation=False, return_offsets_mapping=with_offsets)
+            ids.extend(encoded["input_ids"])
+            if with_offsets:
+                offsets.extend((start + a, start + b) for a, b in encoded["offset_mapping"])
+        return ids, offsets
 
     @property
     def special_ids(self) -> tuple[list[int], list[int]]:

@@ -145,3 +145,14 @@ def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_c
         list(engine.run([PoolingRequest("d", "text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS)))
     (ok,) = engine.run([PoolingRequest("d", "some text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, allow_any_pooling=True))
     assert ok.data.shape[0] == 1
+
+
+def test_very_long_texts_tokenize_in_pieces_exactly_as_whole(minilm_engine, long_documents, monkeypatch):
+    import engine.tokenizer as tokenizer_module
+
+    text = " \n".join(d["text"] for d in long_documents)
+    whole_ids = minilm_engine.tokenizer._tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    monkeypatch.setattr(tokenizer_module, "PIECE_CHARS", 5_000)  # force ~22 pieces
+    (ids,), (offsets,) = minilm_engine.tokenizer.tokenize_with_offsets([text])
+    assert ids == whole_ids["input_ids"] and offsets == [tuple(o) for o in whole_ids["offset_mapping"]]
+    assert minilm_engine.tokenizer.count_and_tokenize([text])[0] == ids
