@@ -13,7 +13,8 @@ from ..client import PoolqClient
 from ..devstack.process import ServiceError
 from ..devstack.stack import LocalStack, StackPorts
 
-DEMO_JOB_OPTIONS = {"long_documents": {"mode": "truncate"}}
+# chunked: every document is embedded whole (256-token windows, token-weighted mean), none cut.
+DEMO_JOB_OPTIONS = {"long_documents": {"mode": "chunked"}}
 
 
 def load_sample_corpus() -> list[dict]:
@@ -62,8 +63,9 @@ def _run_job(api_url: str, bucket: str, console: Console) -> int:
     for part in manifest["parts"]:
         console.print(f"  part      {part['key']}  ({part['rows']} rows)")
     console.print(f"  errors    {manifest['errors']['key']}  ({manifest['errors']['count']} records)")
-    truncated = sum(table.column("truncated").to_pylist())
-    console.print(f"  {table.num_rows} rows of {manifest['dimensions']}-d vectors; {truncated} documents truncated to the window")
+    longest = max(table.column("num_tokens").to_pylist())
+    console.print(f"  {table.num_rows} rows of {manifest['dimensions']}-d vectors; every document embedded whole "
+                  f"(longest {longest} tokens, long_documents.mode=chunked), none truncated")
     _show_nearest_neighbour(table, titles, console)
     return 0
 

@@ -37,3 +37,16 @@ def test_embed_rejects_bad_options_with_a_clear_message(tmp_path):
     assert result.exit_code == 2 and "long_documents.mode" in result.output
     result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path), "--model", "nope"])
     assert result.exit_code == 2 and "unknown model 'nope'" in result.output
+
+
+def test_embed_takes_the_job_bodys_long_document_options(tmp_path, long_documents):
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "albedo", "text": long_documents[0]["text"]}) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path / "out"),
+                                       "--long-documents", '{"mode": "late_chunks", "chunk_tokens": 64}'])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    table = read_embeddings((tmp_path / "out" / status["id"] / "parts" / "part-00000.parquet").read_bytes())
+    rows = table.to_pylist()
+    assert len(rows) == -(-(rows[0]["num_tokens"] - 2) // 64)  # one row per 64 content tokens
+    assert rows[-1]["token_end"] == rows[0]["num_tokens"] and rows[0]["token_start"] == 0

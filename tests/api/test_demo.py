@@ -26,7 +26,7 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     assert "job succeeded" in out and "'completed': 37" in out
     assert "parts/part-00000.parquet  (37 rows)" in out and "results in bucket poolq" in out
     assert "nearest neighbour of State of the Union" in out
-    assert "documents truncated to the window" in out
+    assert "every document embedded whole" in out and "none truncated" in out
     # Then everything it started is stopped
     state = StackState.load(state_dir / "stack.json")
     assert state is not None and state.pids == {}
