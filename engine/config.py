@@ -24,6 +24,7 @@ class EngineConfig:
     max_num_seqs: int = 128
     lookahead_tokens: int = 65536
     num_threads: int | None = None
+    packed: bool = True  # the native packed forward where the architecture has one
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1:

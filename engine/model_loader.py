@@ -12,6 +12,7 @@ from .pooling.classifier_heads import Calibration
 from .pooling.dispatcher import PoolerDispatcher
 from .pooling.factory import build_dispatcher
 from .projector import load_projector
+from .packed_runner import PackedRunner
 from .runner import ModelRunner, torch_dtype
 from .tokenizer import TextTokenizer
 
@@ -24,13 +25,17 @@ _AUTO_CLASSES = {
 }
 
 
+Runner = ModelRunner | PackedRunner  # both: forward(BatchMetadata) -> [num_tokens, hidden]
+
+
 @dataclass
 class LoadedModel:
     spec: ModelSpec
     tokenizer: TextTokenizer
-    runner: ModelRunner
+    runner: "Runner"
     dispatcher: PoolerDispatcher
     output_dim: int  # of embed outputs (after any projector)
+    hf_config: object  # the transformers config (FLOP accounting, introspection)
 
 
 def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration | None = None) -> LoadedModel:
@@ -49,9 +54,18 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     if projector is not None:
         projector.to(device=device, dtype=dtype)
     dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration)
-    runner = ModelRunner(model.base_model, device, tokenizer.pad_token_id)
+    runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
-    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim)
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, model.config)
+
+
+def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:
+    """The native packed forward for the BERT family; the generic padded path for the rest."""
+    from .models import PackedBertEncoder, supports
+
+    if packed and supports(base_model):
+        return PackedRunner(PackedBertEncoder(base_model), device)
+    return ModelRunner(base_model, device, pad_token_id)
 
 
 def _is_decoder(model_dir: Path) -> bool:

@@ -53,7 +53,7 @@ def run_benchmark(model: str = "all-MiniLM-L6-v2", *, rounds: int = 3, num_mixed
         ours, theirs, min_cos = _time_rounds(corpus, rounds, lambda t: engine.embed(t, policy=policy),
                                              lambda t: baseline.encode(t, batch_size=batch_size, convert_to_numpy=True))
         seq_lens = [len(ids) + engine.tokenizer.num_special_tokens for ids in engine.tokenizer.count_and_tokenize(corpus.texts)]
-        gflop = encoder_flops(engine.runner.model.config, seq_lens) / 1e9
+        gflop = encoder_flops(engine.loaded.hf_config, seq_lens) / 1e9
         results.append(CorpusResult(
             corpus=corpus.name, texts=len(corpus.texts), tokens=corpus.num_tokens,
             poolq_tokens_per_s=corpus.num_tokens / ours, baseline_tokens_per_s=corpus.num_tokens / theirs,
