@@ -119,15 +119,30 @@ class LateChunksPlan(DocumentPlan):
             self._sums = torch.zeros(len(self.chunks), states.shape[1], dtype=torch.float32)
         keep_end = window.keep_end if window.keep_end is not None else len(window.token_ids)
         kept_from, kept_to = window.doc_offset + window.keep_start, window.doc_offset + keep_end
+        rows, starts, ends = [], [], []  # chunk rows overlapping this window's kept states
         for row, chunk in enumerate(self.chunks):
             start, end = max(chunk.token_start, kept_from), min(chunk.token_end, kept_to)
             if start < end:
-                local = states[start - window.doc_offset : end - window.doc_offset]
-                self._sums[row] += torch.sum(local, dim=0, dtype=torch.float32).cpu()
-
+                rows.append(row)
+                starts.append(start - window.doc_offset)
+                ends.append(end - window.doc_offset)
+        if rows:
+            self._sums[rows] += _span_sums(states, starts, ends)
     def output(self, key: Hashable) -> PoolingOutput:
         lengths = torch.tensor([c.token_end - c.token_start for c in self.chunks], dtype=torch.float32)
         means = self._sums / lengths.unsqueeze(1)  # [num_chunks, hidden]
         with torch.inference_mode():
             rows = self.head.forward(means, (self.params,) * len(self.chunks))
         return PoolingOutput(key, np.stack(rows), self.num_tokens, False, self.processed_tokens, self.chunks)
+
+
+def _span_sums(states: torch.Tensor, starts: list[int], ends: list[int]) -> torch.Tensor:
+    """fp32 sums of ``states[start:end]`` per span, on the CPU: ``[num_spans, hidden]``."""
+    if states.is_cuda:  # one Triton launch for all spans of the window
+        from .kernels.segment_pool import span_mean
+
+        starts_dev = torch.tensor(starts, dtype=torch.int32, device=states.device)
+        ends_dev = torch.tensor(ends, dtype=torch.int32, device=states.device)
+        lengths = (ends_dev - starts_dev).unsqueeze(1).float()
+        return (span_mean(states, starts_dev, ends_dev) * lengths).cpu()
+    return torch.stack([torch.sum(states[s:e], dim=0, dtype=torch.float32) for s, e in zip(starts, ends)])
