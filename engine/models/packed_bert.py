@@ -1,0 +1,245 @@
+"""A padding-free forward for BERT-family encoders, run over an already-loaded HF base model.
+
+All sequences of a batch lie back to back as ``[num_tokens, hidden]``: embeddings, linears,
+LayerNorm and the activation run on real tokens only, and attention stays inside each sequence
+through :func:`engine.attention.varlen_attention`. The encoder holds the HF modules themselves
+(parameters are shared, not copied); the only copies are the fused QKV weight and two
+small bias vectors per layer (see ``PackedLayer``).
+
+Families: BERT, RoBERTa, XLM-RoBERTa (absolute positions; RoBERTa-style ones count from
+``padding_idx + 1``) and MPNet (adds a bucketed relative-position bias to the scores).
+Inference only: dropout is skipped whatever the module's mode, and layers update their
+inputs in place, so run under ``torch.inference_mode()`` or ``torch.no_grad()``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..attention import varlen_attention
+
+# model_type -> whether position ids are counted from padding_idx + 1 (fairseq style).
+_FAMILIES = {"bert": False, "roberta": True, "xlm-roberta": True, "mpnet": True}
+# HF's MPNetEncoder.compute_position_bias is always called with its defaults, whatever the
+# config's relative_attention_num_buckets says; matching HF means using the same constants.
+_MPNET_NUM_BUCKETS = 32
+_MPNET_MAX_DISTANCE = 128
+
+
+def supports(model: nn.Module) -> bool:
+    """Whether ``model`` is an HF base encoder (BertModel, RobertaModel, XLMRobertaModel,
+    MPNetModel) that :class:`PackedBertEncoder` reproduces exactly."""
+    config = getattr(model, "config", None)
+    return (
+        config is not None
+        and getattr(config, "model_type", None) in _FAMILIES
+        and hasattr(model, "embeddings")
+        and hasattr(model, "encoder")
+        and not getattr(config, "is_decoder", False)
+        and not getattr(config, "add_cross_attention", False)
+    )
+
+
+class PackedEmbeddings(nn.Module):
+    """Word + token-type + position embeddings and LayerNorm on packed tokens."""
+
+    def __init__(self, hf_embeddings: nn.Module, padding_idx: int | None) -> None:
+        super().__init__()
+        self.word = hf_embeddings.word_embeddings
+        self.position = hf_embeddings.position_embeddings
+        self.token_type = getattr(hf_embeddings, "token_type_embeddings", None)  # MPNet has none
+        self.norm = hf_embeddings.LayerNorm
+        self.padding_idx = padding_idx  # None: BERT, positions are used as given
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [num_tokens] int64
+        position_ids: torch.Tensor,  # [num_tokens] int64, restarting at 0 per sequence
+        token_type_ids: torch.Tensor | None,  # [num_tokens] int64, None means all zeros
+    ) -> torch.Tensor:  # [num_tokens, hidden]
+        if self.padding_idx is not None:
+            position_ids = _fairseq_positions(input_ids, position_ids, self.padding_idx)
+        hidden = self.word(input_ids)  # [num_tokens, hidden]
+        # Same summation order as HF: (word + token_type) + position.
+        if self.token_type is not None:
+            hidden += self.token_type.weight[0] if token_type_ids is None else self.token_type(token_type_ids)
+        hidden += self.position(position_ids)
+        return self.norm(hidden)
+
+
+def _fairseq_positions(input_ids: torch.Tensor, position_ids: torch.Tensor, padding_idx: int) -> torch.Tensor:
+    """HF's ``create_position_ids_from_input_ids`` per packed sequence: real tokens count from
+    ``padding_idx + 1``; a pad id inside a sequence gets ``padding_idx`` and is not counted."""
+    is_real = input_ids.ne(padding_idx).long()  # [num_tokens]
+    counted = is_real.cumsum(0)  # [num_tokens], running over the whole pack
+    seq_start = torch.arange(input_ids.shape[0], device=input_ids.device) - position_ids  # [num_tokens]
+    counted_before_seq = (counted - is_real)[seq_start]  # [num_tokens]
+    return (counted - counted_before_seq) * is_real + padding_idx
+
+
+@dataclass(frozen=True)
+class _PackedPass:
+    """What every layer of one forward shares: the batch layout and reusable scratch memory.
+
+    glibc serves tensors over 32 MB straight from mmap, so every fresh [8k tokens, 1536] buffer
+    page-faults on first touch; on the 2-core CI machine that cost up to a quarter of the GEMM
+    writing it. One scratch per forward, reused by all layers, pays that once, not per layer.
+    """
+
+    cu_seqlens_cpu: torch.Tensor  # [num_seqs + 1] int32, CPU
+    cu_seqlens_dev: torch.Tensor  # [num_seqs + 1] int32, on the encoder's device
+    max_seqlen: int
+    position_bias: torch.Tensor | None  # [heads, max_seqlen, max_seqlen], MPNet only
+    scratch: torch.Tensor  # [num_tokens * max(3 * hidden, intermediate)], QKV then FFN input
+    context: torch.Tensor  # [num_tokens, hidden], attention output
+
+    def scratch_matrix(self, width: int) -> torch.Tensor:  # [num_tokens, width], contiguous
+        num_tokens = self.context.shape[0]
+        return self.scratch[: num_tokens * width].view(num_tokens, width)
+
+
+class PackedLayer(nn.Module):
+    """One post-LayerNorm transformer layer on packed tokens (inference only, in place).
+
+    Q, K and V come from one GEMM over a fused ``[3 * hidden, hidden]`` weight, concatenated
+    once here (a copy of 3 * hidden^2 parameters per layer; one big GEMM beats three small
+    ones). Build the encoder after loading weights, and move the encoder rather than the HF
+    model, so the fused copy stays in step.
+
+    Of the three projection biases only Q's is applied, which saves a broadcast pass over the
+    ``[num_tokens, 3 * hidden]`` projection. The result is mathematically unchanged:
+    * K's bias adds ``q . b_k`` to every score of a query row; softmax ignores a per-row constant.
+    * V's bias comes out of attention as is (each row's weights sum to 1), so it is folded into
+      the output dense's bias: ``W_o (ctx + b_v) + b_o = W_o ctx + (W_o b_v + b_o)``.
+    """
+
+    def __init__(self, hf_layer: nn.Module, config) -> None:
+        super().__init__()
+        (query, key, value), attn_out, self.attn_norm = _attention_modules(hf_layer, config.model_type)
+        self.num_heads = config.num_attention_heads
+        qkv_weight = torch.cat([lin.weight.detach() for lin in (query, key, value)])  # [3 * hidden, hidden]
+        self.register_buffer("qkv_weight", qkv_weight, persistent=False)
+        self.register_buffer("q_bias", _bias(query), persistent=False)
+        folded = _bias(attn_out) + attn_out.weight.detach() @ _bias(value)  # [hidden]
+        self.register_buffer("attn_out_bias", folded, persistent=False)
+        self.attn_out = attn_out
+        self.ffn_in, self.activation = hf_layer.intermediate.dense, hf_layer.intermediate.intermediate_act_fn
+        self.ffn_out, self.ffn_norm = hf_layer.output.dense, hf_layer.output.LayerNorm
+        self._inplace_activation = _inplace_activation(config.hidden_act)  # None: use the module
+
+    def forward(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [num_tokens, hidden]
+        """``hidden`` [num_tokens, hidden] is consumed: it becomes the attention residual sum."""
+        num_tokens, width = hidden.shape
+        qkv = torch.mm(hidden, self.qkv_weight.t(), out=packed.scratch_matrix(3 * width))  # [T, 3 * hidden]
+        qkv[:, :width] += self.q_bias  # see the class docstring for K's and V's biases
+        # Strided views, no copy: the CPU attention loop reads them in place.
+        q, k, v = qkv.view(num_tokens, 3, self.num_heads, width // self.num_heads).unbind(1)  # [T, heads, d]
+        context = varlen_attention(
+            q, k, v, packed.cu_seqlens_cpu, packed.cu_seqlens_dev, packed.max_seqlen,
+            position_bias=packed.position_bias, out=packed.context.view(q.shape),
+        ).reshape(num_tokens, width)
+        hidden = _residual_norm(hidden, context, self.attn_out.weight, self.attn_out_bias, self.attn_norm)
+        intermediate = packed.scratch_matrix(self.ffn_in.out_features)  # QKV is dead by now
+        torch.addmm(_bias(self.ffn_in), hidden, self.ffn_in.weight.t(), out=intermediate)
+        if self._inplace_activation is not None:
+            self._inplace_activation(intermediate)
+        else:
+            intermediate = self.activation(intermediate)
+        return _residual_norm(hidden, intermediate, self.ffn_out.weight, _bias(self.ffn_out), self.ffn_norm)
+
+
+def _residual_norm(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                   norm: nn.LayerNorm) -> torch.Tensor:
+    """HF's ``LayerNorm(dense(x) + residual)`` (up to float summation order), accumulated into
+    ``residual`` in place: the GEMM adds onto it directly, so no [T, hidden] temporary is written."""
+    return norm(residual.addmm_(x, weight.t()).add_(bias))
+
+
+def _bias(linear: nn.Linear) -> torch.Tensor:
+    if linear.bias is not None:
+        return linear.bias.detach()
+    return torch.zeros(linear.out_features, dtype=linear.weight.dtype, device=linear.weight.device)
+
+
+def _inplace_activation(hidden_act: object):
+    """An in-place twin of HF's ``ACT2FN[hidden_act]`` where one exists, else None.
+
+    HF builds the layer's activation from the same config string, so these are exactly the
+    same functions (erf GELU for "gelu", tanh GELU only for "gelu_pytorch_tanh")."""
+    if hidden_act == "gelu":
+        return torch.ops.aten.gelu_
+    if hidden_act == "gelu_pytorch_tanh":
+        return lambda x: torch.ops.aten.gelu_(x, approximate="tanh")
+    if hidden_act == "relu":
+        return torch.relu_
+    return None
+
+
+def _attention_modules(layer: nn.Module, model_type: str) -> tuple:
+    """(q, k, v), attention output dense, attention LayerNorm of one HF layer."""
+    attention = layer.attention
+    if model_type == "mpnet":
+        attn = attention.attn
+        return (attn.q, attn.k, attn.v), attn.o, attention.LayerNorm
+    qkv = (attention.self.query, attention.self.key, attention.self.value)
+    return qkv, attention.output.dense, attention.output.LayerNorm
+
+
+class PackedBertEncoder(nn.Module):
+    """The HF encoder's forward on packed sequences; returns the last hidden state per token.
+
+    Built from an already-loaded base model (``AutoModel.from_pretrained(...)``), sharing its
+    parameters. The HF pooler, if any, is not run: poolq pools token states itself.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        if not supports(model):
+            raise ValueError(f"PackedBertEncoder does not support {type(model).__name__}; check supports() first")
+        super().__init__()
+        config = model.config
+        self.model_type = config.model_type
+        padding_idx = getattr(model.embeddings, "padding_idx", None) if _FAMILIES[self.model_type] else None
+        self.embeddings = PackedEmbeddings(model.embeddings, padding_idx)
+        self.layers = nn.ModuleList(PackedLayer(layer, config) for layer in model.encoder.layer)
+        # MPNet: one bias table shared by all layers; other families have no such attribute.
+        self.relative_attention_bias = getattr(model.encoder, "relative_attention_bias", None)
+        self._relative_position_bucket = getattr(model.encoder, "relative_position_bucket", None)
+        self._scratch_width = max(3 * config.hidden_size, config.intermediate_size)
+
+    supports = staticmethod(supports)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [num_tokens] int64, on the encoder's device
+        position_ids: torch.Tensor,  # [num_tokens] int64, restarting at 0 per sequence
+        cu_seqlens_cpu: torch.Tensor,  # [num_seqs + 1] int32, on the CPU
+        max_seqlen: int,
+        token_type_ids: torch.Tensor | None = None,  # [num_tokens] int64; None means all zeros
+        *,
+        cu_seqlens_dev: torch.Tensor | None = None,  # [num_seqs + 1] int32 on the device; made if None
+    ) -> torch.Tensor:  # [num_tokens, hidden]
+        """Last hidden state of every token of every packed sequence."""
+        hidden = self.embeddings(input_ids, position_ids, token_type_ids)  # [num_tokens, hidden]
+        if cu_seqlens_dev is None:
+            cu_seqlens_dev = cu_seqlens_cpu.to(hidden.device)
+        packed = _PackedPass(
+            cu_seqlens_cpu, cu_seqlens_dev, max_seqlen,
+            self._position_bias(max_seqlen, hidden.device),
+            hidden.new_empty(hidden.shape[0] * self._scratch_width),
+            torch.empty_like(hidden),
+        )
+        for layer in self.layers:
+            hidden = layer(hidden, packed)
+        return hidden
+
+    def _position_bias(self, max_seqlen: int, device: torch.device) -> torch.Tensor | None:
+        """MPNet's relative bias for positions 0..max_seqlen-1; it only depends on key - query,
+        so every shorter sequence uses its top-left corner."""
+        if self.relative_attention_bias is None:
+            return None
+        positions = torch.arange(max_seqlen, device=device)
+        relative = positions[None, :] - positions[:, None]  # [max_len, max_len], key - query
+        buckets = self._relative_position_bucket(relative, _MPNET_NUM_BUCKETS, _MPNET_MAX_DISTANCE)
+        return self.relative_attention_bias(buckets).permute(2, 0, 1)  # [heads, max_len, max_len]
