@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from .model_spec import ModelSpecError
-from .pooling.activation import _load_torch_module
+from .pooling.activation import load_torch_module
 
 
 def load_projector(model_dir: Path, dense_dirs: tuple[str, ...]) -> torch.nn.Sequential | None:
@@ -26,7 +26,7 @@ def _load_dense(path: Path) -> list[torch.nn.Module]:
     state = _load_weights(path)
     linear.load_state_dict({key.removeprefix("linear."): value for key, value in state.items()})
     activation = config.get("activation_function") or "torch.nn.modules.linear.Identity"
-    return [linear, _load_torch_module(activation)]
+    return [linear, load_torch_module(activation)]
 
 
 def _load_weights(path: Path) -> dict[str, torch.Tensor]:

@@ -93,6 +93,10 @@ class TextTokenizer:
                 offsets.extend((start + a, start + b) for a, b in encoded["offset_mapping"])
         return ids, offsets
 
+    def decode(self, token_ids: list[int]) -> str:
+        """Text for ``token_ids`` (benchmarks cut texts at exact token counts with it)."""
+        return self._tokenizer.decode(token_ids)
+
     @property
     def special_ids(self) -> tuple[list[int], list[int]]:
         """The special token ids the template puts before and after a single text."""

@@ -33,6 +33,10 @@ class JobContext:
     def spec(self, job_id: str) -> JobSpec:
         return JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
 
+    def use_engine(self, model: str, engine: "PoolingEngine") -> None:
+        """Serve ``model`` with an engine loaded elsewhere (tests and embedding callers share one)."""
+        self._engines[model] = engine
+
     def engine(self, model: str) -> "PoolingEngine":
         """The loaded engine for ``model``; loaded once per process, on first use."""
         if model not in self._engines:

@@ -34,8 +34,7 @@ def build_corpora(tokenizer, *, num_mixed: int = 200, window: int = 512, seed: i
 
 
 def _corpus(name: str, id_lists: list[list[int]], tokenizer) -> Corpus:
-    decode = tokenizer._tokenizer.decode
-    texts = [decode(ids) for ids in id_lists]
+    texts = [tokenizer.decode(ids) for ids in id_lists]
     # Re-tokenize: decoding can merge or split word pieces; count what will actually run.
     counts = [len(ids) + tokenizer.num_special_tokens for ids in tokenizer.count_and_tokenize(texts)]
     return Corpus(name, texts, sum(counts))

@@ -26,11 +26,11 @@ def resolve_activation(problem_type: str | None, st_activation: str | None, num_
     if problem_type == "multi_label_classification":
         return torch.nn.Sigmoid()
     if st_activation:
-        return _load_torch_module(st_activation)
+        return load_torch_module(st_activation)
     return torch.nn.Sigmoid() if num_labels == 1 else Softmax()
 
 
-def _load_torch_module(dotted: str) -> torch.nn.Module:
+def load_torch_module(dotted: str) -> torch.nn.Module:
     if not dotted.startswith(_ALLOWED_PREFIX):
         raise ModelSpecError(f"activation_fn {dotted!r} is not allowed: only {_ALLOWED_PREFIX}* classes are loaded")
     module_name, _, class_name = dotted.rpartition(".")

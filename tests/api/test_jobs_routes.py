@@ -13,7 +13,7 @@ from jobs.status_store import InMemoryJobStatusStore
 @pytest.fixture
 def client(tmp_path, minilm_engine):
     ctx = local_context(tmp_path / "store")
-    ctx._engines["all-MiniLM-L6-v2"] = minilm_engine
+    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
     return TestClient(create_app(ctx.settings, ctx))
 
 

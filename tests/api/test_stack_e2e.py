@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from api.client import PoolqClient
+from api.client import PoolqClient, PoolqError
 from api.devstack.ports import free_port
 from api.devstack.process import pid_alive
 from storage import S3Config, make_s3_client
@@ -116,10 +116,10 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
 
 def test_unknown_job_404_and_bad_body_422_over_http(stack):
     with PoolqClient(stack["api_url"]) as client:
-        with pytest.raises(Exception) as missing:
+        with pytest.raises(PoolqError) as missing:
             client.get("0" * 32)
         assert missing.value.status_code == 404
-        with pytest.raises(Exception) as invalid:
+        with pytest.raises(PoolqError) as invalid:
             client.submit({"input": {"uri": "s3://other-bucket/../x.jsonl"}})
         assert invalid.value.status_code == 422 and "input" in json.dumps(invalid.value.detail)
 

@@ -66,7 +66,7 @@ def test_truncating_the_start_keeps_the_last_window(minilm_engine, st_minilm, sa
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, side=TruncationSide.START)
     (kept_end,) = minilm_engine.embed([" ".join(words)], policy=policy)
     tokens = minilm_engine.tokenizer.count_and_tokenize([" ".join(words)])[0]
-    tail_text = minilm_engine.tokenizer._tokenizer.decode(tokens[-254:])
+    tail_text = minilm_engine.tokenizer.decode(tokens[-254:])
     reference = st_minilm.encode([tail_text])[0]
     assert float(kept_end @ reference) >= 0.999
 

@@ -8,5 +8,5 @@ from jobs.settings import Settings
 def local_ctx(tmp_path, minilm_engine):
     """An in-process job context on a temp directory, sharing the session's loaded engine."""
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
-    ctx._engines["all-MiniLM-L6-v2"] = minilm_engine
+    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
     return ctx
