@@ -64,12 +64,42 @@ def serve(host: str, port: int) -> None:
 @main.command()
 @click.option("--concurrency", default=1, show_default=True, type=int)
 @click.option("--hostname", default=None, help="Celery node name")
-def worker(concurrency: int, hostname: str | None) -> None:
-    """Run a Celery worker on the control and gpu queues (settings from POOLQ_* env)."""
+@click.option("--queues", default="control,gpu", show_default=True, help="comma-separated queues to consume")
+@click.option("--gpus", default=None, help="e.g. 0,1: one worker per GPU (CUDA_VISIBLE_DEVICES), concurrency 1 each")
+@click.option("--max-tasks-per-child", default=None, type=int, help="replace a pool child after this many tasks")
+@click.option("--loglevel", default="INFO", show_default=True)
+def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None, max_tasks_per_child: int | None,
+           loglevel: str) -> None:
+    """Run Celery worker(s) on the control and gpu queues (settings from POOLQ_* env)."""
     from jobs.settings import Settings
-    from jobs.worker import run_worker
+    from jobs.worker import WorkerOptions, run_gpu_workers, run_worker
+    from storage import StorageError
 
-    run_worker(Settings(), concurrency=concurrency, hostname=hostname)
+    queue_names = tuple(name.strip() for name in queues.split(",") if name.strip())
+    settings = Settings()
+    try:
+        if gpus is None:
+            options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
+            run_worker(settings, options)
+            return
+        gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
+        if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
+            raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")
+        options = WorkerOptions(1, loglevel, hostname, queue_names, max_tasks_per_child or 100)
+        sys.exit(run_gpu_workers(settings, gpu_ids, options))
+    except StorageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(3)
+
+
+@main.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+def beat(loglevel: str) -> None:
+    """Run the scheduler (celery beat with RedBeat): the reconciler and the reindex schedules."""
+    from jobs.beat import run_beat
+    from jobs.settings import Settings
+
+    run_beat(Settings(), loglevel=loglevel)
 
 
 @main.command()

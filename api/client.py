@@ -44,9 +44,14 @@ class PoolqClient:
             raise PoolqError(response.status_code, detail)
         return response.json()
 
-    def submit(self, spec: dict) -> dict:
-        """``POST /v1/jobs``; returns the queued job."""
-        return self._call("POST", "/v1/jobs", json=spec)
+    def submit(self, spec: dict, *, idempotency_key: str | None = None) -> dict:
+        """``POST /v1/jobs``; returns the queued job. The same ``idempotency_key`` returns the same job."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self._call("POST", "/v1/jobs", json=spec, headers=headers)
+
+    def cancel(self, job_id: str) -> dict:
+        """``POST /v1/jobs/{id}/cancel``: stop the job; committed parts stay in its manifest."""
+        return self._call("POST", f"/v1/jobs/{job_id}/cancel")
 
     def get(self, job_id: str) -> dict:
         return self._call("GET", f"/v1/jobs/{job_id}")

@@ -8,6 +8,7 @@ class ResultPart(BaseModel):
     key: str
     uri: str
     rows: int
+    shard: int | None = None  # None for rows carried over from an earlier run
     url: str  # presigned GET, short-lived
 
 
@@ -28,6 +29,7 @@ class JobResults(BaseModel):
     dimensions: int | None
     columns: list[str]
     counts: dict[str, int]
+    error: str | None = None
     usage: dict[str, int]
     parts: list[ResultPart]
     errors: ResultErrors

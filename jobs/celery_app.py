@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from .enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from .enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
 from .settings import Settings
 
 
@@ -29,6 +29,19 @@ def create_celery_app(settings: Settings) -> Celery:
         task_default_queue=CONTROL_QUEUE,
         task_create_missing_queues=True,
         worker_hijack_root_logger=False,
+        # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time.
+        beat_scheduler="redbeat.RedBeatScheduler",
+        redbeat_redis_url=settings.redis_url,
+        redbeat_key_prefix="poolq:redbeat:",
+        redbeat_lock_timeout=max(30, int(settings.reconcile_interval_s * 5)),
+        beat_max_loop_interval=min(5.0, settings.reconcile_interval_s),
+        beat_schedule={
+            "poolq-reconcile": {
+                "task": RECONCILE_TASK,
+                "schedule": settings.reconcile_interval_s,
+                "options": {"queue": CONTROL_QUEUE, "expires": settings.reconcile_interval_s * 2},
+            }
+        },
     )
     app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE)
     return app

@@ -1,7 +1,6 @@
 """Everything a job step needs, built once per process from Settings."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -10,7 +9,9 @@ from storage import ObjectStore
 
 from .enqueuer import Enqueuer
 from .job import JobSpec
-from .layout import JobLayout
+from .layout import JobLayout, ServiceLayout
+from .leases import LeaseStore
+from .ledger import JobLedger
 from .settings import Settings
 from .status_store import JobStatusStore
 
@@ -23,12 +24,20 @@ class JobContext:
     settings: Settings
     store: ObjectStore
     status: JobStatusStore
+    leases: LeaseStore
     enqueuer: Enqueuer
     registry: ModelRegistry
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
 
+    @property
+    def service_layout(self) -> ServiceLayout:
+        return ServiceLayout(self.settings.output_prefix)
+
     def layout(self, job_id: str) -> JobLayout:
         return JobLayout(self.settings.output_prefix, job_id)
+
+    def ledger(self, job_id: str) -> JobLedger:
+        return JobLedger(self.store, self.layout(job_id))
 
     def spec(self, job_id: str) -> JobSpec:
         return JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
@@ -47,6 +56,3 @@ class JobContext:
             )
         return self._engines[model]
 
-
-def write_json(store: ObjectStore, key: str, value: dict, *, if_absent: bool = False) -> None:
-    store.put(key, json.dumps(value, indent=2, sort_keys=True).encode("utf-8"), if_absent=if_absent)

@@ -9,6 +9,7 @@ from typing import Callable
 PLAN_TASK = "poolq.plan_job"
 SHARD_TASK = "poolq.run_shard"
 FINALIZE_TASK = "poolq.finalize_job"
+RECONCILE_TASK = "poolq.reconcile"
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 

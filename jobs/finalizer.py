@@ -1,30 +1,82 @@
-"""Finalizing: gather shard outcomes, write the error file, then the manifest, last."""
+"""Finalizing: when the ledger says nothing more will be committed, write the error file, then
+the manifest (conditionally, last), bring the cached status in line, and clean up."""
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 
-from storage import ObjectExistsError, embedding_schema
+from storage import embedding_schema
 
-from .context import JobContext, write_json
+from .cleanup import clean_finished_job
+from .context import JobContext
+from .dispatch import FINALIZE_UNIT, ready_to_finalize
 from .job import JobState
+from .ledger import JobLedger, Plan, ShardCommit
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 
 
-def finalize_job(job_id: str, ctx: JobContext) -> JobState:
-    """Write ``errors.jsonl`` and ``manifest.json``; the job is finished once the manifest exists."""
+def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
+    """Finish ``job_id`` if it is ready; returns its final state, or None if it is not ready."""
+    ledger = ctx.ledger(job_id)
+    manifest = ledger.manifest()
+    if manifest is None:
+        lease = ctx.leases.acquire(job_id, FINALIZE_UNIT, ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None  # another finalizer holds it
+        try:
+            manifest = ledger.manifest()
+            if manifest is None:
+                if not ready_to_finalize(ledger, ctx.leases):
+                    return None
+                ledger.write_manifest(_build_manifest(job_id, ledger, ctx))
+                manifest = ledger.manifest()
+        finally:
+            ctx.leases.release(lease)
+    return _conclude(job_id, manifest, ctx)
+
+
+def finalize_failed(job_id: str, error: str, ctx: JobContext) -> JobState:
+    """The job cannot go on (its input is unreadable, ...): write a failed manifest with ``error``."""
+    ledger = ctx.ledger(job_id)
+    ledger.write_manifest(_build_manifest(job_id, ledger, ctx, failure=error))
+    return _conclude(job_id, ledger.manifest(), ctx)
+
+
+def _conclude(job_id: str, manifest: dict, ctx: JobContext) -> JobState:
+    sync_status(job_id, manifest, ctx)
+    clean_finished_job(job_id, manifest, ctx)
+    return JobState(manifest["status"])
+
+
+def sync_status(job_id: str, manifest: dict, ctx: JobContext) -> None:
+    """Make the cached status say what the manifest says (counts, state, result)."""
+    counts = manifest["counts"]
+    ctx.status.set_counts(
+        job_id, [], completed=counts["completed"], failed=counts["failed"], tokens=manifest["usage"]["tokens"]
+    )
+    ctx.status.update(job_id, total=counts["total"], manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
+    extra = {"error": manifest["error"]} if manifest.get("error") else {}
+    ctx.status.advance_to(job_id, JobState(manifest["status"]), finished_at=manifest["finished_at"], **extra)
+
+
+def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> dict:
     layout = ctx.layout(job_id)
-    spec = ctx.spec(job_id)
-    num_shards = int(ctx.status.field(job_id, "num_shards") or 0)
-    outcomes = [json.loads(ctx.store.get(layout.shard_done(shard))) for shard in range(num_shards)]
-    error_lines = _gather_errors(ctx, job_id, num_shards)
-    ctx.store.put(layout.errors, b"".join(error_lines))
-    rows = sum(outcome["rows"] for outcome in outcomes)
-    tokens = sum(outcome["tokens"] for outcome in outcomes)
-    state = _final_state(rows, len(error_lines))
-    finished_at = datetime.now(timezone.utc)
-    manifest = {
+    spec = ledger.spec()
+    plan = ledger.plan() or Plan(num_shards=0, total=0, plan_errors=0)
+    commits = ledger.commits()
+    cancelled = ledger.cancel_requested()
+    error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)
+    rows = sum(commit.rows for commit in commits.values()) + plan.carried_records
+    tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
+    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(rows, error_count)
+    status = ctx.status.get(job_id)
+    parts = [{"key": part.key, "uri": ctx.store.uri(part.key), "rows": part.rows} for part in plan.carried]
+    parts += [
+        {"key": commit.part_key, "uri": ctx.store.uri(commit.part_key), "rows": commit.rows, "shard": shard}
+        for shard, commit in sorted(commits.items())
+        if commit.part_key
+    ]
+    return {
         "version": MANIFEST_VERSION,
         "job_id": job_id,
         "status": state.value,
@@ -32,35 +84,32 @@ def finalize_job(job_id: str, ctx: JobContext) -> JobState:
         "task": spec.task,
         "options": spec.model_dump(mode="json", exclude={"input"}),
         "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
-        "dimensions": max((outcome["dimensions"] for outcome in outcomes), default=None),
-        "counts": {"total": rows + len(error_lines), "completed": rows, "failed": len(error_lines)},
+        "dimensions": max((c.dimensions for c in commits.values() if c.dimensions), default=None),
+        "counts": {
+            "total": plan.total, "completed": rows, "failed": error_count,
+            "not_processed": max(0, plan.total - rows - error_count) if cancelled else 0,
+            "carried": plan.carried_records,
+        },
+        "shards": {"total": plan.num_shards, "committed": len(commits), "gave_up": sum(c.gave_up for c in commits.values())},
         "usage": {"tokens": tokens},
-        "parts": [
-            {"key": layout.part(shard), "uri": ctx.store.uri(layout.part(shard)), "rows": outcome["rows"]}
-            for shard, outcome in enumerate(outcomes)
-            if outcome["rows"]
-        ],
-        "errors": {"key": layout.errors, "uri": ctx.store.uri(layout.errors), "count": len(error_lines)},
-        "finished_at": finished_at.isoformat(),
+        "parts": parts,
+        "errors": {"key": layout.errors, "uri": ctx.store.uri(layout.errors), "count": error_count},
+        "created_at": status.created_at.isoformat() if status else None,
+        "started_at": status.started_at.isoformat() if status and status.started_at else None,
+        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "error": failure,
     }
-    try:
-        write_json(ctx.store, layout.manifest, manifest, if_absent=True)
-    except ObjectExistsError:
-        pass  # a duplicate finalizer: the first manifest stands
-    ctx.status.update(
-        job_id, status=state, finished_at=finished_at, manifest_uri=ctx.store.uri(layout.manifest)
-    )
-    return state
 
 
-def _gather_errors(ctx: JobContext, job_id: str, num_shards: int) -> list[bytes]:
-    layout = ctx.layout(job_id)
-    keys = [layout.plan_errors, *(layout.shard_errors(shard) for shard in range(num_shards))]
+def _write_errors(ctx: JobContext, plan_errors_key: str | None, commits: dict[int, ShardCommit], target: str) -> int:
+    """Concatenate planning's and each committed shard's error lines into ``target``."""
+    keys = ([plan_errors_key] if plan_errors_key else []) + [commit.errors_key for _, commit in sorted(commits.items())]
     lines: list[bytes] = []
     for key in keys:
         with ctx.store.open(key) as stream:
             lines.extend(raw if raw.endswith(b"\n") else raw + b"\n" for raw in stream if raw.strip())
-    return lines
+    ctx.store.put(target, b"".join(lines))
+    return len(lines)
 
 
 def _final_state(rows: int, errors: int) -> JobState:

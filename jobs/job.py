@@ -81,7 +81,24 @@ class JobState(str, Enum):
 
     @property
     def is_terminal(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+        return not TRANSITIONS[self]
+
+    def can_become(self, target: "JobState") -> bool:
+        return target in TRANSITIONS[self]
+
+
+# Every allowed move, declared once. Terminal states have none: they never change.
+TRANSITIONS: dict[JobState, frozenset[JobState]] = {
+    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLING, JobState.FAILED}),
+    JobState.RUNNING: frozenset(
+        {JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED, JobState.FAILED, JobState.CANCELLING}
+    ),
+    JobState.CANCELLING: frozenset({JobState.CANCELLED}),
+    JobState.SUCCEEDED: frozenset(),
+    JobState.PARTIALLY_SUCCEEDED: frozenset(),
+    JobState.FAILED: frozenset(),
+    JobState.CANCELLED: frozenset(),
+}
 
 
 class JobCounts(BaseModel):

@@ -1,4 +1,8 @@
-"""Where a job's objects live in the store: one place builds every key."""
+"""Where a job's objects live in the store: one place builds every key.
+
+The store is the ledger: what is written here (spec, plan, commit markers, cancel request,
+manifest) decides a job's fate; Redis only caches it and holds the queue and leases.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,8 +11,39 @@ from storage import join_key
 
 
 @dataclass(frozen=True)
+class ServiceLayout:
+    """Keys shared by every job under ``prefix``: the active-job index, idempotency keys, schedules."""
+
+    prefix: str
+
+    def _key(self, *parts: str) -> str:
+        return join_key(self.prefix, *parts)
+
+    @property
+    def active_prefix(self) -> str:
+        return self._key("_active") + "/"
+
+    def active(self, job_id: str) -> str:
+        """An empty marker per unfinished job: the reconciler's work list, rebuilt from nothing else."""
+        return self._key("_active", job_id)
+
+    def idempotency(self, key_digest: str) -> str:
+        return self._key("_idempotency", f"{key_digest}.json")
+
+    @property
+    def schedules_prefix(self) -> str:
+        return self._key("_schedules") + "/"
+
+    def schedule(self, schedule_id: str) -> str:
+        return self._key("_schedules", f"{schedule_id}.json")
+
+    def job(self, job_id: str) -> "JobLayout":
+        return JobLayout(self.prefix, job_id)
+
+
+@dataclass(frozen=True)
 class JobLayout:
-    """``<prefix>/<job_id>/...``: spec, inline input, shards, parts, errors and the manifest."""
+    """``<prefix>/<job_id>/...``: spec, inline input, plan, shards, attempts, commits, the manifest."""
 
     prefix: str
     job_id: str
@@ -29,20 +64,38 @@ class JobLayout:
         return self._key("input.jsonl")
 
     @property
+    def plan(self) -> str:
+        """Written once, after every shard input: how many shards there are and what planning found."""
+        return self._key("work", "plan.json")
+
+    @property
     def plan_errors(self) -> str:
         return self._key("work", "plan-errors.jsonl")
+
+    @property
+    def cancel(self) -> str:
+        return self._key("cancel.json")
 
     def shard_input(self, shard: int) -> str:
         return self._key("work", f"shard-{shard:05d}.jsonl")
 
-    def shard_errors(self, shard: int) -> str:
-        return self._key("work", f"shard-{shard:05d}.errors.jsonl")
+    def shard_commit(self, shard: int) -> str:
+        """The commit marker: names the one attempt whose outputs count."""
+        return self._key("work", f"shard-{shard:05d}.commit.json")
 
-    def shard_done(self, shard: int) -> str:
-        return self._key("work", f"shard-{shard:05d}.done.json")
+    def attempt_errors(self, shard: int, attempt: str) -> str:
+        return self._key("work", f"shard-{shard:05d}.{attempt}.errors.jsonl")
 
-    def part(self, shard: int) -> str:
-        return self._key("parts", f"part-{shard:05d}.parquet")
+    def attempt_part(self, shard: int, attempt: str) -> str:
+        return self._key("parts", f"part-{shard:05d}.{attempt}.parquet")
+
+    @property
+    def parts_prefix(self) -> str:
+        return self._key("parts") + "/"
+
+    @property
+    def work_prefix(self) -> str:
+        return self._key("work") + "/"
 
     @property
     def errors(self) -> str:

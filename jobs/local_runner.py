@@ -7,9 +7,10 @@ from engine import ModelRegistry
 
 from .context import JobContext
 from .enqueuer import InlineEnqueuer
-from .failures import fail_job
+from .failures import fail_job, fail_shard
 from .finalizer import finalize_job
 from .job import JobSpec, JobStatus
+from .leases import InMemoryLeaseStore
 from .planner import plan_job
 from .settings import Settings
 from .shard_runner import run_shard
@@ -26,23 +27,26 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
         settings=settings,
         store=settings.object_store(),
         status=InMemoryJobStatusStore(),
+        leases=InMemoryLeaseStore(),
         enqueuer=enqueuer,
         registry=ModelRegistry.with_packaged_models(settings.models),
     )
+    # In process there is nobody to retry: a failing step fails for good, with its message.
     enqueuer.bind(
-        plan=lambda job_id: _guarded(job_id, ctx, lambda: plan_job(job_id, ctx)),
-        run_shard=lambda job_id, shard: _guarded(job_id, ctx, lambda: run_shard(job_id, shard, ctx)),
-        finalize=lambda job_id: _guarded(job_id, ctx, lambda: finalize_job(job_id, ctx)),
+        plan=lambda job_id: _guarded(lambda: plan_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
+        run_shard=lambda job_id, shard: _guarded(
+            lambda: run_shard(job_id, shard, ctx), lambda exc: fail_shard(job_id, shard, exc, ctx)
+        ),
+        finalize=lambda job_id: _guarded(lambda: finalize_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
     )
     return ctx
 
 
-def _guarded(job_id: str, ctx: JobContext, step) -> None:
-    """In process there is nobody to retry: a failing step fails the job, with its message."""
+def _guarded(step, give_up) -> None:
     try:
         step()
     except Exception as exc:  # noqa: BLE001 - recorded on the job, which is what the caller reads
-        fail_job(job_id, exc, ctx)
+        give_up(exc)
 
 
 def run_job_locally(spec: JobSpec, ctx: JobContext) -> JobStatus:

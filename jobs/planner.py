@@ -1,4 +1,5 @@
-"""Planning: stream the input once, validate each record, and cut it into bounded shards."""
+"""Planning: stream the input once, validate each record, cut it into bounded shards, and write
+the plan to the ledger. Deterministic: a repeated planning writes the same shard inputs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,7 +9,9 @@ from typing import BinaryIO, Iterator
 from storage import dump_jsonl, open_uri, read_jsonl
 
 from .context import JobContext
+from .dispatch import PLAN_UNIT, dispatch_finalize, dispatch_shards, finalize_if_ready, shard_unit
 from .job import InlineInput, JobSpec, JobState
+from .ledger import Plan
 from .records import InputRecord, RecordError, to_record
 
 
@@ -29,11 +32,29 @@ class _ShardBuffer:
         self.chars += len(record.text)
 
 
-def plan_job(job_id: str, ctx: JobContext) -> int:
-    """Write the job's shard inputs and enqueue one task per shard. Returns the shard count."""
+def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
+    """Plan ``job_id`` (once) and send its shards' tasks. Returns the plan, or None if not planned now."""
+    ledger = ctx.ledger(job_id)
+    if ledger.cancel_requested():
+        finalize_if_ready(job_id, ctx)
+        return None
+    plan = ledger.plan()
+    if plan is None:
+        lease = ctx.leases.acquire(job_id, PLAN_UNIT, ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None  # another planner is at it
+        try:
+            ctx.status.transition(job_id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
+            plan = _write_plan(job_id, ctx)
+        finally:
+            ctx.leases.release(lease)
+    _publish(job_id, plan, ctx)
+    return plan
+
+
+def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     spec = ctx.spec(job_id)
     layout = ctx.layout(job_id)
-    ctx.status.update(job_id, status=JobState.RUNNING, started_at=datetime.now(timezone.utc))
     settings = ctx.settings
     buffer = _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars)
     errors: list[RecordError] = []
@@ -57,13 +78,24 @@ def plan_job(job_id: str, ctx: JobContext) -> int:
         ctx.store.put(layout.shard_input(num_shards), dump_jsonl(buffer.rows))
         num_shards += 1
     ctx.store.put(layout.plan_errors, dump_jsonl([error.to_json() for error in errors]))
-    ctx.status.update(job_id, total=total, num_shards=num_shards)
-    ctx.status.add_progress(job_id, failed=len(errors))
-    if num_shards == 0:
-        ctx.enqueuer.finalize(job_id)
-    for shard in range(num_shards):
-        ctx.enqueuer.run_shard(job_id, shard)
-    return num_shards
+    plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors))
+    ledger = ctx.ledger(job_id)
+    if not ledger.write_plan(plan):
+        plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
+    return plan
+
+
+def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
+    """Cache the plan in the status store and send the tasks of shards not yet committed or running."""
+    ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
+    if plan.num_shards == 0:
+        dispatch_finalize(job_id, ctx)
+        return
+    commits = ctx.ledger(job_id).commits()
+    running = set(ctx.leases.live_units(job_id))
+    todo = [shard for shard in range(plan.num_shards) if shard not in commits and shard_unit(shard) not in running]
+    dispatch_shards(job_id, todo, ctx)
 
 
 def _open_input(spec: JobSpec, job_id: str, ctx: JobContext) -> BinaryIO:

@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     s3_access_key_id: str | None = None
     s3_secret_access_key: str | None = None
     s3_region: str = "us-east-1"
+    s3_multipart_threshold_bytes: int = Field(64 << 20, ge=5 << 20)
     presign_expires_s: int = Field(900, ge=1, le=900)
 
     default_model: str = DEFAULT_MODEL
@@ -38,6 +39,15 @@ class Settings(BaseSettings):
     shard_max_documents: int = Field(256, ge=1)
     shard_max_chars: int = Field(2_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
+
+    # Reliability: leases, the reconciler, poison shards, cooperative cancel.
+    lease_ttl_s: float = Field(60.0, gt=0, description="a unit's lease lapses this long after its last renewal")
+    reconcile_interval_s: float = Field(30.0, gt=0)
+    requeue_after_s: float = Field(600.0, gt=0, description="re-send an unleased unit's task after this long")
+    max_shard_crashes: int = Field(3, ge=1, description="a shard that crashed its worker this often fails")
+    cancel_check_interval_s: float = Field(1.0, gt=0)
+    stale_upload_s: float = Field(3600.0, gt=0, description="abort multipart uploads older than this")
+    require_conditional_writes: bool = True
 
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200
@@ -57,12 +67,14 @@ class Settings(BaseSettings):
             access_key_id=self.s3_access_key_id,
             secret_access_key=self.s3_secret_access_key,
             region=self.s3_region,
+            multipart_threshold_bytes=self.s3_multipart_threshold_bytes,
+            multipart_part_bytes=min(16 << 20, self.s3_multipart_threshold_bytes),
         )
 
     def object_store(self) -> ObjectStore:
         if self.store == "local":
             return LocalObjectStore(self.local_store_root)
-        return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket)
+        return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket, self.s3_config())
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

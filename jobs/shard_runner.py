@@ -1,56 +1,166 @@
-"""Running one shard: embed its records, write its Parquet part and errors, record it done."""
+"""Running one shard: under a lease, embed its records, write this attempt's objects, commit.
+
+The commit marker (a conditional write) decides which attempt's part counts. A delivery for a
+committed, leased or cancelled shard does no model work.
+"""
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+import time
 
 from engine import PoolingOutput, PoolingRequest, RequestError
-from storage import EmbeddingRows, ObjectExistsError, dump_jsonl, read_jsonl
+from storage import EmbeddingRows, dump_jsonl, read_jsonl
 
-from .context import JobContext, write_json
+from .context import JobContext
+from .dispatch import finalize_if_ready, record_shard, shard_unit
+from .leases import Lease, LeaseKeeper
+from .ledger import ShardCommit
 from .records import RecordError
 
-
-@dataclass(frozen=True)
-class ShardOutcome:
-    rows: int
-    errors: int
-    tokens: int
-    dimensions: int
+GAVE_UP_CODE = "shard_failed"
 
 
-def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardOutcome:
-    """Embed shard ``shard`` of ``job_id``; enqueue the finalizer when it is the last one done."""
-    layout = ctx.layout(job_id)
-    done_key = layout.shard_done(shard)
-    if ctx.store.exists(done_key):  # a redelivered message for a finished shard: nothing to do
-        return ShardOutcome(**json.loads(ctx.store.get(done_key)))
-    spec = ctx.spec(job_id)
-    engine = ctx.engine(spec.model)
+class ShardCancelled(Exception):
+    """The job was cancelled while this shard ran; nothing of this attempt is committed."""
+
+
+def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
+    """Run shard ``shard`` of ``job_id`` unless it is done, taken or cancelled; returns its commit."""
+    ledger = ctx.ledger(job_id)
+    committed = ledger.shard_commit(shard)
+    if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
+        record_shard(job_id, shard, committed, ctx)
+        return committed
+    if ledger.cancel_requested() or ledger.manifest() is not None:
+        finalize_if_ready(job_id, ctx)
+        return None
+    lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+    if lease is None:
+        return None  # another attempt is running it; the reconciler steps in if that one dies
+    try:
+        commit = _attempt(job_id, shard, lease, ctx)
+    except ShardCancelled:
+        commit = None
+    finally:
+        ctx.leases.release(lease)
+    if commit is None:
+        finalize_if_ready(job_id, ctx)
+        return None
+    record_shard(job_id, shard, commit, ctx)
+    return commit
+
+
+def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCommit:
+    """Produce this attempt's outputs and try to commit them; returns the commit that won."""
+    ledger = ctx.ledger(job_id)
+    records = _read_shard(job_id, shard, ctx)
+    if lease.crashes_before >= ctx.settings.max_shard_crashes:
+        message = (
+            f"shard {shard} was abandoned after {lease.crashes_before} attempts that crashed or killed "
+            "their worker; its records were not embedded"
+        )
+        commit = _give_up(job_id, shard, lease, records, message, ctx)
+    else:
+        with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+            commit = _embed(job_id, shard, lease, records, ctx)
+    if ledger.commit(shard, commit):
+        return commit
+    _delete_attempt(ctx, commit)  # another attempt committed first: keep theirs, drop ours
+    winner = ledger.shard_commit(shard)
+    if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
+        raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
+    return winner
+
+
+def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
     records = {}
-    with ctx.store.open(layout.shard_input(shard)) as stream:
+    with ctx.store.open(ctx.layout(job_id).shard_input(shard)) as stream:
         for item in read_jsonl(stream):
             records[item.value["id"]] = item.value
-    requests = (
-        PoolingRequest(key=record_id, text=row["text"], chunk_spans=_spans(row.get("chunk_spans")))
-        for record_id, row in records.items()
-    )
+    return records
+
+
+def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx: JobContext) -> ShardCommit:
+    spec = ctx.spec(job_id)
+    engine = ctx.engine(spec.model)
     policy = spec.long_documents.policy()
     rows = EmbeddingRows(engine.dimensions, with_chunks=policy.mode.chunk_rows)
     errors: list[RecordError] = []
     tokens = 0
+    cancel_check = _CancelCheck(ctx, job_id)
+    requests = (
+        PoolingRequest(key=record_id, text=row["text"], chunk_spans=_spans(row.get("chunk_spans")))
+        for record_id, row in records.items()
+    )
     for result in engine.run(requests, policy):
+        cancel_check()
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
         _append_rows(rows, result)
         tokens += result.processed_tokens
-    if len(rows):
-        ctx.store.put(layout.part(shard), rows.to_parquet_bytes())
-    ctx.store.put(layout.shard_errors(shard), dump_jsonl([error.to_json() for error in errors]))
-    outcome = ShardOutcome(rows=len(rows), errors=len(errors), tokens=tokens, dimensions=engine.dimensions)
-    _commit(job_id, shard, outcome, ctx)
-    return outcome
+    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, engine.dimensions)
+
+
+def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
+    """Commit ``shard`` as failed (its records become errors) unless it is committed or running."""
+    ledger = ctx.ledger(job_id)
+    if ledger.shard_commit(shard) is None:
+        lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None
+        try:
+            commit = _give_up(job_id, shard, lease, _read_shard(job_id, shard, ctx), reason, ctx)
+            if not ledger.commit(shard, commit):
+                _delete_attempt(ctx, commit)
+        finally:
+            ctx.leases.release(lease)
+    winner = ledger.shard_commit(shard)
+    if winner is not None:
+        record_shard(job_id, shard, winner, ctx)
+    return winner
+
+
+def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], message: str, ctx: JobContext) -> ShardCommit:
+    """The shard cannot be embedded: its records go to the error file, with ``message``."""
+    errors = [RecordError(record_id, row["line"], GAVE_UP_CODE, message) for record_id, row in records.items()]
+    return _write_attempt(job_id, shard, lease, ctx, None, errors, 0, None, gave_up=True)
+
+
+def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, gave_up=False) -> ShardCommit:
+    layout = ctx.layout(job_id)
+    part_key = None
+    if rows is not None and len(rows):
+        part_key = layout.attempt_part(shard, lease.attempt)
+        ctx.store.put(part_key, rows.to_parquet_bytes())
+    errors_key = layout.attempt_errors(shard, lease.attempt)
+    ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in errors]))
+    return ShardCommit(
+        attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
+        errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up,
+    )
+
+
+def _delete_attempt(ctx: JobContext, commit: ShardCommit) -> None:
+    for key in (commit.part_key, commit.errors_key):
+        if key is not None:
+            ctx.store.delete(key)
+
+
+class _CancelCheck:
+    """Looks for the job's cancel request at most every ``cancel_check_interval_s`` (between batches)."""
+
+    def __init__(self, ctx: JobContext, job_id: str) -> None:
+        self.ledger = ctx.ledger(job_id)
+        self.interval_s = ctx.settings.cancel_check_interval_s
+        self.next_check = time.monotonic() + self.interval_s
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + self.interval_s
+        if self.ledger.cancel_requested():
+            raise ShardCancelled()
 
 
 def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
@@ -65,15 +175,3 @@ def _append_rows(rows: EmbeddingRows, result: PoolingOutput) -> None:
     for vector, chunk in zip(result.data, result.chunks):
         values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
         rows.append(result.key, vector, result.num_tokens, result.truncated, values)
-
-
-def _commit(job_id: str, shard: int, outcome: ShardOutcome, ctx: JobContext) -> None:
-    """Record the shard as done exactly once; the attempt that wins counts its progress."""
-    try:
-        write_json(ctx.store, ctx.layout(job_id).shard_done(shard), outcome.__dict__, if_absent=True)
-    except ObjectExistsError:
-        return  # another attempt committed first and counted itself
-    ctx.status.add_progress(job_id, completed=outcome.rows, failed=outcome.errors, tokens=outcome.tokens)
-    shards_done = ctx.status.add(job_id, "shards_done", 1)
-    if shards_done == int(ctx.status.field(job_id, "num_shards") or 0):
-        ctx.enqueuer.finalize(job_id)

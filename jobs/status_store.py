@@ -1,6 +1,8 @@
-"""Where job status and progress counters live: Redis, or memory for in-process runs.
+"""Job status and progress counters: a fast cache of the ledger, in Redis or in memory.
 
-[F4] makes the object store the ledger; this store then holds only fast counters.
+Everything here can be rebuilt from the object store (see ``recovery.py``). State changes are
+compare-and-set against ``TRANSITIONS``; counters are idempotent per unit of work, so a
+redelivered or repeated commit never counts twice.
 """
 from __future__ import annotations
 
@@ -8,17 +10,17 @@ import threading
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from .job import JobCounts, JobResult, JobState, JobStatus, JobUsage
+from .job import TRANSITIONS, JobCounts, JobResult, JobState, JobStatus, JobUsage
 
-# Fields that are plain values (strings, timestamps); counters are kept apart.
-_COUNTERS = ("completed", "failed", "tokens", "shards_done")
+_COUNTERS = ("completed", "failed", "tokens")
 
 
 class JobStatusStore(ABC):
-    """Job status records and their progress counters."""
+    """Job status records, their state machine and their progress counters."""
 
     @abstractmethod
-    def create(self, status: JobStatus) -> None: ...
+    def create(self, status: JobStatus) -> bool:
+        """Create the record unless one exists; True if this call created it."""
 
     @abstractmethod
     def _read(self, job_id: str) -> dict[str, str] | None:
@@ -26,20 +28,59 @@ class JobStatusStore(ABC):
 
     @abstractmethod
     def update(self, job_id: str, **fields: str | int | datetime) -> None:
-        """Set plain fields (status, started_at, total, num_shards, manifest_uri, error, ...)."""
+        """Set plain fields (started_at, total, num_shards, manifest_uri, error, ...); never ``status``."""
 
     @abstractmethod
-    def add(self, job_id: str, counter: str, amount: int) -> int:
-        """Atomically add to a counter; returns the new value."""
+    def transition(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
+        """Move to ``target`` if the current state allows it (and set ``fields``); False otherwise."""
 
-    def add_progress(self, job_id: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> None:
-        for counter, amount in (("completed", completed), ("failed", failed), ("tokens", tokens)):
-            if amount:
-                self.add(job_id, counter, amount)
+    @abstractmethod
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+        """Add a finished unit's counts once, however often it is reported; returns units counted."""
+
+    @abstractmethod
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+        """Overwrite the counters with totals read from the ledger (recovery, finalization)."""
+
+    @abstractmethod
+    def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
+        """Record when tasks for ``units`` were last sent (the reconciler re-sends lost ones)."""
+
+    @abstractmethod
+    def dispatches(self, job_id: str) -> dict[str, float]:
+        """Unit -> when its task was last sent."""
+
+    @abstractmethod
+    def forget(self, job_id: str) -> None:
+        """Drop the job's bookkeeping that only matters while it runs (dispatch times)."""
+
+    def advance_to(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
+        """Walk the state machine to ``target`` (through running or cancelling if needed).
+
+        Used when the ledger already decided the outcome (a manifest exists) but the cached
+        state lags behind, e.g. after Redis lost it. Terminal states are never left.
+        """
+        for _ in range(len(TRANSITIONS)):
+            current = self.get(job_id)
+            if current is None or current.status.is_terminal or current.status == target:
+                return current is not None and current.status == target
+            if current.status.can_become(target):
+                if self.transition(job_id, target, **fields):
+                    return True
+                continue  # lost a race: look again
+            step = next(
+                (via for via in (JobState.RUNNING, JobState.CANCELLING)
+                 if current.status.can_become(via) and via.can_become(target)),
+                None,
+            )
+            if step is None:
+                return False
+            self.transition(job_id, step)
+        return False
 
     def get(self, job_id: str) -> JobStatus | None:
         fields = self._read(job_id)
-        if not fields:
+        if not fields or "status" not in fields:
             return None
         total = fields.get("total")
         manifest_uri = fields.get("manifest_uri")
@@ -72,6 +113,15 @@ def _flatten(status: JobStatus) -> dict[str, str]:
         "task": status.task,
         "created_at": status.created_at.isoformat(),
     }
+    for name, value in (("started_at", status.started_at), ("finished_at", status.finished_at)):
+        if value is not None:
+            fields[name] = value.isoformat()
+    if status.counts.total is not None:
+        fields["total"] = str(status.counts.total)
+    if status.result is not None:
+        fields["manifest_uri"] = status.result.manifest_uri
+    if status.error:
+        fields["error"] = status.error
     return fields
 
 
@@ -83,30 +133,98 @@ def _as_str(value: str | int | datetime) -> str:
     return str(value)
 
 
+def _plain(fields: dict) -> dict[str, str]:
+    if "status" in fields:
+        raise ValueError("status changes go through transition()")
+    return {name: _as_str(value) for name, value in fields.items()}
+
+
+# KEYS[1] job hash; ARGV[1] target; ARGV[2] allowed sources (comma-separated); ARGV[3..] field/value pairs.
+_TRANSITION_LUA = """
+local current = redis.call('HGET', KEYS[1], 'status')
+if not current then return 0 end
+local allowed = ',' .. ARGV[2] .. ','
+if not string.find(allowed, ',' .. current .. ',', 1, true) then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[1])
+for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+"""
+# KEYS[1] job hash; ARGV field/value pairs. Creates the record only if it has no status yet.
+_CREATE_LUA = """
+if redis.call('HEXISTS', KEYS[1], 'status') == 1 then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+"""
+# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2..4] completed, failed, tokens.
+_COUNT_LUA = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'completed', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'failed', ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
+end
+return redis.call('SCARD', KEYS[2])
+"""
+
+
+def _sources(target: JobState) -> list[str]:
+    return [state.value for state, targets in TRANSITIONS.items() if target in targets]
+
+
 class RedisJobStatusStore(JobStatusStore):
-    """One Redis hash per job: ``poolq:job:<id>``."""
+    """One hash per job (``poolq:job:<id>``) and a set of the units it has counted."""
 
     def __init__(self, redis_client) -> None:
         self.redis = redis_client
+        self._transition = redis_client.register_script(_TRANSITION_LUA)
+        self._count = redis_client.register_script(_COUNT_LUA)
+        self._create = redis_client.register_script(_CREATE_LUA)
 
     @staticmethod
     def _key(job_id: str) -> str:
         return f"poolq:job:{job_id}"
 
-    def create(self, status: JobStatus) -> None:
-        self.redis.hset(self._key(status.id), mapping=_flatten(status))
+    @staticmethod
+    def _units_key(job_id: str) -> str:
+        return f"poolq:job:{job_id}:units"
+
+    def create(self, status: JobStatus) -> bool:
+        pairs = [item for name, value in _flatten(status).items() for item in (name, value)]
+        return bool(self._create(keys=[self._key(status.id)], args=pairs))
 
     def _read(self, job_id: str) -> dict[str, str] | None:
         raw = self.redis.hgetall(self._key(job_id))
         return {k.decode(): v.decode() for k, v in raw.items()} if raw else None
 
     def update(self, job_id: str, **fields: str | int | datetime) -> None:
-        self.redis.hset(self._key(job_id), mapping={k: _as_str(v) for k, v in fields.items()})
+        self.redis.hset(self._key(job_id), mapping=_plain(fields))
 
-    def add(self, job_id: str, counter: str, amount: int) -> int:
-        if counter not in _COUNTERS:
-            raise ValueError(f"unknown counter {counter!r}")
-        return int(self.redis.hincrby(self._key(job_id), counter, amount))
+    def transition(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
+        pairs = [item for name, value in _plain(fields).items() for item in (name, value)]
+        args = [target.value, ",".join(_sources(target)), *pairs]
+        return bool(self._transition(keys=[self._key(job_id)], args=args))
+
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+        keys = [self._key(job_id), self._units_key(job_id)]
+        return int(self._count(keys=keys, args=[unit, completed, failed, tokens]))
+
+    def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
+        if units:
+            self.redis.hset(f"poolq:job:{job_id}:dispatch", mapping={unit: at for unit in units})
+
+    def dispatches(self, job_id: str) -> dict[str, float]:
+        raw = self.redis.hgetall(f"poolq:job:{job_id}:dispatch")
+        return {unit.decode(): float(at) for unit, at in raw.items()}
+
+    def forget(self, job_id: str) -> None:
+        self.redis.delete(f"poolq:job:{job_id}:dispatch")
+
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(self._key(job_id), mapping={"completed": completed, "failed": failed, "tokens": tokens})
+        pipe.delete(self._units_key(job_id))
+        if units:
+            pipe.sadd(self._units_key(job_id), *units)
+        pipe.execute()
 
 
 class InMemoryJobStatusStore(JobStatusStore):
@@ -114,11 +232,28 @@ class InMemoryJobStatusStore(JobStatusStore):
 
     def __init__(self) -> None:
         self._jobs: dict[str, dict[str, str]] = {}
+        self._units: dict[str, set[str]] = {}
+        self._dispatches: dict[str, dict[str, float]] = {}
         self._lock = threading.Lock()
 
-    def create(self, status: JobStatus) -> None:
+    def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
         with self._lock:
+            self._dispatches.setdefault(job_id, {}).update({unit: at for unit in units})
+
+    def dispatches(self, job_id: str) -> dict[str, float]:
+        with self._lock:
+            return dict(self._dispatches.get(job_id, {}))
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self._dispatches.pop(job_id, None)
+
+    def create(self, status: JobStatus) -> bool:
+        with self._lock:
+            if status.id in self._jobs:
+                return False
             self._jobs[status.id] = _flatten(status)
+            return True
 
     def _read(self, job_id: str) -> dict[str, str] | None:
         with self._lock:
@@ -126,12 +261,27 @@ class InMemoryJobStatusStore(JobStatusStore):
 
     def update(self, job_id: str, **fields: str | int | datetime) -> None:
         with self._lock:
-            self._jobs[job_id].update({k: _as_str(v) for k, v in fields.items()})
+            self._jobs.setdefault(job_id, {}).update(_plain(fields))
 
-    def add(self, job_id: str, counter: str, amount: int) -> int:
-        if counter not in _COUNTERS:
-            raise ValueError(f"unknown counter {counter!r}")
+    def transition(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
         with self._lock:
-            value = int(self._jobs[job_id].get(counter, 0)) + amount
-            self._jobs[job_id][counter] = str(value)
-            return value
+            record = self._jobs.get(job_id)
+            if record is None or "status" not in record or not JobState(record["status"]).can_become(target):
+                return False
+            record.update(_plain(fields), status=target.value)
+            return True
+
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+        with self._lock:
+            units = self._units.setdefault(job_id, set())
+            if unit not in units:
+                units.add(unit)
+                record = self._jobs.setdefault(job_id, {})
+                for name, amount in zip(_COUNTERS, (completed, failed, tokens)):
+                    record[name] = str(int(record.get(name, 0)) + amount)
+            return len(units)
+
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+        with self._lock:
+            self._units[job_id] = set(units)
+            self._jobs.setdefault(job_id, {}).update(completed=str(completed), failed=str(failed), tokens=str(tokens))

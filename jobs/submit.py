@@ -1,14 +1,18 @@
 """Accepting a job: validate against the server's models, persist the spec, enqueue planning."""
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from datetime import datetime, timezone
 
 from engine import ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
-from storage import InvalidURIError, dump_jsonl, parse_uri
+from storage import InvalidURIError, ObjectExistsError, dump_jsonl, parse_uri
 
-from .context import JobContext, write_json
+from .context import JobContext
+from .dispatch import dispatch_plan
 from .job import InlineInput, JobSpec, JobState, JobStatus, UriInput
+from .recovery import recover_status
 
 
 class JobRejected(ValueError):
@@ -46,18 +50,64 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
 
 
-def submit_job(spec: JobSpec, ctx: JobContext) -> JobStatus:
-    """Persist the job and queue it; returns its first status (``queued``)."""
+class IdempotencyConflict(ValueError):
+    """The Idempotency-Key was used before with a different request body."""
+
+
+def submit_job(spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None) -> JobStatus:
+    """Persist the job and queue it; returns its status (``queued`` when new).
+
+    With ``idempotency_key`` the same key returns the same job, however often it is sent, even
+    if an earlier submission died half-way (it is completed now).
+    """
     validate_spec(spec, ctx)
+    body = spec.model_dump(mode="json")
     job_id = uuid.uuid4().hex
+    if idempotency_key is not None:
+        job_id = _claim_idempotency_key(idempotency_key, body, job_id, ctx)
+        existing = ctx.status.get(job_id) or recover_status(job_id, ctx)
+        if existing is not None:
+            return existing
+    return _persist_and_queue(job_id, spec, body, ctx)
+
+
+def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -> str:
+    """The job id the key stands for: ours if this is its first use, else the first one's."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    marker = ctx.service_layout.idempotency(digest)
+    claim = {"job_id": job_id, "request_sha256": request_hash}
+    try:
+        ctx.store.put(marker, json.dumps(claim).encode("utf-8"), if_absent=True)
+        return job_id
+    except ObjectExistsError:
+        earlier = json.loads(ctx.store.get(marker))
+    if earlier["request_sha256"] != request_hash:
+        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
+    return earlier["job_id"]
+
+
+def _persist_and_queue(job_id: str, spec: JobSpec, body: dict, ctx: JobContext) -> JobStatus:
+    """Input, spec (the ledger's first entry), active marker, status, then the plan task.
+
+    Every write is create-if-absent or idempotent, so a retried submission completes a half-done one.
+    """
     layout = ctx.layout(job_id)
+    created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
         rows = [document.model_dump(exclude_none=True) for document in spec.input.documents]
-        ctx.store.put(layout.inline_input, dump_jsonl(rows), if_absent=True)
-    write_json(ctx.store, layout.spec, spec.model_dump(mode="json"), if_absent=True)
-    status = JobStatus(
-        id=job_id, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=datetime.now(timezone.utc)
-    )
-    ctx.status.create(status)
-    ctx.enqueuer.plan(job_id)
-    return status
+        _put_once(ctx, layout.inline_input, dump_jsonl(rows))
+    _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
+    _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
+    status = JobStatus(id=job_id, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at)
+    created = ctx.status.create(status)
+    existing = None if created else ctx.status.get(job_id)
+    dispatch_plan(job_id, ctx)
+    return existing or status
+
+
+def _put_once(ctx: JobContext, key: str, data: bytes) -> None:
+    try:
+        ctx.store.put(key, data, if_absent=True)
+    except ObjectExistsError:
+        pass

@@ -1,6 +1,11 @@
-"""Celery tasks: deserialize, call the plain function, record the outcome. Nothing else."""
+"""Celery tasks: deserialize, call the plain function, record the outcome. Nothing else.
+
+Retry policy lives in ``failures.py``: retryable errors are retried with backoff and jitter a
+bounded number of times; anything else (or retries used up) fails the step for good.
+"""
 from __future__ import annotations
 
+import logging
 import random
 from typing import Callable
 
@@ -8,22 +13,28 @@ import redis
 from celery import Celery, Task
 
 from .context import JobContext
-from .enqueuer import FINALIZE_TASK, PLAN_TASK, SHARD_TASK, CeleryEnqueuer
-from .failures import MAX_RETRIES, RETRY_BACKOFF_MAX_S, fail_job, is_retryable
+from .enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SHARD_TASK, CeleryEnqueuer
+from .failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from .finalizer import finalize_job
+from .leases import RedisLeaseStore
 from .planner import plan_job
+from .reconciler import reconcile
 from .settings import Settings
 from .shard_runner import run_shard
 from .status_store import RedisJobStatusStore
+
+log = logging.getLogger(__name__)
 
 
 def build_worker_context(app: Celery, settings: Settings) -> JobContext:
     from engine import ModelRegistry
 
+    client = redis.Redis.from_url(settings.redis_url)
     return JobContext(
         settings=settings,
         store=settings.object_store(),
-        status=RedisJobStatusStore(redis.Redis.from_url(settings.redis_url)),
+        status=RedisJobStatusStore(client),
+        leases=RedisLeaseStore(client),
         enqueuer=CeleryEnqueuer(app),
         registry=ModelRegistry.with_packaged_models(settings.models),
     )
@@ -38,25 +49,31 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             holder["ctx"] = build_worker_context(app, settings)
         return holder["ctx"]
 
-    def run(task: Task, job_id: str, step: Callable[[JobContext], object]) -> None:
+    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None]) -> None:
         ctx = context()
         try:
             step(ctx)
         except Exception as exc:
             if is_retryable(exc) and task.request.retries < MAX_RETRIES:
-                countdown = min(RETRY_BACKOFF_MAX_S, 2**task.request.retries) * (0.5 + random.random())
-                raise task.retry(exc=exc, countdown=countdown)
-            fail_job(job_id, exc, ctx)
-            raise
+                log.warning("%s %s: %s; retrying", task.name, task.request.args, describe(exc))
+                raise task.retry(exc=exc, countdown=retry_delay_s(task.request.retries, random.random()))
+            log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
+            give_up(ctx, exc)
 
     @app.task(name=PLAN_TASK, bind=True)
     def plan_task(self: Task, job_id: str) -> None:
-        run(self, job_id, lambda ctx: plan_job(job_id, ctx))
+        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx))
 
     @app.task(name=SHARD_TASK, bind=True)
     def shard_task(self: Task, job_id: str, shard: int) -> None:
-        run(self, job_id, lambda ctx: run_shard(job_id, shard, ctx))
+        run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx))
 
     @app.task(name=FINALIZE_TASK, bind=True)
     def finalize_task(self: Task, job_id: str) -> None:
-        run(self, job_id, lambda ctx: finalize_job(job_id, ctx))
+        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx))
+
+    @app.task(name=RECONCILE_TASK, bind=True)
+    def reconcile_task(self: Task) -> None:
+        report = reconcile(context())
+        if report.recovered or report.resent or report.aborted_uploads:
+            log.info("reconcile: %s", report)

@@ -1,13 +1,17 @@
 """Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
+from .conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
 from .jsonl import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
 from .keys import InvalidKeyError, join_key, validate_key
 from .local_store import LocalObjectStore
-from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, StorageError
+from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
 from .parquet import EmbeddingRows, embedding_schema, read_embeddings
 from .s3_store import S3Config, S3ObjectStore, make_s3_client
 from .uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
+    "ConditionalWritesUnsupported",
+    "PendingUpload",
+    "verify_conditional_writes",
     "EmbeddingRows",
     "InvalidKeyError",
     "InvalidURIError",

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
 from typing import BinaryIO, Iterator
 
 
@@ -18,6 +20,15 @@ class ObjectNotFoundError(StorageError, KeyError):
 
 class ObjectExistsError(StorageError):
     """A conditional write (``if_absent``) found the key already written."""
+
+
+@dataclass(frozen=True)
+class PendingUpload:
+    """A multipart upload that was started and neither completed nor aborted."""
+
+    key: str
+    upload_id: str
+    initiated: datetime
 
 
 class ObjectStore(ABC):
@@ -57,3 +68,10 @@ class ObjectStore(ABC):
     @abstractmethod
     def presigned_get_url(self, key: str, expires_s: int) -> str:
         """A URL that reads ``key`` without credentials, valid for ``expires_s`` seconds."""
+
+    def pending_uploads(self, prefix: str) -> list[PendingUpload]:
+        """Multipart uploads under ``prefix`` still open (a writer died mid-upload). None by default."""
+        return []
+
+    def abort_upload(self, upload: PendingUpload) -> None:
+        """Abort ``upload`` and free its parts."""

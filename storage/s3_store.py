@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import io
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
 from .keys import validate_key
-from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, StorageError
+from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class S3Config:
     secret_access_key: str | None = None
     region: str = "us-east-1"
     max_attempts: int = 5
+    # Bodies above this are sent as multipart uploads (unconditional writes only).
+    multipart_threshold_bytes: int = 64 << 20
+    multipart_part_bytes: int = 16 << 20
 
 
 def make_s3_client(config: S3Config) -> Any:
@@ -56,30 +60,82 @@ def _error_code(exc: Exception) -> str:
     return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
 
 
+@contextmanager
+def _as_storage_error(what: str):
+    """botocore's errors (after its own retries) become StorageError, which callers classify."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise StorageError(f"{what} failed: {exc}") from exc
+
+
 class S3ObjectStore(ObjectStore):
     """Keys live in one bucket. Conditional writes use ``If-None-Match: *``."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: Any, bucket: str, config: S3Config | None = None) -> None:
         self.client = client
         self.bucket = bucket
+        self.config = config or S3Config()
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
+        key = validate_key(key)
+        if not if_absent and len(data) > self.config.multipart_threshold_bytes:
+            self._put_multipart(key, data)
+            return
         extra = {"IfNoneMatch": "*"} if if_absent else {}
         try:
-            self.client.put_object(Bucket=self.bucket, Key=validate_key(key), Body=data, **extra)
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data, **extra)
         except ClientError as exc:
             if _error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
                 raise ObjectExistsError(f"{self.uri(key)} already exists") from None
             raise StorageError(f"writing {self.uri(key)} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"writing {self.uri(key)} failed: {exc}") from exc
+
+    def _put_multipart(self, key: str, data: bytes) -> None:
+        """Upload in parts; abort on error. A writer killed here leaves a pending upload behind,
+        which ``pending_uploads`` finds and the reconciler aborts."""
+        size = self.config.multipart_part_bytes
+        with _as_storage_error(f"writing {self.uri(key)}"):
+            upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
+            try:
+                parts = []
+                for number, start in enumerate(range(0, len(data), size), start=1):
+                    response = self.client.upload_part(
+                        Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data[start : start + size]
+                    )
+                    parts.append({"ETag": response["ETag"], "PartNumber": number})
+                self.client.complete_multipart_upload(
+                    Bucket=self.bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+                )
+            except BaseException:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
+                raise
+
+    def pending_uploads(self, prefix: str) -> list[PendingUpload]:
+        uploads = []
+        with _as_storage_error(f"listing uploads under {self.uri(prefix)}"):
+            paginator = self.client.get_paginator("list_multipart_uploads")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                uploads += [
+                    PendingUpload(item["Key"], item["UploadId"], item["Initiated"]) for item in page.get("Uploads", [])
+                ]
+        return uploads
+
+    def abort_upload(self, upload: PendingUpload) -> None:
+        with _as_storage_error(f"aborting the upload of {self.uri(upload.key)}"):
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=upload.key, UploadId=upload.upload_id)
 
     def get(self, key: str) -> bytes:
         with self.open(key) as body:
             return body.read()
 
     def open(self, key: str) -> BinaryIO:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key))
@@ -87,10 +143,12 @@ class S3ObjectStore(ObjectStore):
             if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
                 raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
             raise StorageError(f"reading {self.uri(key)} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"reading {self.uri(key)} failed: {exc}") from exc
         return io.BufferedReader(_BodyReader(response["Body"]), buffer_size=1 << 20)
 
     def exists(self, key: str) -> bool:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
@@ -98,16 +156,20 @@ class S3ObjectStore(ObjectStore):
             if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
                 return False
             raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
         return True
 
     def list(self, prefix: str) -> Iterator[str]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                yield item["Key"]
+        with _as_storage_error(f"listing {self.uri(prefix)}"):
+            paginator = self.client.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    yield item["Key"]
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))
+        with _as_storage_error(f"deleting {self.uri(key)}"):
+            self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))
 
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"

@@ -46,5 +46,6 @@ def open_uri(uri: str, s3_config: S3Config | None = None) -> tuple[ObjectStore, 
     """The store a URI points into and the key inside it."""
     target = parse_uri(uri)
     if target.scheme == "s3":
-        return S3ObjectStore(make_s3_client(s3_config or S3Config()), target.container), target.key
+        config = s3_config or S3Config()
+        return S3ObjectStore(make_s3_client(config), target.container, config), target.key
     return LocalObjectStore(target.container), target.key

@@ -38,7 +38,7 @@ def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx
     assert [(e["line"], e["code"]) for e in errors] == [(11, "empty_text"), (12, "missing_id"), (13, "invalid_utf8"), (14, "duplicate_id")]
     assert errors[0]["id"] == "empty" and errors[3]["id"] == docs[0]["id"]
     assert len(manifest["parts"]) == 3  # 10 documents, at most 4 per shard
-    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4}
+    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4, "not_processed": 0, "carried": 0}
     assert (status.counts.total, status.counts.completed, status.counts.failed) == (14, 10, 4)
     assert status.usage.tokens == manifest["usage"]["tokens"] > 0
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from jobs.job import JobState, JobStatus
+from jobs.job import TRANSITIONS, JobState, JobStatus
 from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
 
 
@@ -17,9 +17,13 @@ def status_store(request):
     return RedisJobStatusStore(redis.Redis.from_url(request.getfixturevalue("redis_url")))
 
 
+def _status(job_id: str, state: JobState = JobState.QUEUED) -> JobStatus:
+    return JobStatus(id=job_id, status=state, model="m", task="embed", created_at=datetime.now(timezone.utc))
+
+
 def _new_job(store) -> str:
     job_id = uuid.uuid4().hex
-    store.create(JobStatus(id=job_id, status=JobState.QUEUED, model="m", task="embed", created_at=datetime.now(timezone.utc)))
+    assert store.create(_status(job_id))
     return job_id
 
 
@@ -27,25 +31,75 @@ def test_unknown_job_is_none(status_store):
     assert status_store.get("nope") is None
 
 
-def test_create_update_and_read_back(status_store):
+def test_create_is_once_only(status_store):
     job_id = _new_job(status_store)
-    job = status_store.get(job_id)
-    assert (job.status, job.counts.total, job.counts.completed, job.result) == (JobState.QUEUED, None, 0, None)
-    status_store.update(job_id, status=JobState.SUCCEEDED, total=5, manifest_uri="s3://b/k/manifest.json")
-    status_store.add_progress(job_id, completed=4, failed=1, tokens=99)
-    job = status_store.get(job_id)
-    assert job.status is JobState.SUCCEEDED
-    assert (job.counts.total, job.counts.completed, job.counts.failed, job.usage.tokens) == (5, 4, 1, 99)
-    assert job.result.manifest_uri == "s3://b/k/manifest.json"
+    assert status_store.transition(job_id, JobState.RUNNING)
+    assert not status_store.create(_status(job_id))  # a repeated submission does not reset it
+    assert status_store.get(job_id).status is JobState.RUNNING
 
 
-def test_counters_are_atomic_under_concurrency(status_store):
+def test_update_sets_plain_fields_but_never_the_state(status_store):
     job_id = _new_job(status_store)
+    status_store.update(job_id, total=5, manifest_uri="s3://b/k/manifest.json")
+    job = status_store.get(job_id)
+    assert (job.status, job.counts.total, job.result.manifest_uri) == (JobState.QUEUED, 5, "s3://b/k/manifest.json")
+    with pytest.raises(ValueError, match="transition"):
+        status_store.update(job_id, status=JobState.SUCCEEDED)
+
+
+@pytest.mark.parametrize("source", list(JobState))
+def test_transitions_follow_the_table_and_terminal_states_never_change(status_store, source):
+    for target in JobState:
+        job_id = uuid.uuid4().hex
+        status_store.create(_status(job_id, source))
+        moved = status_store.transition(job_id, target, error="x")
+        assert moved == (target in TRANSITIONS[source]), (source, target)
+        assert status_store.get(job_id).status is (target if moved else source)
+
+
+def test_concurrent_transitions_let_exactly_one_win(status_store):
+    job_id = _new_job(status_store)
+    status_store.transition(job_id, JobState.RUNNING)
+    targets = [JobState.SUCCEEDED, JobState.CANCELLING, JobState.FAILED, JobState.PARTIALLY_SUCCEEDED] * 10
     with ThreadPoolExecutor(8) as pool:
-        values = list(pool.map(lambda _: status_store.add(job_id, "shards_done", 1), range(200)))
-    assert sorted(values) == list(range(1, 201))  # exactly one caller sees each count, e.g. the last
+        wins = [t for t, won in zip(targets, pool.map(lambda t: status_store.transition(job_id, t), targets)) if won]
+    assert len(wins) == 1
+    assert status_store.get(job_id).status is wins[0]
 
 
-def test_unknown_counter_is_refused(status_store):
-    with pytest.raises(ValueError, match="unknown counter"):
-        status_store.add(_new_job(status_store), "bogus", 1)
+def test_advance_to_walks_through_intermediate_states(status_store):
+    queued, running = _new_job(status_store), _new_job(status_store)
+    status_store.transition(running, JobState.RUNNING)
+    assert status_store.advance_to(queued, JobState.SUCCEEDED)  # queued -> running -> succeeded
+    assert status_store.advance_to(running, JobState.CANCELLED)  # running -> cancelling -> cancelled
+    assert not status_store.advance_to(queued, JobState.FAILED)  # terminal: stays succeeded
+    assert [status_store.get(j).status for j in (queued, running)] == [JobState.SUCCEEDED, JobState.CANCELLED]
+
+
+def test_a_unit_counts_once_however_often_it_is_reported(status_store):
+    job_id = _new_job(status_store)
+    units = [f"shard-{i % 20:05d}" for i in range(200)]  # each unit reported 10 times, concurrently
+    with ThreadPoolExecutor(8) as pool:
+        counted = list(pool.map(lambda u: status_store.count_unit(job_id, u, completed=3, failed=1, tokens=7), units))
+    assert max(counted) == 20
+    job = status_store.get(job_id)
+    assert (job.counts.completed, job.counts.failed, job.usage.tokens) == (60, 20, 140)
+
+
+def test_set_counts_replaces_counters_and_counted_units(status_store):
+    job_id = _new_job(status_store)
+    status_store.count_unit(job_id, "shard-00000", completed=9)
+    status_store.set_counts(job_id, ["plan", "shard-00001"], completed=4, failed=2, tokens=10)
+    assert status_store.count_unit(job_id, "shard-00001", completed=100) == 2  # already counted
+    assert status_store.count_unit(job_id, "shard-00000", completed=1) == 3
+    job = status_store.get(job_id)
+    assert (job.counts.completed, job.counts.failed, job.usage.tokens) == (5, 2, 10)
+
+
+def test_dispatch_times_are_kept_until_forgotten(status_store):
+    job_id = _new_job(status_store)
+    status_store.note_dispatch(job_id, ["plan", "shard-00000"], 100.0)
+    status_store.note_dispatch(job_id, ["shard-00000"], 200.0)
+    assert status_store.dispatches(job_id) == {"plan": 100.0, "shard-00000": 200.0}
+    status_store.forget(job_id)
+    assert status_store.dispatches(job_id) == {}

@@ -1,0 +1,11 @@
+"""Running celery beat for poolq: the periodic reconciler and (stored) reindex schedules."""
+from __future__ import annotations
+
+from .celery_app import create_celery_app
+from .settings import Settings
+
+
+def run_beat(settings: Settings, *, loglevel: str = "INFO") -> None:
+    """Run beat with RedBeat until stopped. A second beat waits on RedBeat's lock."""
+    app = create_celery_app(settings)
+    app.start(argv=["beat", f"--loglevel={loglevel}", "--scheduler=redbeat.RedBeatScheduler"])

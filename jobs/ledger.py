@@ -1,0 +1,121 @@
+"""The job's ledger in the object store: the only record of what happened that must survive.
+
+Every decision that matters is a conditional write (``If-None-Match: *``): the spec, the plan,
+one commit marker per shard (the attempt that wrote it first wins), the cancel request and the
+manifest. Readers trust only what is written here.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+from storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+
+from .job import JobSpec
+from .layout import JobLayout
+
+
+@dataclass(frozen=True)
+class CarriedPart:
+    """Rows copied unchanged from an earlier run (incremental reindex), committed at planning."""
+
+    key: str
+    rows: int
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    num_shards: int
+    total: int  # records read, valid or not
+    plan_errors: int  # records rejected while planning (they are in plan-errors.jsonl)
+    carried: tuple[CarriedPart, ...] = ()
+    carried_records: int = 0
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "carried": [asdict(part) for part in self.carried]}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> "Plan":
+        carried = tuple(CarriedPart(**part) for part in raw.get("carried", ()))
+        return cls(**{**raw, "carried": carried})
+
+
+@dataclass(frozen=True)
+class ShardCommit:
+    """What one attempt of a shard produced. ``gave_up``: the shard crashed its worker too often."""
+
+    attempt: str
+    part_key: str | None
+    errors_key: str
+    rows: int
+    errors: int
+    tokens: int
+    dimensions: int | None
+    gave_up: bool = False
+
+
+def _dump(value: dict) -> bytes:
+    return json.dumps(value, indent=2, sort_keys=True).encode("utf-8")
+
+
+class JobLedger:
+    """Reads and conditional writes of one job's ledger objects."""
+
+    def __init__(self, store: ObjectStore, layout: JobLayout) -> None:
+        self.store = store
+        self.layout = layout
+
+    def _put_once(self, key: str, value: dict) -> bool:
+        """Write ``value`` unless ``key`` exists; True if this call wrote it."""
+        try:
+            self.store.put(key, _dump(value), if_absent=True)
+        except ObjectExistsError:
+            return False
+        return True
+
+    def _read_json(self, key: str) -> dict | None:
+        try:
+            return json.loads(self.store.get(key))
+        except ObjectNotFoundError:
+            return None
+
+    def spec(self) -> JobSpec | None:
+        raw = self._read_json(self.layout.spec)
+        return None if raw is None else JobSpec.model_validate(raw)
+
+    def write_plan(self, plan: Plan) -> bool:
+        return self._put_once(self.layout.plan, plan.to_json())
+
+    def plan(self) -> Plan | None:
+        raw = self._read_json(self.layout.plan)
+        return None if raw is None else Plan.from_json(raw)
+
+    def commit(self, shard: int, commit: ShardCommit) -> bool:
+        """Commit ``shard`` to this attempt's outputs; False if another attempt committed first."""
+        return self._put_once(self.layout.shard_commit(shard), asdict(commit))
+
+    def shard_commit(self, shard: int) -> ShardCommit | None:
+        raw = self._read_json(self.layout.shard_commit(shard))
+        return None if raw is None else ShardCommit(**raw)
+
+    def commits(self) -> dict[int, ShardCommit]:
+        """Every committed shard, from one listing of the work prefix."""
+        commits = {}
+        for key in self.store.list(self.layout.work_prefix):
+            if key.endswith(".commit.json"):
+                shard = int(key.rsplit("shard-", 1)[1].split(".", 1)[0])
+                commits[shard] = ShardCommit(**json.loads(self.store.get(key)))
+        return commits
+
+    def request_cancel(self, reason: str = "cancelled by the user") -> None:
+        self._put_once(self.layout.cancel, {"reason": reason})
+
+    def cancel_requested(self) -> bool:
+        return self.store.exists(self.layout.cancel)
+
+    def write_manifest(self, manifest: dict) -> bool:
+        return self._put_once(self.layout.manifest, manifest)
+
+    def manifest(self) -> dict | None:
+        return self._read_json(self.layout.manifest)

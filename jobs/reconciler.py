@@ -1,0 +1,97 @@
+"""The reconciler: a periodic pass that makes Redis agree with the ledger and keeps jobs moving.
+
+For every active job it rebuilds a lost status, re-sends tasks whose messages were lost (a unit
+neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
+are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
+simply expire (they carry a TTL), after which their units count as not running.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from .cleanup import abort_stale_uploads, clean_finished_job, delete_losing_attempts
+from .context import JobContext
+from .dispatch import FINALIZE_UNIT, PLAN_UNIT, dispatch_finalize, dispatch_plan, dispatch_shards, ready_to_finalize, shard_unit
+from .finalizer import sync_status
+from .recovery import recover_status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileReport:
+    jobs: int = 0
+    recovered: list[str] = field(default_factory=list)  # statuses rebuilt from the ledger
+    resent: list[str] = field(default_factory=list)  # "<job>/<unit>" tasks sent again
+    finalized: list[str] = field(default_factory=list)
+    deleted_objects: int = 0
+    aborted_uploads: int = 0
+
+
+def active_jobs(ctx: JobContext) -> list[str]:
+    prefix = ctx.service_layout.active_prefix
+    return [key[len(prefix):] for key in ctx.store.list(prefix)]
+
+
+def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
+    """One pass over every active job. Safe to run anywhere, any number of times, concurrently."""
+    report = ReconcileReport()
+    now = time.time() if now is None else now
+    for job_id in active_jobs(ctx):
+        report.jobs += 1
+        try:
+            _reconcile_job(job_id, ctx, now, report)
+        except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
+            log.exception("reconciling job %s failed", job_id)
+    return report
+
+
+def _reconcile_job(job_id: str, ctx: JobContext, now: float, report: ReconcileReport) -> None:
+    ledger = ctx.ledger(job_id)
+    manifest = ledger.manifest()
+    if manifest is not None:  # finished, but its status or clean-up may not have caught up
+        if ctx.status.get(job_id) is None:
+            recover_status(job_id, ctx)
+        sync_status(job_id, manifest, ctx)
+        clean_finished_job(job_id, manifest, ctx)
+        report.finalized.append(job_id)
+        return
+    if ledger.spec() is None:
+        return  # submission still in flight (or abandoned before its spec was written)
+    if ctx.status.get(job_id) is None:
+        recover_status(job_id, ctx)
+        report.recovered.append(job_id)
+    report.aborted_uploads += abort_stale_uploads(job_id, ctx, ctx.settings.stale_upload_s)
+    sent = ctx.status.dispatches(job_id)
+    running = set(ctx.leases.live_units(job_id))
+
+    def lost(unit: str) -> bool:
+        return unit not in running and now - sent.get(unit, 0.0) >= ctx.settings.requeue_after_s
+
+    if ready_to_finalize(ledger, ctx.leases):
+        if lost(FINALIZE_UNIT):
+            dispatch_finalize(job_id, ctx)
+            report.resent.append(f"{job_id}/{FINALIZE_UNIT}")
+        return
+    if ledger.cancel_requested():
+        return  # running shards stop on their own; the last one to stop sends the finalizer
+    plan = ledger.plan()
+    if plan is None:
+        if lost(PLAN_UNIT):
+            dispatch_plan(job_id, ctx)
+            report.resent.append(f"{job_id}/{PLAN_UNIT}")
+        return
+    commits = ledger.commits()
+    report.deleted_objects += delete_losing_attempts(
+        job_id, ctx, keep=_committed_keys(commits), shards_done=set(commits)
+    )
+    missing = [shard for shard in range(plan.num_shards) if shard not in commits and lost(shard_unit(shard))]
+    if missing:
+        dispatch_shards(job_id, missing, ctx)
+        report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in missing]
+
+
+def _committed_keys(commits) -> set[str]:
+    return {key for commit in commits.values() for key in (commit.part_key, commit.errors_key) if key}
