@@ -1,6 +1,7 @@
 """`poolq dev up/status/down`: a local stack of real services that outlives the command.
 
-Redis (AOF on) + SeaweedFS (S3) + the API (uvicorn) + one Celery worker, all bound to
+Redis (AOF on) + SeaweedFS (S3) + the API (uvicorn) + one Celery worker + beat (the
+reconciler and reindex schedules), all bound to
 127.0.0.1. State, logs and pids live under one directory; `down` stops only what `up` started.
 """
 from __future__ import annotations
@@ -21,9 +22,9 @@ from .redis_server import RedisConfig, RedisServer
 from .seaweed import SeaweedConfig, SeaweedServer
 from .stack_state import StackState
 
-SERVICES = ("redis", "seaweed", "api", "worker")
+SERVICES = ("redis", "seaweed", "api", "worker", "beat")
 # What each service's command line contains: `down` never signals a pid that lacks it.
-CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "uvicorn", "worker": "worker"}
+CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "uvicorn", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
 
 
@@ -102,7 +103,8 @@ class LocalStack:
 
     @staticmethod
     def _where(name: str, state: StackState) -> str:
-        return {"redis": state.redis_url, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu"}[name]
+        return {"redis": state.redis_url, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu",
+                "beat": "reconciler + schedules"}[name]
 
     def _require_free(self, port: int, service: str) -> None:
         if not port_is_free(port):
@@ -143,6 +145,15 @@ class LocalStack:
         argv = [sys.executable, "-m", "api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker", log_path=log_path)
+        return pid
+
+
+    def _start_beat(self, state: StackState) -> int:
+        log_path = self.state_dir / "logs" / "beat.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        argv = [sys.executable, "-m", "api", "beat"]
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
+        wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5, what="beat", log_path=log_path)
         return pid
 
 

@@ -24,7 +24,8 @@ def test_embed_writes_the_job_layout_and_reports_bad_lines(tmp_path, sample_docu
     assert status["status"] == "partially_succeeded" and status["counts"] == {"total": 4, "completed": 3, "failed": 1}
     job_dir = tmp_path / "out" / status["id"]
     manifest = json.loads((job_dir / "manifest.json").read_text())
-    table = read_embeddings((job_dir / "parts" / "part-00000.parquet").read_bytes())
+    (part,) = manifest["parts"]  # part files are named per attempt; the manifest lists the committed ones
+    table = read_embeddings((tmp_path / "out" / part["key"]).read_bytes())
     assert table.column("id").to_pylist() == [r["doc"] for r in rows] and manifest["counts"]["completed"] == 3
     (error,) = [json.loads(line) for line in (job_dir / "errors.jsonl").read_text().splitlines()]
     assert (error["line"], error["code"]) == (4, "invalid_json")
@@ -46,7 +47,8 @@ def test_embed_takes_the_job_bodys_long_document_options(tmp_path, long_document
                                        "--long-documents", '{"mode": "late_chunks", "chunk_tokens": 64}'])
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
-    table = read_embeddings((tmp_path / "out" / status["id"] / "parts" / "part-00000.parquet").read_bytes())
+    manifest = json.loads((tmp_path / "out" / status["id"] / "manifest.json").read_text())
+    table = read_embeddings((tmp_path / "out" / manifest["parts"][0]["key"]).read_bytes())
     rows = table.to_pylist()
     assert len(rows) == -(-(rows[0]["num_tokens"] - 2) // 64)  # one row per 64 content tokens
     assert rows[-1]["token_end"] == rows[0]["num_tokens"] and rows[0]["token_start"] == 0

@@ -1,4 +1,6 @@
 """The HTTP contract, on an in-process job context (the stack test covers the real services)."""
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -7,6 +9,7 @@ from jobs.context import JobContext
 from jobs.enqueuer import Enqueuer
 from jobs.local_runner import local_context
 from jobs.settings import Settings
+from jobs.leases import InMemoryLeaseStore
 from jobs.status_store import InMemoryJobStatusStore
 
 
@@ -37,7 +40,7 @@ def test_submit_poll_and_fetch_results(client):
     assert polled["result"]["manifest_uri"].endswith(f"{job['id']}/manifest.json")
     results = client.get(f"/v1/jobs/{job['id']}/results").json()
     assert [part["rows"] for part in results["parts"]] == [2]
-    assert results["parts"][0]["key"].endswith("parts/part-00000.parquet") and results["parts"][0]["url"]
+    assert re.search(r"/parts/part-00000\.[0-9a-f]{16}\.parquet$", results["parts"][0]["key"]) and results["parts"][0]["url"]
     assert results["errors"]["count"] == 0 and results["dimensions"] == 384
 
 
@@ -68,7 +71,7 @@ def test_invalid_bodies_are_422_naming_the_field(client, body, loc):
 def test_results_before_the_job_finishes_are_409(tmp_path):
     settings = Settings(store="local", local_store_root=tmp_path)
     ctx = local_context(tmp_path)
-    ctx = JobContext(settings, ctx.store, InMemoryJobStatusStore(), _HoldingEnqueuer(), ctx.registry)
+    ctx = JobContext(settings, ctx.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(), ctx.registry)
     client = TestClient(create_app(settings, ctx))
     job = client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).json()
     response = client.get(f"/v1/jobs/{job['id']}/results")

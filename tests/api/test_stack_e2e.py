@@ -63,7 +63,7 @@ def _read_outputs(s3, bucket: str, manifest: dict):
 def test_status_json_names_endpoints_credentials_and_pids(stack):
     for key in ("api_url", "s3_endpoint", "bucket", "redis_url", "access_key_id", "secret_access_key", "pids"):
         assert stack[key], key
-    assert set(stack["pids"]) == {"redis", "seaweed", "api", "worker"} and all(stack["alive"].values())
+    assert set(stack["pids"]) == {"redis", "seaweed", "api", "worker", "beat"} and all(stack["alive"].values())
 
 
 def test_up_again_is_idempotent(stack):
