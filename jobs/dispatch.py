@@ -38,7 +38,7 @@ def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
 def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:
     """Count a committed shard once; the count that completes the job sends the finalizer."""
     counted = ctx.status.count_unit(
-        job_id, shard_unit(shard), completed=commit.rows, failed=commit.errors, tokens=commit.tokens
+        job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens
     )
     expected = ctx.status.field(job_id, "expected_units")
     if expected is not None and counted >= int(expected):

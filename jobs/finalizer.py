@@ -66,9 +66,9 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     commits = ledger.commits()
     cancelled = ledger.cancel_requested()
     error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)
-    rows = sum(commit.rows for commit in commits.values()) + plan.carried_records
+    documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
-    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(rows, error_count)
+    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, error_count)
     status = ctx.status.get(job_id)
     parts = [{"key": part.key, "uri": ctx.store.uri(part.key), "rows": part.rows} for part in plan.carried]
     parts += [
@@ -86,9 +86,10 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
         "dimensions": max((c.dimensions for c in commits.values() if c.dimensions), default=None),
         "counts": {
-            "total": plan.total, "completed": rows, "failed": error_count,
-            "not_processed": max(0, plan.total - rows - error_count) if cancelled else 0,
+            "total": plan.total, "completed": documents, "failed": error_count,
+            "not_processed": max(0, plan.total - documents - error_count) if cancelled else 0,
             "carried": plan.carried_records,
+            "rows": sum(part["rows"] for part in parts),
         },
         "shards": {"total": plan.num_shards, "committed": len(commits), "gave_up": sum(c.gave_up for c in commits.values())},
         "usage": {"tokens": tokens},
@@ -112,7 +113,7 @@ def _write_errors(ctx: JobContext, plan_errors_key: str | None, commits: dict[in
     return len(lines)
 
 
-def _final_state(rows: int, errors: int) -> JobState:
+def _final_state(documents: int, errors: int) -> JobState:
     if errors == 0:
         return JobState.SUCCEEDED
-    return JobState.PARTIALLY_SUCCEEDED if rows else JobState.FAILED
+    return JobState.PARTIALLY_SUCCEEDED if documents else JobState.FAILED

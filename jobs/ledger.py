@@ -48,8 +48,9 @@ class ShardCommit:
     attempt: str
     part_key: str | None
     errors_key: str
-    rows: int
-    errors: int
+    rows: int  # Parquet rows (one per document, or one per chunk in the chunk modes)
+    documents: int  # documents embedded
+    errors: int  # records that failed (one error line each)
     tokens: int
     dimensions: int | None
     gave_up: bool = False

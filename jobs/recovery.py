@@ -42,7 +42,7 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     plan = ledger.plan()
     commits = ledger.commits() if plan else {}
     state = JobState.CANCELLING if ledger.cancel_requested() else JobState.RUNNING if plan else JobState.QUEUED
-    completed = sum(c.rows for c in commits.values()) + (plan.carried_records if plan else 0)
+    completed = sum(c.documents for c in commits.values()) + (plan.carried_records if plan else 0)
     failed = sum(c.errors for c in commits.values()) + (plan.plan_errors if plan else 0)
     return JobStatus(
         id=job_id, status=state, model=spec.model, task=spec.task,

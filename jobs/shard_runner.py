@@ -85,7 +85,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
     policy = spec.long_documents.policy()
     rows = EmbeddingRows(engine.dimensions, with_chunks=policy.mode.chunk_rows)
     errors: list[RecordError] = []
-    tokens = 0
+    tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
     requests = (
         PoolingRequest(key=record_id, text=row["text"], chunk_spans=_spans(row.get("chunk_spans")))
@@ -98,7 +98,8 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
             continue
         _append_rows(rows, result)
         tokens += result.processed_tokens
-    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, engine.dimensions)
+        documents += 1
+    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, engine.dimensions, documents=documents)
 
 
 def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
@@ -126,7 +127,7 @@ def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], me
     return _write_attempt(job_id, shard, lease, ctx, None, errors, 0, None, gave_up=True)
 
 
-def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, gave_up=False) -> ShardCommit:
+def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, documents=0, gave_up=False) -> ShardCommit:
     layout = ctx.layout(job_id)
     part_key = None
     if rows is not None and len(rows):
@@ -136,7 +137,7 @@ def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, 
     ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in errors]))
     return ShardCommit(
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
-        errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up,
+        documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up,
     )
 
 

@@ -38,7 +38,7 @@ def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx
     assert [(e["line"], e["code"]) for e in errors] == [(11, "empty_text"), (12, "missing_id"), (13, "invalid_utf8"), (14, "duplicate_id")]
     assert errors[0]["id"] == "empty" and errors[3]["id"] == docs[0]["id"]
     assert len(manifest["parts"]) == 3  # 10 documents, at most 4 per shard
-    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4, "not_processed": 0, "carried": 0}
+    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4, "not_processed": 0, "carried": 0, "rows": 10}
     assert (status.counts.total, status.counts.completed, status.counts.failed) == (14, 10, 4)
     assert status.usage.tokens == manifest["usage"]["tokens"] > 0
 
@@ -85,6 +85,8 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
     assert manifest["columns"] == table.schema.names == [
         "id", "embedding", "num_tokens", "truncated", "chunk_index", "token_start", "token_end", "char_start", "char_end"]
     rows = table.to_pylist()
+    # Counts are documents; the manifest also says how many rows (chunks) were written
+    assert (status.counts.total, status.counts.completed) == (3, 3) and manifest["counts"]["rows"] == len(rows) > 3
     for doc in docs:
         mine = [r for r in rows if r["id"] == doc["id"]]
         assert [r["chunk_index"] for r in mine] == list(range(len(mine))) and len(mine) >= 2
