@@ -16,4 +16,5 @@ ENV HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     POOLQ_DEVICE=cuda \
     POOLQ_DTYPE=float16
-CMD ["poolq", "worker", "--concurrency", "1"]
+# One worker per GPU of the container (here: the one it was given).
+CMD ["poolq", "worker", "--gpus", "0"]
