@@ -49,13 +49,18 @@ class LeaseStore(ABC):
         """Units of the job with a live lease."""
 
     @abstractmethod
+    def last_started(self, job_id: str) -> dict[str, float]:
+        """Unit -> wall-clock time its latest attempt took its lease (its task was consumed then)."""
+
+    @abstractmethod
     def forget(self, job_id: str) -> None:
         """Drop the job's attempt counts (after it finished)."""
 
 
-# KEYS[1] lease key, KEYS[2] attempts hash; ARGV[1] attempt, ARGV[2] ttl ms, ARGV[3] unit.
+# KEYS[1] lease key, KEYS[2] attempts hash; ARGV[1] attempt, ARGV[2] ttl ms, ARGV[3] unit, ARGV[4] now.
 _ACQUIRE_LUA = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return -1 end
+redis.call('HSET', KEYS[2], ARGV[3] .. ':started_at', ARGV[4])
 local started = redis.call('HINCRBY', KEYS[2], ARGV[3] .. ':started', 1)
 local ended = tonumber(redis.call('HGET', KEYS[2], ARGV[3] .. ':ended') or '0')
 return started - 1 - ended
@@ -94,7 +99,7 @@ class RedisLeaseStore(LeaseStore):
     def acquire(self, job_id: str, unit: str, ttl_s: float) -> Lease | None:
         attempt = new_attempt_id()
         keys = [self._lease_key(job_id, unit), self._attempts_key(job_id)]
-        crashes = int(self._acquire(keys=keys, args=[attempt, int(ttl_s * 1000), unit]))
+        crashes = int(self._acquire(keys=keys, args=[attempt, int(ttl_s * 1000), unit, repr(time.time())]))
         return None if crashes < 0 else Lease(job_id, unit, attempt, crashes)
 
     def renew(self, lease: Lease, ttl_s: float) -> bool:
@@ -113,6 +118,11 @@ class RedisLeaseStore(LeaseStore):
         prefix = self._lease_key(job_id, "")
         return sorted(key.decode()[len(prefix):] for key in self.redis.scan_iter(match=f"{prefix}*", count=500))
 
+    def last_started(self, job_id: str) -> dict[str, float]:
+        raw = self.redis.hgetall(self._attempts_key(job_id))
+        suffix = ":started_at"
+        return {k.decode()[: -len(suffix)]: float(v) for k, v in raw.items() if k.decode().endswith(suffix)}
+
     def forget(self, job_id: str) -> None:
         self.redis.delete(self._attempts_key(job_id))
 
@@ -120,8 +130,10 @@ class RedisLeaseStore(LeaseStore):
 class InMemoryLeaseStore(LeaseStore):
     """Leases with monotonic-clock expiry, for in-process runs and unit tests."""
 
-    def __init__(self, clock=time.monotonic) -> None:
+    def __init__(self, clock=time.monotonic, wall_clock=time.time) -> None:
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._started_at: dict[tuple[str, str], float] = {}
         self._leases: dict[tuple[str, str], tuple[str, float]] = {}
         self._attempts: dict[tuple[str, str], list[int]] = {}  # [started, ended]
         self._lock = threading.Lock()
@@ -141,6 +153,7 @@ class InMemoryLeaseStore(LeaseStore):
             self._leases[(job_id, unit)] = (attempt, self._clock() + ttl_s)
             counts = self._attempts.setdefault((job_id, unit), [0, 0])
             counts[0] += 1
+            self._started_at[(job_id, unit)] = self._wall_clock()
             return Lease(job_id, unit, attempt, counts[0] - 1 - counts[1])
 
     def renew(self, lease: Lease, ttl_s: float) -> bool:
@@ -164,10 +177,16 @@ class InMemoryLeaseStore(LeaseStore):
         with self._lock:
             return sorted(unit for (job, unit) in list(self._leases) if job == job_id and self._live(job, unit))
 
+    def last_started(self, job_id: str) -> dict[str, float]:
+        with self._lock:
+            return {unit: at for (job, unit), at in self._started_at.items() if job == job_id}
+
     def forget(self, job_id: str) -> None:
         with self._lock:
             for key in [key for key in self._attempts if key[0] == job_id]:
                 del self._attempts[key]
+            for key in [key for key in self._started_at if key[0] == job_id]:
+                del self._started_at[key]
 
 
 class LeaseKeeper:

@@ -65,10 +65,16 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, report: ReconcileRe
         report.recovered.append(job_id)
     report.aborted_uploads += abort_stale_uploads(job_id, ctx, ctx.settings.stale_upload_s)
     sent = ctx.status.dispatches(job_id)
+    started = ctx.leases.last_started(job_id)
     running = set(ctx.leases.live_units(job_id))
 
     def lost(unit: str) -> bool:
-        return unit not in running and now - sent.get(unit, 0.0) >= ctx.settings.requeue_after_s
+        """Not running, and its task is not waiting in a queue: consumed since it was last sent
+        (its attempt died) or never sent as far as Redis knows, or sent long ago."""
+        if unit in running:
+            return False
+        consumed = started.get(unit, -1.0) >= sent.get(unit, 0.0)
+        return consumed or now - sent.get(unit, 0.0) >= ctx.settings.requeue_after_s
 
     if ready_to_finalize(ledger, ctx.leases):
         if lost(FINALIZE_UNIT):
