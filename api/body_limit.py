@@ -1,0 +1,64 @@
+"""Reject request bodies over a size limit while they stream in, never reading them whole.
+
+Starlette and FastAPI impose no body limit of their own. A declared ``Content-Length`` over the
+limit is refused before a byte is read; a chunked body is counted as it arrives and refused
+(413) as soon as it passes the limit.
+"""
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class BodySizeLimitMiddleware:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send)
+            return
+        received = 0
+        response_started = refused = False
+
+        async def counting_receive() -> Message:
+            # Past the limit: answer 413 ourselves, and tell the app the client went away.
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    refused = True
+                    if not response_started:
+                        await self._refuse(send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal response_started
+            if refused:
+                return  # our 413 is the answer; drop whatever the app says after the disconnect
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except Exception:
+            if not refused:
+                raise
+
+    async def _refuse(self, send: Send) -> None:
+        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes; "
+                                     "upload large inputs with POST /v1/uploads and pass their s3:// URI"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
