@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from jobs.context import JobContext
 from jobs.settings import Settings
 
-from .routes import jobs
+from .routes import jobs, schedules
 
 
 def create_app(settings: Settings | None = None, ctx: JobContext | None = None) -> FastAPI:
@@ -19,6 +19,7 @@ def create_app(settings: Settings | None = None, ctx: JobContext | None = None) 
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
     app.state.ctx = ctx
     app.include_router(jobs.router)
+    app.include_router(schedules.router)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -42,6 +42,8 @@ class PoolqClient:
             except ValueError:
                 detail = response.text
             raise PoolqError(response.status_code, detail)
+        if response.status_code == 204:
+            return {}
         return response.json()
 
     def submit(self, spec: dict, *, idempotency_key: str | None = None) -> dict:
@@ -79,6 +81,25 @@ class PoolqClient:
     def results(self, job_id: str) -> dict:
         """The manifest of a finished job, with presigned part URLs."""
         return self._call("GET", f"/v1/jobs/{job_id}/results")
+
+    def create_schedule(self, schedule: dict) -> dict:
+        """``POST /v1/schedules``: ``{"cron": "0 3 * * *", "input": {"uri": "s3://b/docs/"}, "template": {...}}``."""
+        return self._call("POST", "/v1/schedules", json=schedule)
+
+    def list_schedules(self) -> list[dict]:
+        return self._call("GET", "/v1/schedules")["schedules"]
+
+    def get_schedule(self, schedule_id: str) -> dict:
+        """The schedule with its recent runs (slot, job_id, status), newest first."""
+        return self._call("GET", f"/v1/schedules/{schedule_id}")
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """``DELETE /v1/schedules/{id}``: the jobs it ran stay."""
+        self._call("DELETE", f"/v1/schedules/{schedule_id}")
+
+    def run_schedule(self, schedule_id: str) -> dict:
+        """``POST /v1/schedules/{id}/run``: run it now (incrementally); returns the run (its ``job_id``)."""
+        return self._call("POST", f"/v1/schedules/{schedule_id}/run")
 
     def read_table(self, job_id: str):
         """All result parts of a finished job, downloaded and concatenated as one pyarrow Table."""

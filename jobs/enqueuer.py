@@ -10,6 +10,7 @@ PLAN_TASK = "poolq.plan_job"
 SHARD_TASK = "poolq.run_shard"
 FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
+SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 

@@ -17,17 +17,18 @@ RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (StorageError, ConnectionErr
 FATAL_ERRORS: tuple[type[BaseException], ...] = (ObjectNotFoundError, InvalidURIError, ConditionalWritesUnsupported)
 
 MAX_RETRIES = 5
-RETRY_BACKOFF_BASE_S = 1.0
-RETRY_BACKOFF_MAX_S = 60.0
 
 
 def is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, RETRYABLE_ERRORS) and not isinstance(exc, FATAL_ERRORS)
 
 
-def retry_delay_s(retries: int, jitter: float) -> float:
-    """Exponential backoff with jitter (``jitter`` in [0, 1)): base * 2**retries, capped, then x0.5-1.5."""
-    return min(RETRY_BACKOFF_MAX_S, RETRY_BACKOFF_BASE_S * 2**retries) * (0.5 + jitter)
+def retry_delay_s(retries: int, jitter: float, base_s: float, max_s: float) -> float:
+    """Exponential backoff with jitter (``jitter`` in [0, 1)): base * 2**retries, capped, then x0.5-1.5.
+
+    ``base_s`` and ``max_s`` come from Settings (``task_retry_backoff_s``, ``task_retry_backoff_max_s``).
+    """
+    return min(max_s, base_s * 2**retries) * (0.5 + jitter)
 
 
 def describe(exc: BaseException) -> str:

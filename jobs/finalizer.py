@@ -8,7 +8,7 @@ from storage import embedding_schema
 
 from .cleanup import clean_finished_job
 from .context import JobContext
-from .dispatch import FINALIZE_UNIT, ready_to_finalize
+from .dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
 from .job import JobState
 from .ledger import JobLedger, Plan, ShardCommit
 
@@ -51,8 +51,10 @@ def _conclude(job_id: str, manifest: dict, ctx: JobContext) -> JobState:
 def sync_status(job_id: str, manifest: dict, ctx: JobContext) -> None:
     """Make the cached status say what the manifest says (counts, state, result)."""
     counts = manifest["counts"]
+    # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
+    units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).commits())]
     ctx.status.set_counts(
-        job_id, [], completed=counts["completed"], failed=counts["failed"], tokens=manifest["usage"]["tokens"]
+        job_id, units, completed=counts["completed"], failed=counts["failed"], tokens=manifest["usage"]["tokens"]
     )
     ctx.status.update(job_id, total=counts["total"], manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
     extra = {"error": manifest["error"]} if manifest.get("error") else {}
@@ -84,7 +86,8 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "task": spec.task,
         "options": spec.model_dump(mode="json", exclude={"input"}),
         "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
-        "dimensions": max((c.dimensions for c in commits.values() if c.dimensions), default=None),
+        "dimensions": max([c.dimensions for c in commits.values() if c.dimensions]
+                          + [part.dimensions for part in plan.carried if part.dimensions], default=None),
         "counts": {
             "total": plan.total, "completed": documents, "failed": error_count,
             "not_processed": max(0, plan.total - documents - error_count) if cancelled else 0,

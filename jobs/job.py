@@ -30,9 +30,10 @@ class InlineInput(_Strict):
 
 
 class UriInput(_Strict):
-    """A JSONL object in the store: one JSON object per line."""
+    """A JSONL object in the store (one JSON object per line), or a prefix ending in ``/``: every
+    ``*.jsonl`` object under it, read one after another in key order."""
 
-    uri: str = Field(description="s3://bucket/key.jsonl")
+    uri: str = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
     id_field: str = "id"
     text_field: str = "text"
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
@@ -68,6 +69,11 @@ class JobSpec(_Strict):
     input: InlineInput | UriInput
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
+    incremental_from: str | None = Field(
+        None, pattern=r"^[0-9a-f]{32}$",
+        description="an earlier job: documents whose id and content hash match its output (same model and "
+        "options) are carried over instead of embedded again",
+    )
 
 
 class JobState(str, Enum):

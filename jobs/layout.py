@@ -37,6 +37,14 @@ class ServiceLayout:
     def schedule(self, schedule_id: str) -> str:
         return self._key("_schedules", f"{schedule_id}.json")
 
+    def schedule_runs_prefix(self, schedule_id: str) -> str:
+        """A schedule's run records, kept apart from ``schedules_prefix`` so listing schedules stays cheap."""
+        return self._key("_schedule_runs", schedule_id) + "/"
+
+    def schedule_run(self, schedule_id: str, slot_name: str) -> str:
+        """One record per (schedule, slot): which job ran that slot. Names sort in slot order."""
+        return self._key("_schedule_runs", schedule_id, f"{slot_name}.json")
+
     def job(self, job_id: str) -> "JobLayout":
         return JobLayout(self.prefix, job_id)
 
@@ -88,6 +96,10 @@ class JobLayout:
 
     def attempt_part(self, shard: int, attempt: str) -> str:
         return self._key("parts", f"part-{shard:05d}.{attempt}.parquet")
+
+    def carried_part(self, index: int) -> str:
+        """Rows carried unchanged from the ``index``-th part of an earlier run (incremental jobs)."""
+        return self._key("parts", f"carried-{index:05d}.parquet")
 
     @property
     def parts_prefix(self) -> str:

@@ -22,6 +22,7 @@ class CarriedPart:
     key: str
     rows: int
     tokens: int = 0
+    dimensions: int | None = None
 
 
 @dataclass(frozen=True)

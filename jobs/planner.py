@@ -1,15 +1,19 @@
-"""Planning: stream the input once, validate each record, cut it into bounded shards, and write
-the plan to the ledger. Deterministic: a repeated planning writes the same shard inputs."""
+"""Planning: stream the input (inline, one object or a prefix) once, validate each record, set
+aside the documents an incremental job carries from its baseline, cut the rest into bounded
+shards, and write the plan to the ledger. Deterministic: a repeated planning writes the same
+shard inputs and carried parts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
-from storage import dump_jsonl, open_uri, read_jsonl
+from storage import dump_jsonl
 
 from .context import JobContext
 from .dispatch import PLAN_UNIT, dispatch_finalize, dispatch_shards, finalize_if_ready, shard_unit
+from .incremental import Baseline
+from .inputs import input_lines
 from .job import InlineInput, JobSpec, JobState
 from .ledger import Plan
 from .records import InputRecord, RecordError, to_record
@@ -53,36 +57,71 @@ def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
 
 
 def _write_plan(job_id: str, ctx: JobContext) -> Plan:
+    """Stream the input once: errors aside, carried documents aside (incremental), shards for the
+    rest; then carried parts, the error file and, last, ``plan.json`` (the commit point)."""
     spec = ctx.spec(job_id)
-    layout = ctx.layout(job_id)
-    settings = ctx.settings
-    buffer = _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars)
-    errors: list[RecordError] = []
+    baseline = Baseline.load(spec, ctx)
+    shards = _ShardWriter(ctx, job_id)
+    errors: list[dict] = []
     seen_ids: set[str] = set()
-    num_shards = total = 0
-    with _open_input(spec, job_id, ctx) as stream:
-        for record in _records(stream, spec):
-            total += 1
-            if isinstance(record, InputRecord) and record.id in seen_ids:
-                record = RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before")
-            if isinstance(record, RecordError):
-                errors.append(record)
-                continue
-            seen_ids.add(record.id)
-            if buffer.would_overflow(record):
-                ctx.store.put(layout.shard_input(num_shards), dump_jsonl(buffer.rows))
-                num_shards += 1
-                buffer = _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars)
-            buffer.add(record)
-    if buffer.rows:
-        ctx.store.put(layout.shard_input(num_shards), dump_jsonl(buffer.rows))
-        num_shards += 1
-    ctx.store.put(layout.plan_errors, dump_jsonl([error.to_json() for error in errors]))
-    plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors))
+    carried_ids: set[str] = set()
+    total = 0
+    for source, record in _records(spec, job_id, ctx):
+        total += 1
+        if isinstance(record, InputRecord) and record.id in seen_ids:
+            record = RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before")
+        if isinstance(record, RecordError):
+            errors.append(_error_line(record, source))
+            continue
+        seen_ids.add(record.id)
+        if baseline is not None and baseline.unchanged(record):
+            carried_ids.add(record.id)
+        else:
+            shards.add(record)
+    num_shards = shards.close()
+    carried = baseline.write_carried(job_id, carried_ids, ctx) if baseline is not None else ()
+    ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(errors))
+    plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors), carried=carried, carried_records=len(carried_ids))
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
     return plan
+
+
+class _ShardWriter:
+    """Cuts records into bounded shards and writes each shard's input as it fills."""
+
+    def __init__(self, ctx: JobContext, job_id: str) -> None:
+        self.ctx = ctx
+        self.layout = ctx.layout(job_id)
+        self.num_shards = 0
+        self.buffer = self._new_buffer()
+
+    def _new_buffer(self) -> _ShardBuffer:
+        return _ShardBuffer(self.ctx.settings.shard_max_documents, self.ctx.settings.shard_max_chars)
+
+    def add(self, record: InputRecord) -> None:
+        if self.buffer.would_overflow(record):
+            self._flush()
+        self.buffer.add(record)
+
+    def _flush(self) -> None:
+        self.ctx.store.put(self.layout.shard_input(self.num_shards), dump_jsonl(self.buffer.rows))
+        self.num_shards += 1
+        self.buffer = self._new_buffer()
+
+    def close(self) -> int:
+        """Write the last shard; returns how many shards there are."""
+        if self.buffer.rows:
+            self._flush()
+        return self.num_shards
+
+
+def _error_line(error: RecordError, source: str | None) -> dict:
+    """A plan error as written to the error file; a prefix input's errors name their object."""
+    if source is None:
+        return error.to_json()
+    return {**error.to_json(), "message": f"{source}: {error.message}", "source": source}
 
 
 def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
@@ -98,17 +137,11 @@ def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
     dispatch_shards(job_id, todo, ctx)
 
 
-def _open_input(spec: JobSpec, job_id: str, ctx: JobContext) -> BinaryIO:
-    if isinstance(spec.input, InlineInput):
-        return ctx.store.open(ctx.layout(job_id).inline_input)
-    store, key = open_uri(spec.input.uri, ctx.settings.s3_config())
-    return store.open(key)
-
-
-def _records(stream: BinaryIO, spec: JobSpec) -> Iterator[InputRecord | RecordError]:
+def _records(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, InputRecord | RecordError]]:
+    """Each input line validated, with the object it came from (prefix inputs; else None)."""
     inline = isinstance(spec.input, InlineInput)
     id_field = "id" if inline else spec.input.id_field
     text_field = "text" if inline else spec.input.text_field
     spans_field = "chunk_spans" if inline else spec.input.spans_field
-    for item in read_jsonl(stream):
-        yield to_record(item, id_field, text_field, spans_field)
+    for source, item in input_lines(spec, job_id, ctx):
+        yield source, to_record(item, id_field, text_field, spans_field)

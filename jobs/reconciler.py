@@ -16,6 +16,7 @@ from .context import JobContext
 from .dispatch import FINALIZE_UNIT, PLAN_UNIT, dispatch_finalize, dispatch_plan, dispatch_shards, ready_to_finalize, shard_unit
 from .finalizer import sync_status
 from .recovery import recover_status
+from .schedule_beat import sync_beat_entries
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     """One pass over every active job. Safe to run anywhere, any number of times, concurrently."""
     report = ReconcileReport()
     now = time.time() if now is None else now
+    sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
     for job_id in active_jobs(ctx):
         report.jobs += 1
         try:

@@ -27,6 +27,7 @@ class Settings(BaseSettings):
     s3_secret_access_key: str | None = None
     s3_region: str = "us-east-1"
     s3_multipart_threshold_bytes: int = Field(64 << 20, ge=5 << 20)
+    s3_max_attempts: int = Field(5, ge=0, description="botocore's retries.max_attempts: retries of an S3 request")
     presign_expires_s: int = Field(900, ge=1, le=900)
 
     default_model: str = DEFAULT_MODEL
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     max_shard_crashes: int = Field(3, ge=1, description="a shard that crashed its worker this often fails")
     cancel_check_interval_s: float = Field(1.0, gt=0)
     stale_upload_s: float = Field(3600.0, gt=0, description="abort multipart uploads older than this")
+    # A step that failed with a retryable error is retried after base * 2**retry seconds (capped), jittered.
+    task_retry_backoff_s: float = Field(1.0, gt=0)
+    task_retry_backoff_max_s: float = Field(60.0, gt=0)
     require_conditional_writes: bool = True
 
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
@@ -69,6 +73,7 @@ class Settings(BaseSettings):
             region=self.s3_region,
             multipart_threshold_bytes=self.s3_multipart_threshold_bytes,
             multipart_part_bytes=min(16 << 20, self.s3_multipart_threshold_bytes),
+            max_attempts=self.s3_max_attempts,
         )
 
     def object_store(self) -> ObjectStore:

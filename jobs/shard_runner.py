@@ -10,10 +10,11 @@ import time
 from engine import PoolingOutput, PoolingRequest, RequestError
 from storage import EmbeddingRows, dump_jsonl, read_jsonl
 
+from .content_hash import row_content_hash
 from .context import JobContext
 from .dispatch import finalize_if_ready, record_shard, shard_unit
 from .leases import Lease, LeaseKeeper
-from .ledger import ShardCommit
+from .ledger import JobLedger, ShardCommit
 from .records import RecordError
 
 GAVE_UP_CODE = "shard_failed"
@@ -37,6 +38,10 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
     if lease is None:
         return None  # another attempt is running it; the reconciler steps in if that one dies
     try:
+        # Look again under the lease: a finalizer that saw no lease may have finished the job
+        # (after a cancel) between our first look and the lease; then nothing may be committed.
+        if ledger.cancel_requested() or ledger.manifest() is not None:
+            raise ShardCancelled()
         commit = _attempt(job_id, shard, lease, ctx)
     except ShardCancelled:
         commit = None
@@ -62,12 +67,23 @@ def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCom
     else:
         with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
             commit = _embed(job_id, shard, lease, records, ctx)
-    if ledger.commit(shard, commit):
-        return commit
-    _delete_attempt(ctx, commit)  # another attempt committed first: keep theirs, drop ours
-    winner = ledger.shard_commit(shard)
+    winner = _commit(ledger, shard, commit, ctx)
     if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
         raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
+    return winner
+
+
+def _commit(ledger: JobLedger, shard: int, commit: ShardCommit, ctx: JobContext) -> ShardCommit | None:
+    """Commit this attempt's outputs; returns the commit that counts (this one or an earlier one).
+
+    A refused write means the marker exists: another attempt's (drop this attempt's objects), or
+    this attempt's own, when its write landed but the answer was lost and the retry found it.
+    """
+    if ledger.commit(shard, commit):
+        return commit
+    winner = ledger.shard_commit(shard)
+    if winner is None or winner.attempt != commit.attempt:
+        _delete_attempt(ctx, commit)
     return winner
 
 
@@ -96,7 +112,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
-        _append_rows(rows, result)
+        _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
     return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, engine.dimensions, documents=documents)
@@ -111,8 +127,7 @@ def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> Shar
             return None
         try:
             commit = _give_up(job_id, shard, lease, _read_shard(job_id, shard, ctx), reason, ctx)
-            if not ledger.commit(shard, commit):
-                _delete_attempt(ctx, commit)
+            _commit(ledger, shard, commit, ctx)
         finally:
             ctx.leases.release(lease)
     winner = ledger.shard_commit(shard)
@@ -168,11 +183,11 @@ def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
     return None if raw is None else tuple((start, end) for start, end in raw)
 
 
-def _append_rows(rows: EmbeddingRows, result: PoolingOutput) -> None:
-    """One row per document, or one per chunk in the chunk modes."""
+def _append_rows(rows: EmbeddingRows, result: PoolingOutput, content_hash: str) -> None:
+    """One row per document, or one per chunk in the chunk modes; each names the document's content hash."""
     if result.chunks is None:
-        rows.append(result.key, result.data, result.num_tokens, result.truncated)
+        rows.append(result.key, result.data, result.num_tokens, result.truncated, content_hash=content_hash)
         return
     for vector, chunk in zip(result.data, result.chunks):
         values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
-        rows.append(result.key, vector, result.num_tokens, result.truncated, values)
+        rows.append(result.key, vector, result.num_tokens, result.truncated, values, content_hash=content_hash)

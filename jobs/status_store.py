@@ -250,9 +250,10 @@ class InMemoryJobStatusStore(JobStatusStore):
 
     def create(self, status: JobStatus) -> bool:
         with self._lock:
-            if status.id in self._jobs:
+            # Like Redis: a record holding only counters (counted after it was lost) has no status yet.
+            if "status" in self._jobs.get(status.id, {}):
                 return False
-            self._jobs[status.id] = _flatten(status)
+            self._jobs.setdefault(status.id, {}).update(_flatten(status))
             return True
 
     def _read(self, job_id: str) -> dict[str, str] | None:

@@ -7,10 +7,11 @@ import uuid
 from datetime import datetime, timezone
 
 from engine import ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
-from storage import InvalidURIError, ObjectExistsError, dump_jsonl, parse_uri
+from storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 from .context import JobContext
 from .dispatch import dispatch_plan
+from .inputs import parse_input_uri
 from .job import InlineInput, JobSpec, JobState, JobStatus, UriInput
 from .recovery import recover_status
 
@@ -43,7 +44,7 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         )
     if isinstance(spec.input, UriInput):
         try:
-            target = parse_uri(spec.input.uri)
+            target = parse_input_uri(spec.input.uri)
         except InvalidURIError as exc:
             raise JobRejected("input.uri", str(exc)) from None
         if target.scheme != "s3" and ctx.settings.store == "s3":
@@ -66,7 +67,10 @@ def submit_job(spec: JobSpec, ctx: JobContext, idempotency_key: str | None = Non
     if idempotency_key is not None:
         job_id = _claim_idempotency_key(idempotency_key, body, job_id, ctx)
         existing = ctx.status.get(job_id) or recover_status(job_id, ctx)
-        if existing is not None:
+        # A queued job missing from the active list died before its marker: nothing would ever plan it.
+        if existing is not None and (
+            existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
+        ):
             return existing
     return _persist_and_queue(job_id, spec, body, ctx)
 

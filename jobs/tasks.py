@@ -13,12 +13,13 @@ import redis
 from celery import Celery, Task
 
 from .context import JobContext
-from .enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SHARD_TASK, CeleryEnqueuer
+from .enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SCHEDULE_TASK, SHARD_TASK, CeleryEnqueuer
 from .failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from .finalizer import finalize_job
 from .leases import RedisLeaseStore
 from .planner import plan_job
 from .reconciler import reconcile
+from .schedule_runner import run_schedule
 from .settings import Settings
 from .shard_runner import run_shard
 from .status_store import RedisJobStatusStore
@@ -56,7 +57,11 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         except Exception as exc:
             if is_retryable(exc) and task.request.retries < MAX_RETRIES:
                 log.warning("%s %s: %s; retrying", task.name, task.request.args, describe(exc))
-                raise task.retry(exc=exc, countdown=retry_delay_s(task.request.retries, random.random()))
+                delay = retry_delay_s(task.request.retries, random.random(), settings.task_retry_backoff_s,
+                                      settings.task_retry_backoff_max_s)
+                # max_retries: Celery's own default (3) would end the retries before MAX_RETRIES,
+                # re-raising instead of giving up (the shard would never be committed as failed).
+                raise task.retry(exc=exc, countdown=delay, max_retries=MAX_RETRIES)
             log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
             give_up(ctx, exc)
 
@@ -71,6 +76,11 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     @app.task(name=FINALIZE_TASK, bind=True)
     def finalize_task(self: Task, job_id: str) -> None:
         run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx))
+
+    @app.task(name=SCHEDULE_TASK, bind=True)
+    def schedule_task(self: Task, schedule_id: str) -> None:
+        # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
+        run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None)
 
     @app.task(name=RECONCILE_TASK, bind=True)
     def reconcile_task(self: Task) -> None:

@@ -4,7 +4,7 @@ from .jsonl import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
 from .keys import InvalidKeyError, join_key, validate_key
 from .local_store import LocalObjectStore
 from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
-from .parquet import EmbeddingRows, embedding_schema, read_embeddings
+from .parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
 from .s3_store import S3Config, S3ObjectStore, make_s3_client
 from .uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
@@ -34,4 +34,5 @@ __all__ = [
     "read_embeddings",
     "read_jsonl",
     "validate_key",
+    "write_embeddings",
 ]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 
+from .keys import join_key
 from .object_store import ObjectExistsError, ObjectStore, StorageError
 
 
@@ -16,7 +17,7 @@ def verify_conditional_writes(store: ObjectStore, probe_prefix: str) -> None:
     An S3-compatible server that ignores ``If-None-Match: *`` would let two attempts of a shard
     both "win" their commit; a worker must not run against it.
     """
-    key = f"{probe_prefix.rstrip('/')}/conditional-write-probe-{uuid.uuid4().hex}"
+    key = join_key(probe_prefix, f"conditional-write-probe-{uuid.uuid4().hex}")  # an empty prefix is fine
     store.put(key, b"first", if_absent=True)
     try:
         store.put(key, b"second", if_absent=True)

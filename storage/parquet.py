@@ -1,4 +1,5 @@
-"""The embedding Parquet format: id, embedding (fixed-size float32 list), num_tokens, truncated."""
+"""The embedding Parquet format: id, embedding (fixed-size float32 list), num_tokens, truncated,
+content_hash (what was embedded, so a later run can carry unchanged documents)."""
 from __future__ import annotations
 
 import io
@@ -13,12 +14,17 @@ CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_
 
 
 def embedding_schema(dimensions: int, with_chunks: bool = False) -> pa.Schema:
-    """id, embedding, num_tokens, truncated; chunk rows add where each chunk comes from."""
+    """id, embedding, num_tokens, truncated, content_hash; chunk rows add where each chunk comes from.
+
+    ``content_hash`` is null only in rows appended without one (parts written by poolq always
+    have it).
+    """
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("embedding", pa.list_(pa.float32(), dimensions), nullable=False),
         pa.field("num_tokens", pa.int32(), nullable=False),
         pa.field("truncated", pa.bool_(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=True),
     ]
     if with_chunks:
         fields += [pa.field(name, pa.int32(), nullable=False) for name in CHUNK_COLUMNS]
@@ -36,9 +42,10 @@ class EmbeddingRows:
     num_tokens: list[int] = field(default_factory=list)
     truncated: list[bool] = field(default_factory=list)
     chunk_values: list[tuple[int, ...]] = field(default_factory=list)  # one CHUNK_COLUMNS tuple per row
+    content_hashes: list[str | None] = field(default_factory=list)
 
     def append(self, record_id: str, vector: np.ndarray, num_tokens: int, truncated: bool,
-               chunk: tuple[int, int, int, int, int] | None = None) -> None:
+               chunk: tuple[int, int, int, int, int] | None = None, content_hash: str | None = None) -> None:
         if vector.shape != (self.dimensions,):
             raise ValueError(f"record {record_id!r}: vector shape {vector.shape}, expected ({self.dimensions},)")
         if (chunk is not None) != self.with_chunks:
@@ -47,6 +54,7 @@ class EmbeddingRows:
         self.vectors.append(vector.astype(np.float32, copy=False))
         self.num_tokens.append(num_tokens)
         self.truncated.append(truncated)
+        self.content_hashes.append(content_hash)
         if chunk is not None:
             self.chunk_values.append(chunk)
 
@@ -56,18 +64,33 @@ class EmbeddingRows:
     def to_table(self) -> pa.Table:
         flat = np.concatenate(self.vectors) if self.vectors else np.zeros(0, dtype=np.float32)
         embedding = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), self.dimensions)
-        columns = [pa.array(self.ids, pa.string()), embedding, pa.array(self.num_tokens, pa.int32()), pa.array(self.truncated)]
+        columns = [
+            pa.array(self.ids, pa.string()), embedding, pa.array(self.num_tokens, pa.int32()),
+            pa.array(self.truncated, pa.bool_()), pa.array(self.content_hashes, pa.string()),
+        ]
         if self.with_chunks:
             by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
             columns += [pa.array(values, pa.int32()) for values in by_column]
         return pa.Table.from_arrays(columns, schema=embedding_schema(self.dimensions, self.with_chunks))
 
     def to_parquet_bytes(self) -> bytes:
-        sink = io.BytesIO()
-        pq.write_table(self.to_table(), sink, compression="zstd")
-        return sink.getvalue()
+        return write_embeddings(self.to_table())
 
 
-def read_embeddings(data: bytes) -> pa.Table:
-    """Read a part written by :meth:`EmbeddingRows.to_parquet_bytes`."""
-    return pq.read_table(io.BytesIO(data))
+def write_embeddings(table: pa.Table) -> bytes:
+    """Serialize an embedding table (e.g. rows filtered out of an earlier part) as one part."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def read_embeddings(data: bytes, columns: list[str] | None = None) -> pa.Table:
+    """Read a part written by :meth:`EmbeddingRows.to_parquet_bytes`.
+
+    With ``columns``, only those of them the part has (parts written before ``content_hash``
+    existed lack it).
+    """
+    source = pq.ParquetFile(io.BytesIO(data))
+    if columns is not None:
+        columns = [name for name in columns if name in source.schema_arrow.names]
+    return source.read(columns=columns)

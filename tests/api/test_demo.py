@@ -30,7 +30,7 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     # Then everything it started is stopped
     state = StackState.load(state_dir / "stack.json")
     assert state is not None and state.pids == {}
-    for name in ("worker", "api", "seaweed", "redis"):
+    for name in ("beat", "worker", "api", "seaweed", "redis"):
         assert f"stopped {name}" in out
     started_pids = [int(pid) for pid in re.findall(r"started \(pid (\d+)\)", out)]
-    assert len(started_pids) == 4 and not any(pid_alive(pid) for pid in started_pids)
+    assert len(started_pids) == 5 and not any(pid_alive(pid) for pid in started_pids)

@@ -77,3 +77,38 @@ def test_an_empty_object_does_not_disturb_the_next_requests(store):
     store.put("e/empty", b"")
     store.put("e/new-marker", b"x", if_absent=True)
     assert store.get("e/empty") == b"" and store.get("e/new-marker") == b"x"
+
+
+def test_a_fresh_store_has_no_pending_uploads(store):
+    store.put("m/small", b"x")
+    assert store.pending_uploads("") == [] and store.pending_uploads("m/") == []
+
+
+@pytest.mark.integration
+def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_open(seaweed):
+    import dataclasses
+    import os
+    import uuid
+
+    from storage import S3ObjectStore, make_s3_client
+
+    config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
+    client = make_s3_client(config)
+    bucket = f"multipart-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ObjectStore(client, bucket, config)
+    uploaded_parts = []
+    client.meta.events.register(
+        "before-parameter-build.s3.UploadPart", lambda params, **_: uploaded_parts.append(params["PartNumber"])
+    )
+    data = os.urandom(11 << 20)  # three parts: 5 + 5 + 1 MiB
+    store.put("big/part.parquet", data)
+    assert uploaded_parts == [1, 2, 3]
+    assert store.get("big/part.parquet") == data
+    assert store.pending_uploads("") == []
+    # A conditional write is never multipart: it stays a single conditional PUT, even when large
+    marker = data[: 6 << 20]  # (an 11 MiB single PUT makes this SeaweedFS hang on SIGTERM at teardown)
+    store.put("big/marker", marker, if_absent=True)
+    with pytest.raises(ObjectExistsError):
+        store.put("big/marker", b"second", if_absent=True)
+    assert uploaded_parts == [1, 2, 3] and store.get("big/marker") == marker

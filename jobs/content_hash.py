@@ -1,0 +1,23 @@
+"""What a document's embedding depends on, as one digest: the ``content_hash`` output column.
+
+Two records with the same id and content hash, embedded with the same model and options, get
+the same vectors; incremental runs carry such documents instead of embedding them again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def content_hash(text: str, chunk_spans: list[list[int]] | None = None) -> str:
+    """sha256 hex of the UTF-8 text; with ``chunk_spans``, of the text, a NUL, then the spans as
+    compact JSON (``[[0,40],[40,200]]``). Without spans it is simply ``sha256(text)``."""
+    digest = hashlib.sha256(text.encode("utf-8"))
+    if chunk_spans is not None:
+        digest.update(b"\x00" + json.dumps(chunk_spans, separators=(",", ":")).encode("ascii"))
+    return digest.hexdigest()
+
+
+def row_content_hash(row: dict) -> str:
+    """The content hash of a shard-input row (``text`` and optional ``chunk_spans``)."""
+    return content_hash(row["text"], row.get("chunk_spans"))

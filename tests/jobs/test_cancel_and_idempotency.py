@@ -1,0 +1,182 @@
+"""Cancelling jobs and Idempotency-Key submissions: plain functions, then the HTTP contract."""
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from jobs.cancel import JobAlreadyFinished, JobNotFound, cancel_job
+from jobs.enqueuer import Enqueuer
+from jobs.finalizer import finalize_job
+from jobs.job import JobSpec, JobState
+from jobs.planner import plan_job
+from jobs.shard_runner import run_shard
+from jobs.submit import IdempotencyConflict, submit_job
+from storage import LocalObjectStore, StorageError
+
+BODY = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
+OTHER_BODY = {"input": {"documents": [{"id": "c", "text": "a different document"}]}}
+
+
+class RecordingEnqueuer(Enqueuer):
+    def __init__(self) -> None:
+        self.tasks: list[tuple] = []
+
+    def plan(self, job_id):
+        self.tasks.append(("plan", job_id))
+
+    def run_shard(self, job_id, shard):
+        self.tasks.append(("shard", job_id, shard))
+
+    def finalize(self, job_id):
+        self.tasks.append(("finalize", job_id))
+
+
+def _drain(ctx) -> None:
+    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
+    while ctx.enqueuer.tasks:
+        kind, *args = ctx.enqueuer.tasks.pop(0)
+        steps[kind](*args, ctx)
+
+
+@pytest.fixture
+def queued_ctx(local_ctx):
+    """Jobs stay queued until ``_drain(ctx)``."""
+    local_ctx.enqueuer = RecordingEnqueuer()
+    return local_ctx
+
+
+def _spec(body=BODY) -> JobSpec:
+    return JobSpec.model_validate(body)
+
+
+# Cancel
+
+
+def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
+    ctx = queued_ctx
+    job_id = submit_job(_spec(), ctx).id
+    # When a job whose plan has not run is cancelled
+    assert cancel_job(job_id, ctx).status is JobState.CANCELLING  # its finalizer is queued
+    _drain(ctx)  # the queued plan task arrives late, then the finalizer
+    # Then it is cancelled, nothing was planned, and its manifest lists no parts
+    ledger = ctx.ledger(job_id)
+    assert ctx.status.get(job_id).status is JobState.CANCELLED
+    assert ledger.plan() is None and ledger.commits() == {}
+    manifest = ledger.manifest()
+    assert manifest["status"] == "cancelled" and manifest["parts"] == []
+    assert manifest["counts"]["completed"] == 0 and manifest["counts"]["failed"] == 0
+    assert not ctx.store.exists(ctx.service_layout.active(job_id))
+
+
+def test_cancelling_a_finished_job_is_refused(local_ctx):
+    job_id = submit_job(_spec(), local_ctx).id  # runs to the end inline
+    assert local_ctx.status.get(job_id).status is JobState.SUCCEEDED
+    with pytest.raises(JobAlreadyFinished) as raised:
+        cancel_job(job_id, local_ctx)
+    assert raised.value.status.status is JobState.SUCCEEDED
+    assert not local_ctx.ledger(job_id).cancel_requested()
+
+
+def test_cancelling_an_unknown_job_is_not_found(local_ctx):
+    for job_id in ("0" * 32, "not-a-job-id"):
+        with pytest.raises(JobNotFound):
+            cancel_job(job_id, local_ctx)
+
+
+# Idempotency-Key
+
+
+def test_the_same_key_returns_the_same_job(local_ctx):
+    first = submit_job(_spec(), local_ctx, idempotency_key="key-1")
+    again = submit_job(_spec(), local_ctx, idempotency_key="key-1")
+    other = submit_job(_spec(), local_ctx, idempotency_key="key-2")
+    assert again.id == first.id and other.id != first.id
+    assert again.status is JobState.SUCCEEDED  # the replay reports the job as it is now
+    # Only two jobs were ever created
+    assert len(list(local_ctx.store.list("_idempotency/"))) == 2
+    assert sum(key.endswith("/spec.json") for key in local_ctx.store.list("")) == 2
+
+
+def test_the_same_key_with_a_different_body_is_a_conflict(local_ctx):
+    submit_job(_spec(), local_ctx, idempotency_key="key-1")
+    with pytest.raises(IdempotencyConflict):
+        submit_job(_spec(OTHER_BODY), local_ctx, idempotency_key="key-1")
+
+
+class FailOnce(LocalObjectStore):
+    """Fails the first write of a key that ``dies_at`` matches (the submitting process died there)."""
+
+    def __init__(self, root, dies_at) -> None:
+        super().__init__(root)
+        self.dies_at, self.failed = dies_at, False
+
+    def put(self, key, data, *, if_absent=False):
+        if self.dies_at(key) and not self.failed:
+            self.failed = True
+            raise StorageError(f"died before writing {key}")
+        super().put(key, data, if_absent=if_absent)
+
+
+@pytest.mark.parametrize(
+    "dies_at",
+    [
+        lambda key: key.endswith("/input.jsonl"),  # claim written, nothing else
+        lambda key: key.endswith("/spec.json"),  # claim and input written, spec not
+        lambda key: key.startswith("_active/"),  # spec written, not yet on the active list
+    ],
+    ids=["before-input", "before-spec", "before-active-marker"],
+)
+def test_a_half_done_submission_is_completed_by_the_retry(local_ctx, dies_at):
+    ctx = local_ctx
+    ctx.store = FailOnce(ctx.store.root, dies_at)
+    # Given a submission that claimed its key and died part-way
+    with pytest.raises(StorageError):
+        submit_job(_spec(), ctx, idempotency_key="retry-me")
+    (claim,) = ctx.store.list("_idempotency/")
+    # When the client retries with the same key
+    status = submit_job(_spec(), ctx, idempotency_key="retry-me")
+    # Then the claimed job is completed and runs to the end
+    assert f'"job_id": "{status.id}"' in ctx.store.get(claim).decode()
+    assert ctx.status.get(status.id).status is JobState.SUCCEEDED
+    assert ctx.ledger(status.id).manifest()["counts"]["completed"] == 2
+    assert not ctx.store.exists(ctx.service_layout.active(status.id))
+
+
+# The HTTP contract
+
+
+@pytest.fixture
+def api(local_ctx):
+    return TestClient(create_app(local_ctx.settings, local_ctx))
+
+
+@pytest.fixture
+def queued_api(queued_ctx):
+    return TestClient(create_app(queued_ctx.settings, queued_ctx))
+
+
+def test_cancel_route_accepts_a_running_job_and_404s_an_unknown_one(queued_api):
+    queued = queued_api.post("/v1/jobs", json=BODY).json()
+    response = queued_api.post(f"/v1/jobs/{queued['id']}/cancel")
+    assert response.status_code == 202
+    assert response.json()["id"] == queued["id"] and response.json()["status"] == "cancelling"
+    assert queued_api.post(f"/v1/jobs/{'0' * 32}/cancel").status_code == 404
+    assert queued_api.post("/v1/jobs/not-a-job/cancel").status_code == 404
+
+
+def test_cancel_route_refuses_a_finished_job_with_409(api):
+    finished = api.post("/v1/jobs", json=BODY).json()  # runs to the end inline
+    assert api.get(f"/v1/jobs/{finished['id']}").json()["status"] == "succeeded"
+    conflict = api.post(f"/v1/jobs/{finished['id']}/cancel")
+    assert conflict.status_code == 409 and "already finished" in conflict.json()["detail"]
+
+
+def test_idempotency_key_header(api):
+    first = api.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "abc"})
+    replay = api.post("/v1/jobs", json=BODY, headers={"Idempotency-Key": "abc"})
+    assert first.status_code == replay.status_code == 202
+    assert replay.json()["id"] == first.json()["id"]
+    assert replay.headers["Location"].endswith(f"/v1/jobs/{first.json()['id']}")
+    conflict = api.post("/v1/jobs", json=OTHER_BODY, headers={"Idempotency-Key": "abc"})
+    assert conflict.status_code == 422
+    assert ["header", "idempotency-key"] in [error["loc"] for error in conflict.json()["detail"]]
+    assert api.post("/v1/jobs", json=BODY).json()["id"] != first.json()["id"]  # no key, new job

@@ -1,0 +1,282 @@
+"""The reconciler makes Redis agree with the ledger and keeps jobs moving.
+
+Tasks are recorded, not run (``_drain`` runs them when a test wants); status and leases are
+in memory, leases on a fake clock. "Sent long ago" is written into the dispatch times.
+"""
+import time
+import uuid
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from engine import ModelRegistry
+from jobs.context import JobContext
+from jobs.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from jobs.enqueuer import Enqueuer
+from jobs.finalizer import finalize_job
+from jobs.job import JobSpec, JobState
+from jobs.leases import InMemoryLeaseStore
+from jobs.planner import plan_job
+from jobs.reconciler import reconcile
+from jobs.settings import Settings
+from jobs.shard_runner import run_shard
+from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from jobs.submit import submit_job
+from storage import S3ObjectStore, make_s3_client
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class RecordingEnqueuer(Enqueuer):
+    def __init__(self) -> None:
+        self.tasks: list[tuple] = []
+
+    def plan(self, job_id):
+        self.tasks.append(("plan", job_id))
+
+    def run_shard(self, job_id, shard):
+        self.tasks.append(("shard", job_id, shard))
+
+    def finalize(self, job_id):
+        self.tasks.append(("finalize", job_id))
+
+    def take(self) -> list[tuple]:
+        tasks, self.tasks = self.tasks, []
+        return tasks
+
+
+def _drain(ctx) -> None:
+    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
+    while ctx.enqueuer.tasks:
+        kind, *args = ctx.enqueuer.tasks.pop(0)
+        steps[kind](*args, ctx)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def ctx(local_ctx, clock):
+    local_ctx.enqueuer = RecordingEnqueuer()
+    local_ctx.leases = InMemoryLeaseStore(clock=clock)
+    return local_ctx
+
+
+DOCS = [{"id": f"doc-{i}", "text": f"reconciled document {i}"} for i in range(10)] + [{"id": "blank", "text": "   "}]
+
+
+def _submit(ctx, docs=DOCS) -> str:
+    return submit_job(JobSpec.model_validate({"input": {"documents": docs}}), ctx).id
+
+
+def _planned(ctx) -> str:
+    """A job planned into 3 shards (4, 4, 2 documents; one blank record is a planning error)."""
+    job_id = _submit(ctx)
+    ctx.enqueuer.take()
+    plan_job(job_id, ctx)
+    assert [t[2] for t in ctx.enqueuer.take()] == [0, 1, 2]
+    return job_id
+
+
+def _sent_long_ago(ctx, job_id, units) -> None:
+    ctx.status.note_dispatch(job_id, units, time.time() - 2 * ctx.settings.requeue_after_s)
+
+
+def test_lost_shard_messages_are_resent_unless_running_or_recently_sent(ctx):
+    job_id = _planned(ctx)
+    run_shard(job_id, 0, ctx)  # shard 0 is committed
+    ctx.enqueuer.take()
+    # Just sent: nothing is lost yet
+    assert reconcile(ctx).resent == [] and ctx.enqueuer.tasks == []
+    # Given the shard tasks were sent long ago and shard 1 is running elsewhere
+    _sent_long_ago(ctx, job_id, [shard_unit(s) for s in range(3)])
+    ctx.leases.acquire(job_id, shard_unit(1), 60)
+    # Then only shard 2 is sent again
+    report = reconcile(ctx)
+    assert report.resent == [f"{job_id}/shard-00002"] and ctx.enqueuer.take() == [("shard", job_id, 2)]
+    # And a second pass right after does not send it again
+    assert reconcile(ctx).resent == [] and ctx.enqueuer.tasks == []
+
+
+def test_a_shard_whose_attempt_died_is_resent_at_once(ctx, clock):
+    job_id = _planned(ctx)
+    # Given shard 1's task was consumed and its worker died (the lease lapsed, never released)
+    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
+    assert reconcile(ctx).resent == []  # still leased
+    clock.advance(ctx.settings.lease_ttl_s + 1)
+    # Then it is sent again without waiting for requeue_after_s
+    assert reconcile(ctx).resent == [f"{job_id}/shard-00001"]
+    assert ctx.enqueuer.take() == [("shard", job_id, 1)]
+
+
+def test_a_lost_plan_is_resent(ctx):
+    job_id = _submit(ctx)
+    assert ctx.enqueuer.take() == [("plan", job_id)]
+    assert reconcile(ctx).resent == []
+    # While a planner holds the plan lease nothing is sent, even long after
+    _sent_long_ago(ctx, job_id, [PLAN_UNIT])
+    lease = ctx.leases.acquire(job_id, PLAN_UNIT, 60)
+    assert reconcile(ctx).resent == []
+    ctx.leases.release(lease)
+    # Not leased, sent long ago: sent again, and the job then runs to the end
+    _sent_long_ago(ctx, job_id, [PLAN_UNIT])
+    assert reconcile(ctx).resent == [f"{job_id}/plan"]
+    _drain(ctx)
+    assert ctx.status.get(job_id).status is JobState.PARTIALLY_SUCCEEDED
+
+
+def test_a_job_whose_shards_are_all_committed_gets_a_finalize(ctx):
+    job_id = _planned(ctx)
+    for shard in range(3):
+        run_shard(job_id, shard, ctx)
+    # The last commit sent the finalizer; that message is lost
+    assert ctx.enqueuer.take() == [("finalize", job_id)]
+    assert reconcile(ctx).resent == []
+    _sent_long_ago(ctx, job_id, [FINALIZE_UNIT])
+    assert reconcile(ctx).resent == [f"{job_id}/finalize"]
+    _drain(ctx)
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.PARTIALLY_SUCCEEDED, 10, 1)
+
+
+def test_a_wiped_status_store_is_rebuilt_from_the_ledger(ctx):
+    job_id = _planned(ctx)
+    run_shard(job_id, 0, ctx)
+    ctx.enqueuer.take()
+    # When Redis loses everything
+    ctx.status = InMemoryJobStatusStore()
+    report = reconcile(ctx)
+    # Then the status is rebuilt: running, with the plan's total and the committed shard's counts
+    assert report.recovered == [job_id]
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.total, status.counts.completed, status.counts.failed) == (
+        JobState.RUNNING, 11, 4, 1)
+    assert ctx.status.field(job_id, "num_shards") == "3"
+    # And GET through the API returns it
+    api = TestClient(create_app(ctx.settings, ctx))
+    body = api.get(f"/v1/jobs/{job_id}").json()
+    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 4, "failed": 1}
+    # The uncommitted shards' dispatch times were lost with it: they are sent again
+    assert sorted(report.resent) == [f"{job_id}/shard-00001", f"{job_id}/shard-00002"]
+    # And the job finishes with each shard counted once
+    _drain(ctx)
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.PARTIALLY_SUCCEEDED, 10, 1)
+
+
+@pytest.mark.parametrize("status_store", ["memory", pytest.param("redis", marks=pytest.mark.integration)])
+def test_a_status_wiped_while_a_shard_runs_is_rebuilt(ctx, status_store, request):
+    if status_store == "redis":
+        client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+        ctx.status = RedisJobStatusStore(client)
+    job_id = _planned(ctx)
+    # Given Redis loses the job while shard 1 runs: the shard's count lands on an empty record
+    if status_store == "redis":
+        client.delete(*client.keys(f"poolq:job:{job_id}*"))
+    else:
+        ctx.status = InMemoryJobStatusStore()
+    run_shard(job_id, 1, ctx)
+    ctx.enqueuer.take()
+    # When the reconciler passes
+    assert reconcile(ctx).recovered == [job_id]
+    # Then the status is rebuilt from the ledger, and the job finishes with each shard counted once
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.RUNNING, 4, 1)
+    _drain(ctx)
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.PARTIALLY_SUCCEEDED, 10, 1)
+
+
+def test_get_recovers_a_status_redis_lost_without_a_reconcile(ctx):
+    job_id = _planned(ctx)
+    ctx.status = InMemoryJobStatusStore()
+    body = TestClient(create_app(ctx.settings, ctx)).get(f"/v1/jobs/{job_id}").json()
+    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 0, "failed": 1}
+
+
+def test_losing_attempts_of_committed_shards_are_deleted_but_running_ones_are_not(ctx):
+    job_id = _planned(ctx)
+    layout = ctx.layout(job_id)
+    winner = run_shard(job_id, 0, ctx)
+    ctx.enqueuer.take()
+    # Given a losing attempt's objects for committed shard 0, and a running attempt of shard 1
+    loser = [layout.attempt_part(0, "0bad0bad0bad0bad"), layout.attempt_errors(0, "0bad0bad0bad0bad")]
+    running = [layout.attempt_part(1, "1234123412341234"), layout.attempt_errors(1, "1234123412341234")]
+    for key in loser + running:
+        ctx.store.put(key, b"x")
+    ctx.leases.acquire(job_id, shard_unit(1), 60)
+    # When the reconciler passes
+    report = reconcile(ctx)
+    # Then only the loser's objects are gone
+    assert report.deleted_objects == 2
+    assert not any(ctx.store.exists(key) for key in loser)
+    assert all(ctx.store.exists(key) for key in running + [winner.part_key, winner.errors_key])
+    assert all(ctx.store.exists(layout.shard_input(shard)) for shard in range(3))
+
+
+def test_a_finished_job_leaves_the_active_list(ctx):
+    job_id = _submit(ctx)
+    _drain(ctx)
+    assert ctx.status.get(job_id).status is JobState.PARTIALLY_SUCCEEDED
+    assert not ctx.store.exists(ctx.service_layout.active(job_id))
+    report = reconcile(ctx)
+    assert (report.jobs, report.recovered, report.resent, report.finalized) == (0, [], [], [])
+
+
+def test_a_finished_job_whose_clean_up_died_is_cleaned_up(ctx):
+    job_id = _submit(ctx)
+    _drain(ctx)
+    # Given the finalizer died after the manifest, before taking the job off the active list
+    ctx.store.put(ctx.service_layout.active(job_id), b"{}")
+    ctx.status = InMemoryJobStatusStore()
+    report = reconcile(ctx)
+    assert report.finalized == [job_id] and ctx.enqueuer.tasks == []
+    status = ctx.status.get(job_id)
+    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.PARTIALLY_SUCCEEDED, 10, 1)
+    assert not ctx.store.exists(ctx.service_layout.active(job_id))
+    assert reconcile(ctx).jobs == 0
+
+
+@pytest.mark.integration
+def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(seaweed, tmp_path):
+    client = make_s3_client(seaweed.s3_config)
+    bucket = f"reconcile-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    settings = Settings(store="s3", bucket=bucket, stale_upload_s=0.001)
+    store = S3ObjectStore(client, bucket, seaweed.s3_config)
+    ctx = JobContext(settings, store, InMemoryJobStatusStore(), InMemoryLeaseStore(), RecordingEnqueuer(),
+                     ModelRegistry.with_packaged_models({}))
+    job_id = _submit(ctx)
+    layout = ctx.layout(job_id)
+
+    def start_upload(key: str) -> None:
+        upload_id = client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+        client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=1, Body=b"z" * 1024)
+
+    # Given a writer of this job died mid-upload, and uploads elsewhere are in progress
+    mine = layout.attempt_part(0, "dead0000dead0000")
+    others = [f"jobs/{uuid.uuid4().hex}/parts/part-00000.x.parquet", f"jobs/{job_id}-sibling/x", "elsewhere/big.bin"]
+    for key in [mine, *others]:
+        start_upload(key)
+    time.sleep(0.01)  # older than stale_upload_s
+    # When the reconciler passes
+    report = reconcile(ctx)
+    # Then the job's upload is aborted, and the others are untouched
+    assert report.aborted_uploads == 1
+    assert store.pending_uploads(layout.root + "/") == []
+    assert sorted(upload.key for upload in store.pending_uploads("")) == sorted(others)
+    for upload in store.pending_uploads(""):
+        store.abort_upload(upload)
