@@ -1,28 +1,64 @@
 """The FastAPI application."""
 from __future__ import annotations
 
+from typing import Callable
+
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from jobs.context import JobContext
 from jobs.settings import Settings
 
-from .routes import jobs, schedules
+from .body_limit import BodySizeLimitMiddleware
+from .keys import ApiKeyStore
+from .rate_limit import InMemoryRateLimiter, RateLimiter
+from .routes import jobs, schedules, uploads
+
+Check = tuple[str, Callable[[], object]]
 
 
-def create_app(settings: Settings | None = None, ctx: JobContext | None = None) -> FastAPI:
-    """The API for ``settings`` (default: from POOLQ_* env). ``ctx`` overrides the job context."""
+def create_app(
+    settings: Settings | None = None,
+    ctx: JobContext | None = None,
+    *,
+    limiter: RateLimiter | None = None,
+    checks: list[Check] | None = None,
+) -> FastAPI:
+    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``/``limiter``/``checks`` replace
+    the Redis-backed defaults (in-process use and tests)."""
     settings = settings or Settings()
     if ctx is None:
-        from .context import api_context
+        from .context import api_services
 
-        ctx = api_context(settings)
+        ctx, limiter, checks = api_services(settings)
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
     app.state.ctx = ctx
+    app.state.keys = ApiKeyStore(ctx.store, settings.output_prefix, cache_s=settings.api_key_cache_s)
+    app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
     app.include_router(jobs.router)
+    app.include_router(uploads.router)
     app.include_router(schedules.router)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:
+        """The process is up."""
         return {"status": "ok"}
 
+    @app.get("/readyz", tags=["ops"], responses={503: {"description": "a dependency is unreachable"}})
+    def readyz() -> JSONResponse:
+        """Redis and the object store answer."""
+        results = {name: _probe(check) for name, check in readiness}
+        ready = all(result == "ok" for result in results.values())
+        return JSONResponse({"status": "ok" if ready else "unavailable", **results}, status_code=200 if ready else 503)
+
     return app
+
+
+def _probe(check: Callable[[], object]) -> str:
+    try:
+        check()
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
+        return f"error: {type(exc).__name__}"
+    return "ok"

@@ -9,6 +9,7 @@ import click
 from pydantic import ValidationError
 
 from .dev_commands import dev
+from .key_commands import keys
 
 
 @click.group()
@@ -17,6 +18,7 @@ def main() -> None:
 
 
 main.add_command(dev)
+main.add_command(keys)
 
 
 @main.command()

@@ -22,8 +22,10 @@ class PoolqError(RuntimeError):
 class PoolqClient:
     """Submit jobs, poll them, fetch their results."""
 
-    def __init__(self, base_url: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None) -> None:
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport)
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport, headers=headers)
 
     def close(self) -> None:
         self._http.close()

@@ -1,4 +1,4 @@
-"""The API process's job context: Redis status, Celery enqueuer, the configured store."""
+"""The API process's services: Redis status and leases, the Celery enqueuer, the store, limits."""
 from __future__ import annotations
 
 import redis
@@ -11,15 +11,21 @@ from jobs.leases import RedisLeaseStore
 from jobs.settings import Settings
 from jobs.status_store import RedisJobStatusStore
 
+from .rate_limit import RateLimiter, RedisRateLimiter
 
-def api_context(settings: Settings) -> JobContext:
+
+def api_services(settings: Settings) -> tuple[JobContext, RateLimiter, list]:
     """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
     client = redis.Redis.from_url(settings.redis_url)
-    return JobContext(
+    store = settings.object_store()
+    ctx = JobContext(
         settings=settings,
-        store=settings.object_store(),
+        store=store,
         status=RedisJobStatusStore(client),
         leases=RedisLeaseStore(client),
         enqueuer=CeleryEnqueuer(create_celery_app(settings)),
         registry=ModelRegistry.with_packaged_models(settings.models),
     )
+    limiter = RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst)
+    checks = [("redis", client.ping), ("store", lambda: store.exists("_readyz"))]
+    return ctx, limiter, checks

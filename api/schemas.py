@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from jobs.job import JobStatus
+
 
 class ResultPart(BaseModel):
     key: str
@@ -30,7 +32,15 @@ class JobResults(BaseModel):
     columns: list[str]
     counts: dict[str, int]
     error: str | None = None
+    output: dict | None = None  # dtype, dimensions and how to decode them
     usage: dict[str, int]
     parts: list[ResultPart]
     errors: ResultErrors
     url_expires_in_s: int
+
+
+class JobList(BaseModel):
+    """``GET /v1/jobs``: the caller's jobs, newest first; ``next_before`` pages further back."""
+
+    jobs: list[JobStatus]
+    next_before: str | None = None

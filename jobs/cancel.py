@@ -3,12 +3,8 @@ from __future__ import annotations
 
 from .context import JobContext
 from .dispatch import finalize_if_ready
-from .job import JobState, JobStatus
+from .job import JobNotFound, JobState, JobStatus
 from .recovery import recover_status
-
-
-class JobNotFound(LookupError):
-    pass
 
 
 class JobAlreadyFinished(RuntimeError):

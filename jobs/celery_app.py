@@ -33,6 +33,7 @@ def create_celery_app(settings: Settings) -> Celery:
         beat_scheduler="redbeat.RedBeatScheduler",
         redbeat_redis_url=settings.redis_url,
         redbeat_key_prefix="poolq:redbeat:",
+        redbeat_redis_options={"health_check_interval": 30},
         redbeat_lock_timeout=max(30, int(settings.reconcile_interval_s * 5)),
         beat_max_loop_interval=min(5.0, settings.reconcile_interval_s),
         beat_schedule={

@@ -1,14 +1,16 @@
 """Everything a job step needs, built once per process from Settings."""
 from __future__ import annotations
 
+import json
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine import ModelRegistry
-from storage import ObjectStore
+from storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
 
 from .enqueuer import Enqueuer
-from .job import JobSpec
+from .job import JobNotFound, JobSpec, is_job_id
 from .layout import JobLayout, ServiceLayout
 from .leases import LeaseStore
 from .ledger import JobLedger
@@ -28,13 +30,42 @@ class JobContext:
     enqueuer: Enqueuer
     registry: ModelRegistry
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
+    # job id -> tenant; safe to cache forever: a job's tenant never changes
+    _tenants: dict[str, str] = field(default_factory=dict, repr=False)
+    _tenants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def service_layout(self) -> ServiceLayout:
         return ServiceLayout(self.settings.output_prefix)
 
+    def register_job(self, job_id: str, tenant: str) -> None:
+        """Record the job's tenant (first write of a submission; a repeat keeps the first)."""
+        record = json.dumps({"tenant": tenant}).encode()
+        try:
+            self.store.put(self.service_layout.job_index(job_id), record, if_absent=True)
+        except ObjectExistsError:
+            pass
+
+    def tenant_of(self, job_id: str) -> str | None:
+        """The tenant owning ``job_id``, or None if there is no such job."""
+        if not is_job_id(job_id):
+            return None
+        with self._tenants_lock:
+            if job_id in self._tenants:
+                return self._tenants[job_id]
+        try:
+            tenant = json.loads(self.store.get(self.service_layout.job_index(job_id)))["tenant"]
+        except ObjectNotFoundError:
+            return None
+        with self._tenants_lock:
+            self._tenants[job_id] = tenant
+        return tenant
+
     def layout(self, job_id: str) -> JobLayout:
-        return JobLayout(self.settings.output_prefix, job_id)
+        tenant = self.tenant_of(job_id)
+        if tenant is None:
+            raise JobNotFound(job_id)
+        return self.service_layout.job(tenant, job_id)
 
     def ledger(self, job_id: str) -> JobLedger:
         return JobLedger(self.store, self.layout(job_id))
@@ -55,4 +86,3 @@ class JobContext:
                 model, config=self.settings.engine_config(), registry=self.registry
             )
         return self._engines[model]
-

@@ -9,7 +9,7 @@ from storage import embedding_schema
 from .cleanup import clean_finished_job
 from .context import JobContext
 from .dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
-from .job import JobState
+from .job import JobSpec, JobState, JobStatus
 from .ledger import JobLedger, Plan, ShardCommit
 
 MANIFEST_VERSION = 2
@@ -57,6 +57,9 @@ def sync_status(job_id: str, manifest: dict, ctx: JobContext) -> None:
         job_id, units, completed=counts["completed"], failed=counts["failed"], tokens=manifest["usage"]["tokens"]
     )
     ctx.status.update(job_id, total=counts["total"], manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
+    tenant = ctx.tenant_of(job_id)
+    if tenant is not None:
+        ctx.status.remove_active(tenant, job_id)
     extra = {"error": manifest["error"]} if manifest.get("error") else {}
     ctx.status.advance_to(job_id, JobState(manifest["status"]), finished_at=manifest["finished_at"], **extra)
 
@@ -78,6 +81,9 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         for shard, commit in sorted(commits.items())
         if commit.part_key
     ]
+    dimensions = max([c.dimensions for c in commits.values() if c.dimensions]
+                     + [part.dimensions for part in plan.carried if part.dimensions], default=None)
+    finished_at = datetime.now(timezone.utc)
     return {
         "version": MANIFEST_VERSION,
         "job_id": job_id,
@@ -86,8 +92,8 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "task": spec.task,
         "options": spec.model_dump(mode="json", exclude={"input"}),
         "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
-        "dimensions": max([c.dimensions for c in commits.values() if c.dimensions]
-                          + [part.dimensions for part in plan.carried if part.dimensions], default=None),
+        "dimensions": dimensions,
+        "output": _output_block(spec, dimensions),
         "counts": {
             "total": plan.total, "completed": documents, "failed": error_count,
             "not_processed": max(0, plan.total - documents - error_count) if cancelled else 0,
@@ -100,8 +106,28 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "errors": {"key": layout.errors, "uri": ctx.store.uri(layout.errors), "count": error_count},
         "created_at": status.created_at.isoformat() if status else None,
         "started_at": status.started_at.isoformat() if status and status.started_at else None,
-        "finished_at": datetime.now(timezone.utc).isoformat(),
+        "finished_at": finished_at.isoformat(),
+        "timings": _timings(status, finished_at),
         "error": failure,
+    }
+
+
+def _output_block(spec: JobSpec, dimensions: int | None) -> dict:
+    """How ``embedding`` is stored: dtype, the vectors' dimensions, and what decoding needs (int8:
+    ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when no row was written.
+
+    A job passed ``validate_spec``, so int8 without ``int8_range`` means a normalized model: [-1, 1].
+    """
+    codec = spec.output.codec(normalized=True)
+    return {"format": spec.output.format, "dimensions": dimensions or spec.output.dimensions, **codec.manifest_info()}
+
+
+def _timings(status: JobStatus | None, finished_at: datetime) -> dict:
+    """Seconds spent queued (created -> started) and running (started -> finished); None if unknown."""
+    started = status.started_at if status else None
+    return {
+        "queued_s": (started - status.created_at).total_seconds() if started else None,
+        "running_s": (finished_at - started).total_seconds() if started else None,
     }
 
 

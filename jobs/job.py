@@ -1,13 +1,17 @@
 """The job model: what a client submits (JobSpec) and what it polls (JobStatus)."""
 from __future__ import annotations
 
+import re
+import secrets
+import time
 from datetime import datetime
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, field_validator
 
 from engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
+from storage import EmbeddingCodec, codec_for
 
 
 class _Strict(BaseModel):
@@ -39,8 +43,43 @@ class UriInput(_Strict):
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
 
 
+# Every component of an L2-normalized vector lies in it: int8's default calibration for such models.
+UNIT_RANGE = (-1.0, 1.0)
+
+
 class OutputOptions(_Strict):
+    """How vectors are stored: ``dtype`` (see storage.embedding_codec), Matryoshka ``dimensions``,
+    and int8's calibration range, fixed for the whole job."""
+
     format: Literal["parquet"] = "parquet"
+    dtype: Literal["float32", "float16", "int8", "binary"] = "float32"
+    dimensions: int | None = Field(
+        None, ge=1, description="Matryoshka: keep the first N dimensions (then L2-normalize, on normalized models)"
+    )
+    int8_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
+        None, description="int8: [min, max] mapped onto -128..127; default [-1, 1] for L2-normalized models"
+    )
+
+    @field_validator("int8_range")
+    @classmethod
+    def _check_int8_range(cls, value: tuple[float, float] | None, info: ValidationInfo) -> tuple[float, float] | None:
+        if value is not None and info.data.get("dtype") != "int8":
+            raise ValueError("int8_range applies to dtype 'int8' only")
+        if value is not None and not value[0] < value[1]:
+            raise ValueError(f"int8_range must be [min, max] with min < max, got {list(value)}")
+        return value
+
+    def codec(self, normalized: bool) -> EmbeddingCodec:
+        """The job's encoding. ``normalized``: the model L2-normalizes its vectors (then int8 defaults
+        to ``UNIT_RANGE``); raises ValueError for int8 without a range on a model that does not."""
+        value_range = self.int8_range or (UNIT_RANGE if normalized else None)
+        try:
+            return codec_for(self.dtype, value_range)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc}: this model does not L2-normalize its vectors, so the default [-1, 1] does not bound "
+                "them; set output.int8_range to the range of its values"
+            ) from None
 
 
 class LongDocuments(_Strict):
@@ -121,10 +160,31 @@ class JobResult(BaseModel):
     manifest_uri: str
 
 
+LOCAL_TENANT = "local"  # the tenant of in-process runs (`poolq embed`), which have no API keys
+
+
+_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def new_job_id() -> str:
+    """32 hex digits: milliseconds since the epoch (12), then 80 random bits; sorts by creation."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+
+
+def is_job_id(value: str) -> bool:
+    """Job ids are 32 lowercase hex digits; anything else never reaches the store as a key."""
+    return bool(_JOB_ID.match(value))
+
+
+class JobNotFound(LookupError):
+    """No such job (or not one the caller may see)."""
+
+
 class JobStatus(BaseModel):
     """What ``GET /v1/jobs/{id}`` returns."""
 
     id: str
+    tenant: str = LOCAL_TENANT
     status: JobState
     model: str
     task: str

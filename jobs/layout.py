@@ -12,7 +12,8 @@ from storage import join_key
 
 @dataclass(frozen=True)
 class ServiceLayout:
-    """Keys shared by every job under ``prefix``: the active-job index, idempotency keys, schedules."""
+    """Keys shared by every job under ``prefix``: the job and active-job indexes, idempotency keys,
+    schedules. A tenant's objects all live under ``<prefix>/tenants/<tenant>/``."""
 
     prefix: str
 
@@ -45,13 +46,23 @@ class ServiceLayout:
         """One record per (schedule, slot): which job ran that slot. Names sort in slot order."""
         return self._key("_schedule_runs", schedule_id, f"{slot_name}.json")
 
-    def job(self, job_id: str) -> "JobLayout":
-        return JobLayout(self.prefix, job_id)
+    def job_index(self, job_id: str) -> str:
+        """Which tenant a job belongs to; written first at submit, never changed."""
+        return self._key("_jobs", f"{job_id}.json")
+
+    def tenant_jobs(self, tenant: str) -> str:
+        return self._key("tenants", tenant, "jobs")
+
+    def uploads_prefix(self, tenant: str) -> str:
+        return self._key("tenants", tenant, "uploads") + "/"
+
+    def job(self, tenant: str, job_id: str) -> "JobLayout":
+        return JobLayout(self.tenant_jobs(tenant), job_id)
 
 
 @dataclass(frozen=True)
 class JobLayout:
-    """``<prefix>/<job_id>/...``: spec, inline input, plan, shards, attempts, commits, the manifest."""
+    """``<prefix>/<job_id>/...`` (prefix: ``<service>/tenants/<tenant>/jobs``): spec, inline input, plan, shards, attempts, commits, the manifest."""
 
     prefix: str
     job_id: str

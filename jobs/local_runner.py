@@ -21,7 +21,9 @@ from .submit import submit_job
 def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext:
     """A context whose store is ``out_dir`` and whose steps run inline, in order."""
     base = settings or Settings()
-    settings = base.model_copy(update={"store": "local", "local_store_root": out_dir, "output_prefix": ""})
+    settings = base.model_copy(
+        update={"store": "local", "local_store_root": out_dir, "output_prefix": "", "allow_file_inputs": True}
+    )
     enqueuer = InlineEnqueuer()
     ctx = JobContext(
         settings=settings,

@@ -2,26 +2,20 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timezone
 
 from storage import ObjectNotFoundError
 
 from .context import JobContext
 from .dispatch import PLAN_UNIT, shard_unit
-from .job import JobCounts, JobResult, JobState, JobStatus, JobUsage
-
-_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
-
-
-def is_job_id(value: str) -> bool:
-    """Job ids are 32 lowercase hex digits; anything else never reaches the store as a key."""
-    return bool(_JOB_ID.match(value))
-
+from .job import JobCounts, is_job_id, JobResult, JobState, JobStatus, JobUsage
 
 def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     """What the ledger says of ``job_id``, or None if there is no such job."""
     if not is_job_id(job_id):
+        return None
+    tenant = ctx.tenant_of(job_id)
+    if tenant is None:
         return None
     ledger = ctx.ledger(job_id)
     spec = ledger.spec()
@@ -31,7 +25,7 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     if manifest is not None:
         counts = manifest["counts"]
         return JobStatus(
-            id=job_id, status=JobState(manifest["status"]), model=spec.model, task=spec.task,
+            id=job_id, tenant=tenant, status=JobState(manifest["status"]), model=spec.model, task=spec.task,
             counts=JobCounts(total=counts["total"], completed=counts["completed"], failed=counts["failed"]),
             usage=JobUsage(tokens=manifest["usage"]["tokens"]),
             created_at=manifest.get("created_at") or _created_at(job_id, ctx),
@@ -45,7 +39,7 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     completed = sum(c.documents for c in commits.values()) + (plan.carried_records if plan else 0)
     failed = sum(c.errors for c in commits.values()) + (plan.plan_errors if plan else 0)
     return JobStatus(
-        id=job_id, status=state, model=spec.model, task=spec.task,
+        id=job_id, tenant=tenant, status=state, model=spec.model, task=spec.task,
         counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed),
         usage=JobUsage(tokens=sum(c.tokens for c in commits.values())),
         created_at=_created_at(job_id, ctx),

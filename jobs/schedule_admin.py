@@ -9,7 +9,8 @@ from .context import JobContext
 from .schedule_beat import beat_for
 from .schedule_store import ScheduleStore
 from .schedules import Schedule, ScheduleRequest
-from .submit import JobRejected, validate_spec
+from .job import LOCAL_TENANT
+from .submit import JobRejected, check_submission, validate_spec
 
 _SCHEDULE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -23,14 +24,20 @@ def _store(ctx: JobContext) -> ScheduleStore:
     return ScheduleStore(ctx.store, ctx.service_layout)
 
 
-def create_schedule(request: ScheduleRequest, ctx: JobContext, now: datetime | None = None) -> Schedule:
-    """Validate the job it would submit, store the schedule, add its beat entry.
+def create_schedule(
+    request: ScheduleRequest, ctx: JobContext, now: datetime | None = None, *, tenant: str = LOCAL_TENANT
+) -> Schedule:
+    """Validate the job it would submit (as ``tenant``), store the schedule, add its beat entry.
 
     Raises :class:`JobRejected` whose ``field`` is a path in the request (``template.model``).
     """
-    schedule = Schedule(id=uuid.uuid4().hex, created_at=now or datetime.now(timezone.utc), **dict(request))
+    schedule = Schedule(
+        id=uuid.uuid4().hex, tenant=tenant, created_at=now or datetime.now(timezone.utc), **dict(request)
+    )
     try:
-        validate_spec(schedule.job_spec(incremental_from=None), ctx)
+        spec = schedule.job_spec(incremental_from=None)
+        validate_spec(spec, ctx)
+        check_submission(spec, tenant, ctx)
     except JobRejected as exc:
         field = exc.field if exc.field.startswith("input") else f"template.{exc.field}"
         raise JobRejected(field, str(exc)) from None
@@ -41,17 +48,20 @@ def create_schedule(request: ScheduleRequest, ctx: JobContext, now: datetime | N
     return schedule
 
 
-def get_schedule(schedule_id: str, ctx: JobContext) -> Schedule | None:
-    return _store(ctx).get(schedule_id) if is_schedule_id(schedule_id) else None
+def get_schedule(schedule_id: str, ctx: JobContext, tenant: str | None = None) -> Schedule | None:
+    """The schedule, or None if unknown (or, with ``tenant``, another tenant's)."""
+    schedule = _store(ctx).get(schedule_id) if is_schedule_id(schedule_id) else None
+    return None if schedule is None or (tenant is not None and schedule.tenant != tenant) else schedule
 
 
-def list_schedules(ctx: JobContext) -> list[Schedule]:
-    return _store(ctx).list()
+def list_schedules(ctx: JobContext, tenant: str | None = None) -> list[Schedule]:
+    return [s for s in _store(ctx).list() if tenant is None or s.tenant == tenant]
 
 
-def delete_schedule(schedule_id: str, ctx: JobContext) -> bool:
-    """Delete the schedule, its run records (not its jobs) and its beat entry; False if unknown."""
-    if not is_schedule_id(schedule_id) or not _store(ctx).delete(schedule_id):
+def delete_schedule(schedule_id: str, ctx: JobContext, tenant: str | None = None) -> bool:
+    """Delete the schedule, its run records (not its jobs) and its beat entry; False if unknown
+    (or, with ``tenant``, another tenant's)."""
+    if get_schedule(schedule_id, ctx, tenant) is None or not _store(ctx).delete(schedule_id):
         return False
     beat = beat_for(ctx)
     if beat is not None:

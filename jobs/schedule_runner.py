@@ -54,7 +54,9 @@ def run_schedule(schedule_id: str, ctx: JobContext, now: datetime | None = None,
     if run is None:
         baseline = last_good_job(schedule_id, slot, store, ctx)
         run = store.claim_run(ScheduleRun(schedule_id=schedule_id, slot=slot, incremental_from=baseline, manual=manual))
-    job = submit_job(schedule.job_spec(run.incremental_from), ctx, idempotency_key=run.idempotency_key)
+    job = submit_job(
+        schedule.job_spec(run.incremental_from), ctx, idempotency_key=run.idempotency_key, tenant=schedule.tenant
+    )
     run = store.record_job(run, job.id)
     store.prune_runs(schedule_id, MAX_RUNS_KEPT)
     log.info("schedule %s slot %s: job %s (incremental from %s)", schedule_id, run.slot_name, job.id, run.incremental_from)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine import DEFAULT_MODEL
 
-from .job import JobSpec, LongDocuments, OutputOptions, UriInput
+from .job import LOCAL_TENANT, JobSpec, LongDocuments, OutputOptions, UriInput
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -50,9 +50,10 @@ class ScheduleRequest(BaseModel):
 
 
 class Schedule(ScheduleRequest):
-    """A stored schedule."""
+    """A stored schedule; its runs are jobs of ``tenant``."""
 
     id: str
+    tenant: str = LOCAL_TENANT
     created_at: datetime
 
     def job_spec(self, incremental_from: str | None) -> JobSpec:

@@ -53,6 +53,19 @@ class Settings(BaseSettings):
     task_retry_backoff_max_s: float = Field(60.0, gt=0)
     require_conditional_writes: bool = True
 
+    # Tenancy, authentication and limits (the API's edge).
+    api_key_cache_s: float = Field(5.0, ge=0, description="how long a key lookup (or revocation) is cached")
+    max_request_bytes: int = Field(10 << 20, ge=1024, description="request bodies above this are refused (413)")
+    max_document_chars: int = Field(2_000_000, ge=1, description="longest document accepted inline")
+    rate_limit_per_s: float = Field(20.0, gt=0, description="requests per second per tenant, sustained")
+    rate_limit_burst: int = Field(60, ge=1)
+    max_active_jobs_per_tenant: int = Field(20, ge=1)
+    # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
+    tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)
+    # file:// inputs: only for in-process runs on one's own machine (`poolq embed`), never the API.
+    allow_file_inputs: bool = False
+    upload_expires_s: int = Field(900, ge=60, le=3600)
+
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200
     task_time_limit_s: int = 1500

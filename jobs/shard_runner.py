@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from engine import PoolingOutput, PoolingRequest, RequestError
+from engine import PoolingOutput, PoolingParams, PoolingRequest, RequestError
 from storage import EmbeddingRows, dump_jsonl, read_jsonl
 
 from .content_hash import row_content_hash
@@ -99,12 +99,15 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
     spec = ctx.spec(job_id)
     engine = ctx.engine(spec.model)
     policy = spec.long_documents.policy()
-    rows = EmbeddingRows(engine.dimensions, with_chunks=policy.mode.chunk_rows)
+    dimensions = spec.output.dimensions or engine.dimensions  # the engine fails records asking for more
+    codec = spec.output.codec(engine.spec.normalize)  # fixed for the job: same range in every shard
+    rows = EmbeddingRows(dimensions, with_chunks=policy.mode.chunk_rows, codec=codec)
+    params = PoolingParams(dimensions=spec.output.dimensions)
     errors: list[RecordError] = []
     tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
     requests = (
-        PoolingRequest(key=record_id, text=row["text"], chunk_spans=_spans(row.get("chunk_spans")))
+        PoolingRequest(key=record_id, text=row["text"], params=params, chunk_spans=_spans(row.get("chunk_spans")))
         for record_id, row in records.items()
     )
     for result in engine.run(requests, policy):
@@ -115,7 +118,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
-    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, engine.dimensions, documents=documents)
+    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents)
 
 
 def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:

@@ -10,7 +10,7 @@ import threading
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from .job import TRANSITIONS, JobCounts, JobResult, JobState, JobStatus, JobUsage
+from .job import LOCAL_TENANT, TRANSITIONS, JobCounts, JobResult, JobState, JobStatus, JobUsage
 
 _COUNTERS = ("completed", "failed", "tokens")
 
@@ -54,6 +54,16 @@ class JobStatusStore(ABC):
     def forget(self, job_id: str) -> None:
         """Drop the job's bookkeeping that only matters while it runs (dispatch times)."""
 
+    @abstractmethod
+    def add_active(self, tenant: str, job_id: str) -> None:
+        """Count ``job_id`` against its tenant's cap on unfinished jobs."""
+
+    @abstractmethod
+    def remove_active(self, tenant: str, job_id: str) -> None: ...
+
+    @abstractmethod
+    def active_ids(self, tenant: str) -> list[str]: ...
+
     def advance_to(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
         """Walk the state machine to ``target`` (through running or cancelling if needed).
 
@@ -86,6 +96,7 @@ class JobStatusStore(ABC):
         manifest_uri = fields.get("manifest_uri")
         return JobStatus(
             id=job_id,
+            tenant=fields.get("tenant", LOCAL_TENANT),
             status=JobState(fields["status"]),
             model=fields["model"],
             task=fields["task"],
@@ -109,6 +120,7 @@ class JobStatusStore(ABC):
 def _flatten(status: JobStatus) -> dict[str, str]:
     fields = {
         "status": status.status.value,
+        "tenant": status.tenant,
         "model": status.model,
         "task": status.task,
         "created_at": status.created_at.isoformat(),
@@ -218,6 +230,15 @@ class RedisJobStatusStore(JobStatusStore):
     def forget(self, job_id: str) -> None:
         self.redis.delete(f"poolq:job:{job_id}:dispatch")
 
+    def add_active(self, tenant: str, job_id: str) -> None:
+        self.redis.sadd(f"poolq:tenant:{tenant}:active", job_id)
+
+    def remove_active(self, tenant: str, job_id: str) -> None:
+        self.redis.srem(f"poolq:tenant:{tenant}:active", job_id)
+
+    def active_ids(self, tenant: str) -> list[str]:
+        return sorted(member.decode() for member in self.redis.smembers(f"poolq:tenant:{tenant}:active"))
+
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(self._key(job_id), mapping={"completed": completed, "failed": failed, "tokens": tokens})
@@ -234,6 +255,7 @@ class InMemoryJobStatusStore(JobStatusStore):
         self._jobs: dict[str, dict[str, str]] = {}
         self._units: dict[str, set[str]] = {}
         self._dispatches: dict[str, dict[str, float]] = {}
+        self._active: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
@@ -247,6 +269,18 @@ class InMemoryJobStatusStore(JobStatusStore):
     def forget(self, job_id: str) -> None:
         with self._lock:
             self._dispatches.pop(job_id, None)
+
+    def add_active(self, tenant: str, job_id: str) -> None:
+        with self._lock:
+            self._active.setdefault(tenant, set()).add(job_id)
+
+    def remove_active(self, tenant: str, job_id: str) -> None:
+        with self._lock:
+            self._active.get(tenant, set()).discard(job_id)
+
+    def active_ids(self, tenant: str) -> list[str]:
+        with self._lock:
+            return sorted(self._active.get(tenant, ()))
 
     def create(self, status: JobStatus) -> bool:
         with self._lock:

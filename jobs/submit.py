@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from datetime import datetime, timezone
 
-from engine import ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
+from engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
 from storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 from .context import JobContext
 from .dispatch import dispatch_plan
 from .inputs import parse_input_uri
-from .job import InlineInput, JobSpec, JobState, JobStatus, UriInput
+from .input_access import InputNotAllowed, check_input_access
+from .job import LOCAL_TENANT, InlineInput, new_job_id, JobSpec, JobState, JobStatus, UriInput
 from .recovery import recover_status
 
 
@@ -36,6 +36,7 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         check_policy(model_spec, spec.long_documents.policy())
     except PolicyError as exc:
         raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None
+    _check_output(spec, model_spec)
     if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
         raise JobRejected(
             "input.documents",
@@ -51,28 +52,97 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
 
 
+def _check_output(spec: JobSpec, model_spec: ModelSpec) -> None:
+    """Output options against the model: ``dimensions`` within its vectors, int8 calibrated."""
+    output = spec.output
+    model_dimensions = _output_dimensions(model_spec)
+    if output.dimensions is not None and output.dimensions > model_dimensions:
+        raise JobRejected(
+            "output.dimensions",
+            f"dimensions={output.dimensions} exceeds the {model_dimensions} dimensions of model {spec.model!r}",
+        )
+    try:
+        output.codec(model_spec.normalize)
+    except ValueError as exc:
+        raise JobRejected("output.int8_range", str(exc)) from None
+
+
+def _output_dimensions(model_spec: ModelSpec) -> int:
+    """The size of the model's embed vectors, without its weights: the last sentence-transformers
+    Dense module's ``out_features``, else the hidden size (what the loaded engine reports)."""
+    if not model_spec.dense_dirs:
+        return model_spec.hidden_size
+    path = model_spec.path / model_spec.dense_dirs[-1] / "config.json"
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["out_features"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise JobRejected("model", f"the model cannot be loaded: {path}: {exc}") from None
+
+
 class IdempotencyConflict(ValueError):
     """The Idempotency-Key was used before with a different request body."""
 
 
-def submit_job(spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None) -> JobStatus:
-    """Persist the job and queue it; returns its status (``queued`` when new).
+class TooManyActiveJobs(RuntimeError):
+    """The tenant already has its cap of unfinished jobs."""
+
+
+def submit_job(
+    spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None, *, tenant: str = LOCAL_TENANT
+) -> JobStatus:
+    """Persist ``tenant``'s job and queue it; returns its status (``queued`` when new).
 
     With ``idempotency_key`` the same key returns the same job, however often it is sent, even
-    if an earlier submission died half-way (it is completed now).
+    if an earlier submission died half-way (it is completed now). Keys are per tenant.
     """
     validate_spec(spec, ctx)
+    check_submission(spec, tenant, ctx)
     body = spec.model_dump(mode="json")
-    job_id = uuid.uuid4().hex
+    job_id = new_job_id()
     if idempotency_key is not None:
-        job_id = _claim_idempotency_key(idempotency_key, body, job_id, ctx)
+        job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
         existing = ctx.status.get(job_id) or recover_status(job_id, ctx)
         # A queued job missing from the active list died before its marker: nothing would ever plan it.
         if existing is not None and (
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
         ):
             return existing
-    return _persist_and_queue(job_id, spec, body, ctx)
+    _check_active_cap(tenant, ctx)
+    return _persist_and_queue(job_id, tenant, spec, body, ctx)
+
+
+def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+    """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
+    if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
+        raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
+    if isinstance(spec.input, UriInput):
+        try:
+            check_input_access(spec.input.uri, tenant, ctx.settings)
+        except (InvalidURIError, InputNotAllowed) as exc:
+            raise JobRejected("input.uri", str(exc)) from None
+    else:
+        limit = ctx.settings.max_document_chars
+        for index, document in enumerate(spec.input.documents):
+            if len(document.text) > limit:
+                raise JobRejected(
+                    f"input.documents.{index}.text",
+                    f"document {document.id!r} has {len(document.text)} characters; at most {limit} are accepted",
+                )
+
+
+def _check_active_cap(tenant: str, ctx: JobContext) -> None:
+    """At most ``max_active_jobs_per_tenant`` unfinished jobs; finished ones are pruned on the way."""
+    active = 0
+    for job_id in ctx.status.active_ids(tenant):
+        status = ctx.status.get(job_id)
+        if status is None or status.status.is_terminal:
+            ctx.status.remove_active(tenant, job_id)
+        else:
+            active += 1
+    if active >= ctx.settings.max_active_jobs_per_tenant:
+        raise TooManyActiveJobs(
+            f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
+        )
 
 
 def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -> str:
@@ -91,11 +161,12 @@ def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -
     return earlier["job_id"]
 
 
-def _persist_and_queue(job_id: str, spec: JobSpec, body: dict, ctx: JobContext) -> JobStatus:
-    """Input, spec (the ledger's first entry), active marker, status, then the plan task.
+def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx: JobContext) -> JobStatus:
+    """Tenant index, input, spec (the ledger's first entry), active marker, status, then the plan task.
 
     Every write is create-if-absent or idempotent, so a retried submission completes a half-done one.
     """
+    ctx.register_job(job_id, tenant)
     layout = ctx.layout(job_id)
     created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
@@ -103,7 +174,10 @@ def _persist_and_queue(job_id: str, spec: JobSpec, body: dict, ctx: JobContext) 
         _put_once(ctx, layout.inline_input, dump_jsonl(rows))
     _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
     _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
-    status = JobStatus(id=job_id, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at)
+    status = JobStatus(
+        id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at
+    )
+    ctx.status.add_active(tenant, job_id)
     created = ctx.status.create(status)
     existing = None if created else ctx.status.get(job_id)
     dispatch_plan(job_id, ctx)

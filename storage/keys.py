@@ -3,13 +3,15 @@ from __future__ import annotations
 
 
 class InvalidKeyError(ValueError):
-    """A key that is empty, absolute, or has empty, '.' or '..' segments."""
+    """A key that is empty, absolute, has empty, '.' or '..' segments, backslashes or control characters."""
 
 
 def validate_key(key: str) -> str:
     """Return ``key`` if it is a safe relative key, else raise :class:`InvalidKeyError`."""
-    if not key or key.startswith("/") or "\\" in key or "\x00" in key:
+    if not key or key.startswith("/") or "\\" in key:
         raise InvalidKeyError(f"invalid object key {key!r}")
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in key):
+        raise InvalidKeyError(f"invalid object key {key!r}: control characters")
     if any(segment in ("", ".", "..") for segment in key.split("/")):
         raise InvalidKeyError(f"invalid object key {key!r}: empty, '.' or '..' segment")
     return key

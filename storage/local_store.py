@@ -65,6 +65,12 @@ class LocalObjectStore(ObjectStore):
                     keys.append(key)
         return iter(sorted(keys))
 
+    def list_prefixes(self, prefix: str) -> list[str]:
+        directory = self.root / validate_key(prefix.rstrip("/")) if prefix.strip("/") else self.root
+        if not directory.is_dir():
+            return []
+        return sorted(entry.name for entry in directory.iterdir() if entry.is_dir() and any(entry.rglob("*")))
+
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
 

@@ -22,6 +22,10 @@ class ObjectExistsError(StorageError):
     """A conditional write (``if_absent``) found the key already written."""
 
 
+class UnsupportedOperation(StorageError):
+    """This kind of store cannot do that (e.g. presigned uploads on the local filesystem)."""
+
+
 @dataclass(frozen=True)
 class PendingUpload:
     """A multipart upload that was started and neither completed nor aborted."""
@@ -68,6 +72,14 @@ class ObjectStore(ABC):
     @abstractmethod
     def presigned_get_url(self, key: str, expires_s: int) -> str:
         """A URL that reads ``key`` without credentials, valid for ``expires_s`` seconds."""
+
+    @abstractmethod
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The names one level below ``prefix`` (which ends with '/') that have keys under them."""
+
+    def presigned_put_url(self, key: str, expires_s: int) -> str:
+        """A URL that writes ``key`` with one HTTP PUT, without credentials, for ``expires_s`` seconds."""
+        raise UnsupportedOperation(f"{type(self).__name__} cannot hand out upload URLs; use an S3 store")
 
     def pending_uploads(self, prefix: str) -> list[PendingUpload]:
         """Multipart uploads under ``prefix`` still open (a writer died mid-upload). None by default."""

@@ -1,5 +1,6 @@
-"""The embedding Parquet format: id, embedding (fixed-size float32 list), num_tokens, truncated,
-content_hash (what was embedded, so a later run can carry unchanged documents)."""
+"""The embedding Parquet format: id, embedding (fixed-size float32 list, or another encoding: see
+:mod:`storage.embedding_codec`), num_tokens, truncated, content_hash (what was embedded, so a
+later run can carry unchanged documents)."""
 from __future__ import annotations
 
 import io
@@ -9,19 +10,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .embedding_codec import EmbeddingCodec, Float32Codec
+
 
 CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
 
 
-def embedding_schema(dimensions: int, with_chunks: bool = False) -> pa.Schema:
+def embedding_schema(dimensions: int, with_chunks: bool = False, codec: EmbeddingCodec | None = None) -> pa.Schema:
     """id, embedding, num_tokens, truncated, content_hash; chunk rows add where each chunk comes from.
+
+    ``embedding`` has ``codec``'s Arrow type (default float32: ``fixed_size_list<float>``).
 
     ``content_hash`` is null only in rows appended without one (parts written by poolq always
     have it).
     """
     fields = [
         pa.field("id", pa.string(), nullable=False),
-        pa.field("embedding", pa.list_(pa.float32(), dimensions), nullable=False),
+        pa.field("embedding", (codec or Float32Codec()).arrow_type(dimensions), nullable=False),
         pa.field("num_tokens", pa.int32(), nullable=False),
         pa.field("truncated", pa.bool_(), nullable=False),
         pa.field("content_hash", pa.string(), nullable=True),
@@ -33,10 +38,11 @@ def embedding_schema(dimensions: int, with_chunks: bool = False) -> pa.Schema:
 
 @dataclass
 class EmbeddingRows:
-    """Column buffers for one Parquet part."""
+    """Column buffers for one Parquet part; ``codec`` encodes the float32 vectors when written."""
 
     dimensions: int
     with_chunks: bool = False
+    codec: EmbeddingCodec = field(default_factory=Float32Codec)
     ids: list[str] = field(default_factory=list)
     vectors: list[np.ndarray] = field(default_factory=list, repr=False)
     num_tokens: list[int] = field(default_factory=list)
@@ -62,8 +68,8 @@ class EmbeddingRows:
         return len(self.ids)
 
     def to_table(self) -> pa.Table:
-        flat = np.concatenate(self.vectors) if self.vectors else np.zeros(0, dtype=np.float32)
-        embedding = pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), self.dimensions)
+        vectors = np.stack(self.vectors) if self.vectors else np.zeros((0, self.dimensions), dtype=np.float32)
+        embedding = self.codec.encode(vectors)
         columns = [
             pa.array(self.ids, pa.string()), embedding, pa.array(self.num_tokens, pa.int32()),
             pa.array(self.truncated, pa.bool_()), pa.array(self.content_hashes, pa.string()),
@@ -71,7 +77,7 @@ class EmbeddingRows:
         if self.with_chunks:
             by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
             columns += [pa.array(values, pa.int32()) for values in by_column]
-        return pa.Table.from_arrays(columns, schema=embedding_schema(self.dimensions, self.with_chunks))
+        return pa.Table.from_arrays(columns, schema=embedding_schema(self.dimensions, self.with_chunks, self.codec))
 
     def to_parquet_bytes(self) -> bytes:
         return write_embeddings(self.to_table())

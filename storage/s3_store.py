@@ -167,6 +167,19 @@ class S3ObjectStore(ObjectStore):
                 for item in page.get("Contents", []):
                     yield item["Key"]
 
+    def list_prefixes(self, prefix: str) -> list[str]:
+        names = []
+        with _as_storage_error(f"listing {self.uri(prefix)}"):
+            paginator = self.client.get_paginator("list_objects_v2")
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
+                names += [item["Prefix"][len(prefix):].rstrip("/") for item in page.get("CommonPrefixes", [])]
+        return sorted(names)
+
+    def presigned_put_url(self, key: str, expires_s: int) -> str:
+        return self.client.generate_presigned_url(
+            "put_object", Params={"Bucket": self.bucket, "Key": validate_key(key)}, ExpiresIn=expires_s
+        )
+
     def delete(self, key: str) -> None:
         with _as_storage_error(f"deleting {self.uri(key)}"):
             self.client.delete_object(Bucket=self.bucket, Key=validate_key(key))

@@ -26,8 +26,10 @@ class ObjectURI:
 
 def parse_uri(uri: str) -> ObjectURI:
     parsed = urlparse(uri)
+    if parsed.query or parsed.fragment or parsed.params:
+        raise InvalidURIError(f"{uri!r}: a URI with '?', '#' or ';' parameters is not an object name")
     if parsed.scheme == "s3":
-        key = parsed.path.lstrip("/")
+        key = parsed.path[1:]  # exactly one separator: "s3://b//k" names the absolute key "/k" (refused)
         if not parsed.netloc or not key:
             raise InvalidURIError(f"{uri!r}: expected s3://bucket/key")
         try:

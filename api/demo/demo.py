@@ -35,7 +35,7 @@ def run_demo(
         console.print(f"[red]could not start the local stack:[/red] {exc}")
         return 2
     try:
-        return _run_job(state.api_url, state.bucket, console)
+        return _run_job(state.api_url, state.api_key, state.bucket, console)
     finally:
         if keep:
             console.print(f"stack left running; stop it with: poolq dev down --dir {state_dir}")
@@ -44,11 +44,11 @@ def run_demo(
                 console.print(f"stopped {name}")
 
 
-def _run_job(api_url: str, bucket: str, console: Console) -> int:
+def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     documents = load_sample_corpus()
     titles = {doc["id"]: doc["title"] for doc in documents}
     body = {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, **DEMO_JOB_OPTIONS}
-    with PoolqClient(api_url) as client:
+    with PoolqClient(api_url, api_key) as client:
         job = client.submit(body)
         console.print(f"submitted job [bold]{job['id']}[/bold]: {len(documents)} documents (POST {api_url}/v1/jobs)")
         final = _wait_with_progress(client, job["id"], len(documents), console)

@@ -26,6 +26,7 @@ SERVICES = ("redis", "seaweed", "api", "worker", "beat")
 # What each service's command line contains: `down` never signals a pid that lacks it.
 CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "uvicorn", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
+DEV_TENANT = "dev"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class LocalStack:
             state.save(self.state_path)
             started.append(name)
             log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
+        if not state.api_key:
+            state.api_key = self._create_dev_key(state)
+            state.save(self.state_path)
+        log(f"dev API key (tenant {DEV_TENANT}, admin): {state.api_key}")
         return state, started
 
     def down(self, only: list[str] | None = None) -> list[str]:
@@ -86,6 +91,20 @@ class LocalStack:
             state.pids.pop(name)
         state.save(self.state_path)
         return stopped
+
+    @staticmethod
+    def _create_dev_key(state: StackState) -> str:
+        from storage import S3Config, S3ObjectStore, make_s3_client
+
+        from ..keys import ApiKeyStore
+
+        config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
+        store = S3ObjectStore(make_s3_client(config), state.bucket, config)
+        from jobs.settings import Settings
+
+        prefix = Settings.model_fields["output_prefix"].default  # the stack's processes use the default
+        key, _ = ApiKeyStore(store, prefix).create(DEV_TENANT, admin=True, name="poolq dev up")
+        return key
 
     # -- starting each service -------------------------------------------------------------
     def _new_state(self) -> StackState:

@@ -19,6 +19,7 @@ class StackState:
     secret_access_key: str
     ports: dict[str, int]
     pids: dict[str, int] = field(default_factory=dict)
+    api_key: str = ""  # an admin key of tenant "dev", created at the first `up`
 
     @classmethod
     def load(cls, path: Path) -> "StackState | None":

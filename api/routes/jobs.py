@@ -1,73 +1,101 @@
-"""``/v1/jobs``: submit, poll, fetch results. Routes only translate HTTP <-> plain functions."""
+"""``/v1/jobs``: submit, list, poll, cancel, fetch results. Routes only translate HTTP <-> plain
+functions; every route is authenticated and sees only its caller's tenant (others' jobs: 404)."""
 from __future__ import annotations
 
 import json
 
-from fastapi import APIRouter, Header, HTTPException, Request, Response, status
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
 from jobs.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from jobs.context import JobContext
 from jobs.job import JobSpec, JobStatus
+from jobs.job_listing import list_jobs
 from jobs.recovery import recover_status
-from jobs.submit import IdempotencyConflict, JobRejected, submit_job
+from jobs.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job
 
-from ..schemas import JobResults
+from ..keys import Principal
+from ..schemas import JobList, JobResults
+from ..security import caller
+from ..strict_json import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute)
+_NOT_FOUND = {404: {"description": "no such job (or another tenant's)"}}
 
 
 def _ctx(request: Request) -> JobContext:
     return request.app.state.ctx
 
 
-def _job_or_404(ctx: JobContext, job_id: str) -> JobStatus:
+def _job_or_404(ctx: JobContext, job_id: str, principal: Principal) -> JobStatus:
     job = ctx.status.get(job_id) or recover_status(job_id, ctx)  # Redis may have lost it; the ledger has not
-    if job is None:
+    if job is None or job.tenant != principal.tenant:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id!r} not found")
     return job
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus)
+def _invalid(loc: tuple, message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": loc, "msg": message, "type": "value_error"}])
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
+             responses={413: {"description": "body too large"}, 429: {"description": "rate or active-job limit"}})
 def create_job(
     spec: JobSpec,
     request: Request,
     response: Response,
+    principal: Principal = Depends(caller),
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
     try:
-        job = submit_job(spec, _ctx(request), idempotency_key=idempotency_key)
+        job = submit_job(spec, _ctx(request), idempotency_key=idempotency_key, tenant=principal.tenant)
     except JobRejected as exc:
-        loc = ("body", *exc.field.split("."))
-        raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
+        raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
     except IdempotencyConflict as exc:
-        loc = ("header", "idempotency-key")
-        raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
+        raise _invalid(("header", "idempotency-key"), str(exc)) from None
+    except TooManyActiveJobs as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
     response.headers["Location"] = str(request.url_for("get_job", job_id=job.id))
     return job
 
 
-@router.get("/{job_id}", response_model=JobStatus)
-def get_job(job_id: str, request: Request) -> JobStatus:
-    return _job_or_404(_ctx(request), job_id)
+@router.get("", response_model=JobList)
+def list_all(
+    request: Request,
+    principal: Principal = Depends(caller),
+    limit: int = Query(50, ge=1, le=500),
+    before: str | None = Query(None, pattern="^[0-9a-f]{32}$", description="a job id: list older jobs"),
+) -> JobList:
+    """The caller's jobs, newest first."""
+    jobs = list_jobs(principal.tenant, _ctx(request), limit=limit, before=before)
+    return JobList(jobs=jobs, next_before=jobs[-1].id if len(jobs) == limit else None)
+
+
+@router.get("/{job_id}", response_model=JobStatus, responses=_NOT_FOUND)
+def get_job(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobStatus:
+    return _job_or_404(_ctx(request), job_id, principal)
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
-             responses={404: {"description": "no such job"}, 409: {"description": "already finished"}})
-def cancel(job_id: str, request: Request) -> JobStatus:
+             responses={**_NOT_FOUND, 409: {"description": "already finished"}})
+def cancel(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobStatus:
     """Stop the job: running shards stop between batches; committed parts stay in its manifest."""
+    ctx = _ctx(request)
+    _job_or_404(ctx, job_id, principal)
     try:
-        return cancel_job(job_id, _ctx(request))
+        return cancel_job(job_id, ctx)
     except JobNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id!r} not found") from None
     except JobAlreadyFinished as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
 
 
-@router.get("/{job_id}/results", response_model=JobResults, responses={409: {"description": "not finished"}})
-def get_results(job_id: str, request: Request) -> JobResults:
+@router.get("/{job_id}/results", response_model=JobResults,
+            responses={**_NOT_FOUND, 409: {"description": "not finished"}})
+def get_results(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobResults:
+    """The manifest with presigned GET URLs (short-lived), issued after the ownership check."""
     ctx = _ctx(request)
-    job = _job_or_404(ctx, job_id)
+    job = _job_or_404(ctx, job_id, principal)
     if job.result is None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id!r} is {job.status.value}; results come when it finishes")
     layout = ctx.layout(job_id)
@@ -84,6 +112,7 @@ def get_results(job_id: str, request: Request) -> JobResults:
         counts=manifest["counts"],
         error=manifest.get("error"),
         usage=manifest["usage"],
+        output=manifest.get("output"),
         parts=[{**part, "url": sign(part["key"])} for part in manifest["parts"]],
         errors={**manifest["errors"], "url": sign(manifest["errors"]["key"])},
         url_expires_in_s=expires,

@@ -1,7 +1,7 @@
 """``/v1/schedules``: scheduled (incremental) reindex. Routes only translate HTTP <-> plain functions."""
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
@@ -11,7 +11,12 @@ from jobs.schedule_runner import RunView, recent_runs, run_schedule, run_view
 from jobs.schedules import Schedule, ScheduleRequest
 from jobs.submit import JobRejected
 
-router = APIRouter(prefix="/v1/schedules", tags=["schedules"])
+from ..keys import Principal
+from ..security import admin_caller
+from ..strict_json import StrictJsonRoute
+
+# Schedules need an admin key; each tenant still sees only its own (others': 404).
+router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute)
 
 
 class ScheduleList(BaseModel):
@@ -28,18 +33,19 @@ def _ctx(request: Request) -> JobContext:
     return request.app.state.ctx
 
 
-def _schedule_or_404(ctx: JobContext, schedule_id: str) -> Schedule:
-    schedule = get_schedule(schedule_id, ctx)
+def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) -> Schedule:
+    schedule = get_schedule(schedule_id, ctx, tenant=principal.tenant)
     if schedule is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
     return schedule
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule)
-def create(body: ScheduleRequest, request: Request, response: Response) -> Schedule:
+def create(body: ScheduleRequest, request: Request, response: Response,
+           principal: Principal = Depends(admin_caller)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
     try:
-        schedule = create_schedule(body, _ctx(request))
+        schedule = create_schedule(body, _ctx(request), tenant=principal.tenant)
     except JobRejected as exc:
         loc = ("body", *exc.field.split("."))
         raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
@@ -48,31 +54,31 @@ def create(body: ScheduleRequest, request: Request, response: Response) -> Sched
 
 
 @router.get("", response_model=ScheduleList)
-def list_all(request: Request) -> ScheduleList:
-    return ScheduleList(schedules=list_schedules(_ctx(request)))
+def list_all(request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleList:
+    return ScheduleList(schedules=list_schedules(_ctx(request), tenant=principal.tenant))
 
 
 @router.get("/{schedule_id}", response_model=ScheduleDetail, responses={404: {"description": "no such schedule"}})
-def get_one(schedule_id: str, request: Request) -> ScheduleDetail:
+def get_one(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleDetail:
     ctx = _ctx(request)
-    schedule = _schedule_or_404(ctx, schedule_id)
+    schedule = _schedule_or_404(ctx, schedule_id, principal)
     return ScheduleDetail(**dict(schedule), runs=recent_runs(schedule_id, ctx))
 
 
 @router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"description": "no such schedule"}})
-def delete(schedule_id: str, request: Request) -> Response:
+def delete(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> Response:
     """Delete the schedule and its run records; jobs it ran stay."""
-    if not delete_schedule(schedule_id, _ctx(request)):
+    if not delete_schedule(schedule_id, _ctx(request), tenant=principal.tenant):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{schedule_id}/run", status_code=status.HTTP_202_ACCEPTED, response_model=RunView,
              responses={404: {"description": "no such schedule"}})
-def run_now(schedule_id: str, request: Request) -> RunView:
+def run_now(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> RunView:
     """Run the schedule now (its slot is this second), incrementally like a scheduled run."""
     ctx = _ctx(request)
-    _schedule_or_404(ctx, schedule_id)
+    _schedule_or_404(ctx, schedule_id, principal)
     try:
         run = run_schedule(schedule_id, ctx, manual=True)
     except JobRejected as exc:  # the template no longer fits this server (e.g. a model was removed)

@@ -1,5 +1,7 @@
 """`poolq embed`: the embedded default, no services, the same Parquet layout as a job."""
 import json
+from pathlib import Path
+from urllib.parse import urlparse
 
 from click.testing import CliRunner
 
@@ -22,7 +24,8 @@ def test_embed_writes_the_job_layout_and_reports_bad_lines(tmp_path, sample_docu
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
     assert status["status"] == "partially_succeeded" and status["counts"] == {"total": 4, "completed": 3, "failed": 1}
-    job_dir = tmp_path / "out" / status["id"]
+    job_dir = tmp_path / "out" / "tenants" / "local" / "jobs" / status["id"]
+    assert status["result"]["manifest_uri"] == (job_dir / "manifest.json").as_uri()
     manifest = json.loads((job_dir / "manifest.json").read_text())
     (part,) = manifest["parts"]  # part files are named per attempt; the manifest lists the committed ones
     table = read_embeddings((tmp_path / "out" / part["key"]).read_bytes())
@@ -47,7 +50,7 @@ def test_embed_takes_the_job_bodys_long_document_options(tmp_path, long_document
                                        "--long-documents", '{"mode": "late_chunks", "chunk_tokens": 64}'])
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
-    manifest = json.loads((tmp_path / "out" / status["id"] / "manifest.json").read_text())
+    manifest = json.loads(Path(urlparse(status["result"]["manifest_uri"]).path).read_text())
     table = read_embeddings((tmp_path / "out" / manifest["parts"][0]["key"]).read_bytes())
     rows = table.to_pylist()
     assert len(rows) == -(-(rows[0]["num_tokens"] - 2) // 64)  # one row per 64 content tokens

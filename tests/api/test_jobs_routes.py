@@ -4,20 +4,20 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from jobs.context import JobContext
 from jobs.enqueuer import Enqueuer
 from jobs.local_runner import local_context
 from jobs.settings import Settings
 from jobs.leases import InMemoryLeaseStore
 from jobs.status_store import InMemoryJobStatusStore
+from support.api_client import authed_client
 
 
 @pytest.fixture
 def client(tmp_path, minilm_engine):
     ctx = local_context(tmp_path / "store")
     ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
-    return TestClient(create_app(ctx.settings, ctx))
+    return authed_client(ctx)
 
 
 class _HoldingEnqueuer(Enqueuer):
@@ -72,7 +72,7 @@ def test_results_before_the_job_finishes_are_409(tmp_path):
     settings = Settings(store="local", local_store_root=tmp_path)
     ctx = local_context(tmp_path)
     ctx = JobContext(settings, ctx.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(), ctx.registry)
-    client = TestClient(create_app(settings, ctx))
+    client = authed_client(ctx, settings)
     job = client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).json()
     response = client.get(f"/v1/jobs/{job['id']}/results")
     assert response.status_code == 409 and "queued" in response.json()["detail"]

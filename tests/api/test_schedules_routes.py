@@ -5,9 +5,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from api.client import PoolqClient, PoolqError
 from jobs.local_runner import local_context
+from support.api_client import authed_client
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def ctx(tmp_path, minilm_engine):
 
 @pytest.fixture
 def client(ctx):
-    return TestClient(create_app(ctx.settings, ctx))
+    return authed_client(ctx)
 
 
 @pytest.fixture

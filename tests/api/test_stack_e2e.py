@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import httpx
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -75,7 +76,7 @@ def test_up_again_is_idempotent(stack):
 def test_inline_job_matches_sentence_transformers(stack, s3, sample_documents, st_minilm):
     # Given the real sample corpus, sent inline over HTTP
     docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents]
-    with PoolqClient(stack["api_url"]) as client:
+    with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": {"mode": "truncate"}})
         seen = []
         final = client.wait(job["id"], poll_interval=0.5, timeout=600, on_progress=lambda j: seen.append(j["status"]))
@@ -99,10 +100,14 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
     lines = [json.dumps(r).encode() for r in good[:5]]
     lines += [b'{"doc_id": "blank", "body": ""}', b'{"body": "no id here"}', b'\xff\xfe not utf-8']
     lines += [json.dumps(r).encode() for r in good[5:]]
-    s3.put_object(Bucket=stack["bucket"], Key="inputs/mixed.jsonl", Body=b"\n".join(lines) + b"\n")
-    spec = {"input": {"uri": f"s3://{stack['bucket']}/inputs/mixed.jsonl", "id_field": "doc_id", "text_field": "body"},
+    # uploaded through a presigned PUT (POST /v1/uploads), the way large inputs reach the server
+    auth = {"Authorization": f"Bearer {stack['api_key']}"}
+    upload = httpx.post(f"{stack['api_url']}/v1/uploads", headers=auth, timeout=30).json()
+    assert upload["uri"].startswith(f"s3://{stack['bucket']}/jobs/tenants/dev/uploads/"), upload
+    httpx.put(upload["url"], content=b"\n".join(lines) + b"\n", timeout=30).raise_for_status()
+    spec = {"input": {"uri": upload["uri"], "id_field": "doc_id", "text_field": "body"},
             "long_documents": {"mode": "truncate"}}
-    with PoolqClient(stack["api_url"]) as client:
+    with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit(spec)
         final = client.wait(job["id"], poll_interval=0.5, timeout=600)
         manifest = client.results(job["id"])
@@ -115,7 +120,7 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
 
 
 def test_unknown_job_404_and_bad_body_422_over_http(stack):
-    with PoolqClient(stack["api_url"]) as client:
+    with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         with pytest.raises(PoolqError) as missing:
             client.get("0" * 32)
         assert missing.value.status_code == 404
@@ -151,7 +156,7 @@ def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
 def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_documents, long_documents_option, rows_per_doc):
     # Given real long articles (thousands of tokens) and one short document
     docs = [{"id": d["id"], "text": d["text"]} for d in long_documents] + [{"id": "short", "text": sample_documents[0]["text"][:300]}]
-    with PoolqClient(stack["api_url"]) as client:
+    with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": long_documents_option})
         final = client.wait(job["id"], poll_interval=0.5, timeout=600)
         manifest = client.results(job["id"])

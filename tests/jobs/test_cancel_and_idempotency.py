@@ -2,7 +2,6 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from jobs.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from jobs.enqueuer import Enqueuer
 from jobs.finalizer import finalize_job
@@ -11,6 +10,7 @@ from jobs.planner import plan_job
 from jobs.shard_runner import run_shard
 from jobs.submit import IdempotencyConflict, submit_job
 from storage import LocalObjectStore, StorageError
+from support.api_client import authed_client
 
 BODY = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
 OTHER_BODY = {"input": {"documents": [{"id": "c", "text": "a different document"}]}}
@@ -146,12 +146,12 @@ def test_a_half_done_submission_is_completed_by_the_retry(local_ctx, dies_at):
 
 @pytest.fixture
 def api(local_ctx):
-    return TestClient(create_app(local_ctx.settings, local_ctx))
+    return authed_client(local_ctx)
 
 
 @pytest.fixture
 def queued_api(queued_ctx):
-    return TestClient(create_app(queued_ctx.settings, queued_ctx))
+    return authed_client(queued_ctx)
 
 
 def test_cancel_route_accepts_a_running_job_and_404s_an_unknown_one(queued_api):

@@ -11,6 +11,7 @@ from jobs.content_hash import content_hash
 from jobs.incremental import baseline_manifest
 from jobs.job import JobSpec, JobState
 from jobs.local_runner import run_job_locally
+from jobs.submit import JobRejected
 from storage import read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
@@ -171,9 +172,12 @@ def test_other_options_or_model_carry_nothing(tmp_path, local_ctx, engine, sente
 
 
 def test_an_unusable_baseline_means_a_full_run(tmp_path, local_ctx, engine, sentences):
-    # A job id that never ran (or has not finished): nothing carried, nothing lost
+    # A job id that does not exist (or is another tenant's) is refused at submit, naming the field
     uri = _write(tmp_path / "in.jsonl", _docs(sentences, 5))
-    job = _run(local_ctx, uri, incremental_from="0" * 32)
+    with pytest.raises(JobRejected) as rejected:
+        _run(local_ctx, uri, incremental_from="0" * 32)
+    assert rejected.value.field == "incremental_from" and not engine.keys
+    job = _run(local_ctx, uri)
     assert len(engine.keys) == 5 and _manifest(local_ctx, job)["counts"] == {
         "total": 5, "completed": 5, "failed": 0, "not_processed": 0, "carried": 0, "rows": 5}
     # A finished job whose output was deleted since: the same

@@ -10,7 +10,6 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from api.app import create_app
 from engine import ModelRegistry
 from jobs.context import JobContext
 from jobs.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
@@ -25,6 +24,7 @@ from jobs.shard_runner import run_shard
 from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
 from jobs.submit import submit_job
 from storage import S3ObjectStore, make_s3_client
+from support.api_client import authed_client
 
 
 class FakeClock:
@@ -166,7 +166,7 @@ def test_a_wiped_status_store_is_rebuilt_from_the_ledger(ctx):
         JobState.RUNNING, 11, 4, 1)
     assert ctx.status.field(job_id, "num_shards") == "3"
     # And GET through the API returns it
-    api = TestClient(create_app(ctx.settings, ctx))
+    api = authed_client(ctx)
     body = api.get(f"/v1/jobs/{job_id}").json()
     assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 4, "failed": 1}
     # The uncommitted shards' dispatch times were lost with it: they are sent again
@@ -203,7 +203,7 @@ def test_a_status_wiped_while_a_shard_runs_is_rebuilt(ctx, status_store, request
 def test_get_recovers_a_status_redis_lost_without_a_reconcile(ctx):
     job_id = _planned(ctx)
     ctx.status = InMemoryJobStatusStore()
-    body = TestClient(create_app(ctx.settings, ctx)).get(f"/v1/jobs/{job_id}").json()
+    body = authed_client(ctx).get(f"/v1/jobs/{job_id}").json()
     assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 0, "failed": 1}
 
 

@@ -1,0 +1,45 @@
+"""Who is calling, and may they: bearer-key authentication, scopes, per-tenant rate limits.
+
+Routes declare ``principal: Principal = Depends(caller)`` (or ``Depends(admin_caller)``); they
+then check ownership themselves and answer 404 for anything of another tenant, so ids of other
+tenants' objects are never confirmed.
+"""
+from __future__ import annotations
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from .keys import ApiKeyStore, Principal
+from .rate_limit import RateLimiter
+
+_bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys create --tenant T`")
+
+
+def _unauthorized(message: str) -> HTTPException:
+    return HTTPException(status.HTTP_401_UNAUTHORIZED, message, headers={"WWW-Authenticate": "Bearer"})
+
+
+def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> Principal:
+    """The authenticated caller, rate-limited per tenant (401 / 429 otherwise)."""
+    if credentials is None:
+        raise _unauthorized("send an API key: Authorization: Bearer <key>")
+    keys: ApiKeyStore = request.app.state.keys
+    principal = keys.authenticate(credentials.credentials)
+    if principal is None:
+        raise _unauthorized("the API key is not valid (unknown, revoked or mistyped)")
+    limiter: RateLimiter = request.app.state.limiter
+    decision = limiter.take(principal.tenant)
+    if not decision.allowed:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"tenant {principal.tenant!r} is over its request rate; retry in {decision.retry_after_s} s",
+            headers={"Retry-After": str(decision.retry_after_s)},
+        )
+    return principal
+
+
+def admin_caller(principal: Principal = Depends(caller)) -> Principal:
+    """A caller whose key has the admin scope (schedules and operations)."""
+    if not principal.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "this needs an admin key (poolq keys create --admin)")
+    return principal

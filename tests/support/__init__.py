@@ -1,0 +1,1 @@
+"""Helpers shared by tests (importable because pytest puts tests/ on sys.path for its conftest)."""

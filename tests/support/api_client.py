@@ -1,0 +1,17 @@
+"""An authenticated TestClient over an in-process job context."""
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from jobs.job import LOCAL_TENANT
+
+
+def authed_client(ctx, settings=None, *, tenant: str = LOCAL_TENANT, admin: bool = True, **app_kwargs) -> TestClient:
+    """The API over ``ctx`` with a fresh key of ``tenant`` (default: the tenant of in-process
+    submissions, so jobs submitted with ``submit_job`` are visible). ``client.api_key`` is the key."""
+    app = create_app(settings or ctx.settings, ctx, **app_kwargs)
+    key, _ = app.state.keys.create(tenant, admin=admin)
+    client = TestClient(app, headers={"Authorization": f"Bearer {key}"})
+    client.api_key = key
+    return client
