@@ -1,0 +1,540 @@
+"""Harness for the fault-injection suite: one real poolq deployment per test, and one checker.
+
+Each test gets its own redis-server (AOF on, fresh port and directory) and its own prefix in a
+bucket of the session's SeaweedFS, and starts what it needs: workers (through
+``launch_worker.py``, which can inject faults), beat, the API. Every process is started in its
+own session (process group), and every group is killed when the test ends, pass or fail.
+Workers come from a pool of launchers that already imported torch and transformers
+(``StandbyWorkers``), so a worker is up in about a second.
+
+``Deployment.check_outcome`` is the end-of-case check every test runs: the job's final state,
+its output equal to a clean engine run's, every record exactly once (a listed part or the error
+file), counts that add up, no live lease, nothing unacked or queued, no open multipart upload,
+no unlisted part left behind.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from api.devstack.ports import free_port
+from api.devstack.process import pid_alive, spawn, stop_pid
+from api.devstack.redis_server import RedisConfig, RedisServer
+
+LAUNCHER = Path(__file__).with_name("launch_worker.py")
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BUCKET = "poolq-faults"
+TRUNCATE = {"mode": "truncate"}
+
+# Short timeouts, so recoveries happen in seconds. Celery's: soft < hard < visibility / 2.
+BASE_SETTINGS = {
+    "shard_max_documents": 3,
+    "lease_ttl_s": 3,
+    "reconcile_interval_s": 1,
+    "requeue_after_s": 3,
+    "max_shard_crashes": 3,
+    "cancel_check_interval_s": 0.3,
+    "task_soft_time_limit_s": 5,
+    "task_time_limit_s": 6,
+    "visibility_timeout_s": 13,
+    "task_retry_backoff_s": 0.2,
+    "task_retry_backoff_max_s": 1,
+    "s3_max_attempts": 2,  # botocore retries: 3 tries per S3 request
+}
+# kombu puts back unacked messages whose visibility timeout passed every ~100 s by default.
+RESTORE_INTERVAL_S = 1
+
+
+def eventually(probe: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1, logs: Callable[[], str] = lambda: ""):
+    """Poll ``probe`` until it returns something truthy, and return that; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g}s waiting for {what}{logs()}")
+        time.sleep(interval)
+
+
+@dataclass
+class Proc:
+    """A process this test started (the leader of its own process group)."""
+
+    name: str
+    pid: int
+    log_path: Path
+    marker: str  # what its command line contains: never signal a recycled pid
+    exit_code: int | None = None
+
+    def alive(self) -> bool:
+        if self.exit_code is not None:
+            return False
+        try:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return pid_alive(self.pid)
+        if pid == self.pid:
+            self.exit_code = os.waitstatus_to_exitcode(status)
+            return False
+        return True
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def children(self) -> list[int]:
+        """Direct children (a worker's prefork pool)."""
+        try:
+            return [int(pid) for pid in Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def wait_exit(self, timeout: float) -> int:
+        eventually(lambda: not self.alive(), timeout, f"{self.name} (pid {self.pid}) to exit")
+        return self.exit_code
+
+
+def base_env() -> dict[str, str]:
+    """Every process's environment before the deployment's settings: offline, one torch thread."""
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+
+
+class StandbyWorkers:
+    """Keeps two ``launch_worker.py --standby`` processes ready (torch and transformers imported):
+    a test's worker starts in about a second instead of ~7. Each process serves one worker."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.count = 0
+        self.waiting: list[tuple[Proc, Path]] = []
+
+    def _spawn(self) -> None:
+        self.count += 1
+        orders = self.root / f"standby-{self.count}.json"
+        log_path = self.root / f"standby-{self.count}.log"
+        argv = [sys.executable, str(LAUNCHER), "--standby", str(orders)]
+        proc = Proc(f"standby-{self.count}", spawn(argv, log_path=log_path, pid_path=None, env=base_env(), cwd=REPO_ROOT),
+                    log_path, LAUNCHER.name)
+        self.waiting.append((proc, orders))
+
+    def fill(self, spares: int = 2) -> None:
+        while len(self.waiting) < spares:
+            self._spawn()
+
+    def take(self, name: str, env: dict[str, str]) -> Proc:
+        """A worker process running with ``env``; a replacement starts importing for the next call."""
+        self.fill()
+        proc, orders = self.waiting.pop(0)
+        tmp = orders.with_suffix(".tmp")
+        tmp.write_text(json.dumps(env))
+        os.replace(tmp, orders)
+        proc.name = name
+        self.fill()
+        return proc
+
+    def close(self) -> None:
+        for proc, _ in self.waiting:
+            if not _group_gone(proc.pid):
+                os.killpg(proc.pid, signal.SIGKILL)
+            eventually(lambda: not proc.alive(), 10, f"{proc.name} to exit")
+        self.waiting = []
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@dataclass
+class Deployment:
+    """One poolq deployment: Redis, an S3 prefix, settings, and the processes a test starts."""
+
+    tmp_path: Path
+    redis: RedisServer
+    s3_config: object
+    prefix: str
+    standby: StandbyWorkers
+    overrides: dict = field(default_factory=dict)
+    procs: list[Proc] = field(default_factory=list)
+    api_url: str | None = None
+
+    def __post_init__(self) -> None:
+        self.fault_dir = self.tmp_path / "faults"
+        self.fault_dir.mkdir()
+        self.logs_dir = self.tmp_path / "logs"
+        self._ctx = None
+        self._redis_client = None
+        self._reconciler: threading.Thread | None = None
+        self._stop_reconciler = threading.Event()
+
+    # -- configuration -----------------------------------------------------------------------
+    @property
+    def env(self) -> dict[str, str]:
+        settings = {**BASE_SETTINGS, **self.overrides}
+        env = {
+            **base_env(),
+            "POOLQ_REDIS_URL": self.redis.url,
+            "POOLQ_STORE": "s3",
+            "POOLQ_BUCKET": BUCKET,
+            "POOLQ_OUTPUT_PREFIX": self.prefix,
+            "POOLQ_S3_ENDPOINT_URL": self.s3_config.endpoint_url,
+            "POOLQ_S3_ACCESS_KEY_ID": self.s3_config.access_key_id,
+            "POOLQ_S3_SECRET_ACCESS_KEY": self.s3_config.secret_access_key,
+            "POOLQ_DEVICE": "cpu",
+        }
+        env.update({f"POOLQ_{name.upper()}": str(value) for name, value in settings.items()})
+        return env
+
+    @property
+    def settings(self):
+        from jobs.settings import Settings
+
+        return Settings(**{**BASE_SETTINGS, **self.overrides}, redis_url=self.redis.url, store="s3", bucket=BUCKET,
+                        output_prefix=self.prefix, s3_endpoint_url=self.s3_config.endpoint_url,
+                        s3_access_key_id=self.s3_config.access_key_id,
+                        s3_secret_access_key=self.s3_config.secret_access_key)
+
+    def new_ctx(self):
+        """A job context in the test process, built as a worker builds its own."""
+        from jobs.celery_app import create_celery_app
+        from jobs.tasks import build_worker_context
+
+        settings = self.settings
+        return build_worker_context(create_celery_app(settings), settings)
+
+    @property
+    def ctx(self):
+        """The test's job context: ledger, status, leases, queues."""
+        if self._ctx is None:
+            self._ctx = self.new_ctx()
+        return self._ctx
+
+    def run_reconciler(self) -> None:
+        """Run ``jobs.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
+        from jobs.reconciler import reconcile
+
+        ctx, interval = self.new_ctx(), self.settings.reconcile_interval_s
+
+        def loop() -> None:
+            while not self._stop_reconciler.wait(interval):
+                try:
+                    reconcile(ctx)
+                except Exception:  # noqa: BLE001 - Redis may be away for a moment; try again next round
+                    pass
+
+        self._reconciler = threading.Thread(target=loop, name="reconciler", daemon=True)
+        self._reconciler.start()
+
+    def stop_reconciler(self) -> None:
+        self._stop_reconciler.set()
+        if self._reconciler is not None:
+            self._reconciler.join()
+
+    @property
+    def redis_client(self):
+        import redis
+
+        if self._redis_client is None:
+            self._redis_client = redis.Redis.from_url(self.redis.url)
+        return self._redis_client
+
+    # -- processes -----------------------------------------------------------------------------
+    def spawn_process(self, name: str, argv: list[str], marker: str, env: dict[str, str] | None = None) -> Proc:
+        """Start ``argv`` detached (its own process group), with the deployment's environment."""
+        proc = Proc(name, 0, self.logs_dir / f"{name}.log", marker)
+        proc.pid = spawn(argv, log_path=proc.log_path, pid_path=None, env=env or self.env, cwd=REPO_ROOT)
+        self.procs.append(proc)
+        return proc
+
+    def start_worker(self, name: str = "w1", *, wait: bool = True, **faults: object) -> Proc:
+        """A worker through the fault launcher; ``faults`` are ``POOLQ_FAULT_<NAME>`` values."""
+        env = {**self.env, "POOLQ_FAULT_LOG_DIR": str(self.fault_dir), "POOLQ_FAULT_HOSTNAME": f"{name}@%h",
+               "POOLQ_FAULT_RESTORE_INTERVAL_S": str(RESTORE_INTERVAL_S)}
+        env.update({f"POOLQ_FAULT_{key.upper()}": str(value) for key, value in faults.items()})
+        proc = self.standby.take(name, env)
+        self.procs.append(proc)
+        self.logs_dir.mkdir(exist_ok=True)
+        (self.logs_dir / f"{name}.log").symlink_to(proc.log_path)  # the log lives in the standby pool's dir
+        if wait:
+            self.wait_ready(proc)
+        return proc
+
+    def wait_ready(self, *procs: Proc, timeout: float = 90) -> None:
+        """Wait until each worker says " ready." (beat: "beat: Starting"); fail if one exits first."""
+        for proc in procs:
+            needle = "beat: Starting" if proc.name == "beat" else " ready."
+            self.wait(lambda: needle in proc.log() or not proc.alive(), timeout, f"{proc.name} to be ready", 0.1)
+            assert needle in proc.log(), f"{proc.name} exited ({proc.exit_code}) before it was ready{self.logs()}"
+
+    def start_beat(self, *, wait: bool = True) -> Proc:
+        proc = self.spawn_process("beat", [sys.executable, "-m", "api", "beat"], "beat")
+        if wait:
+            self.wait_ready(proc)
+        return proc
+
+    def start_api(self) -> str:
+        import httpx
+
+        port = free_port()
+        argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        proc = self.spawn_process("api", argv, "uvicorn")
+        self.api_url = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(f"{self.api_url}/healthz", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        self.wait(lambda: healthy() or not proc.alive(), 60, "the API to answer /healthz", 0.1)
+        assert proc.alive(), f"the API exited ({proc.exit_code}){self.logs()}"
+        return self.api_url
+
+    def client(self):
+        from api.client import PoolqClient
+
+        return PoolqClient(self.api_url, self.api_key)
+
+    @property
+    def api_key(self) -> str:
+        """A key of this deployment's test tenant, created on first use (the API requires one)."""
+        if getattr(self, "_api_key", None) is None:
+            from api.keys import ApiKeyStore
+
+            self._api_key, _ = ApiKeyStore(self.ctx.store, self.prefix).create("faults", admin=True)
+        return self._api_key
+
+    def stop(self, proc: Proc, timeout: float = 10) -> None:
+        if proc.alive():
+            stop_pid(proc.pid, expect_in_cmdline=proc.marker, timeout=timeout)
+        proc.alive()
+
+    def kill_group(self, proc: Proc) -> None:
+        """``kill -9`` of the process and everything in its group (a worker and its pool)."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait_exit(10)
+        eventually(lambda: _group_gone(proc.pid), 10, f"{proc.name}'s process group to die")
+
+    def shutdown(self) -> None:
+        """Kill (-9) every process group this test started; the test is over, nothing needs a clean exit."""
+        self.stop_reconciler()
+        for proc in self.procs:
+            proc.alive()  # reap the leader if it exited: its group id stays ours while any member lives
+            if not _group_gone(proc.pid):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for proc in self.procs:
+            eventually(lambda: not proc.alive() and _group_gone(proc.pid), 10, f"{proc.name}'s processes to be gone")
+
+    def logs(self) -> str:
+        tails = [f"\n--- {p.name} (pid {p.pid}) ---\n" + "\n".join(p.log().splitlines()[-25:]) for p in self.procs]
+        return "".join(tails)
+
+    def wait(self, probe: Callable[[], object], timeout: float, what: str, interval: float = 0.1):
+        return eventually(probe, timeout, what, interval=interval, logs=self.logs)
+
+    # -- jobs ----------------------------------------------------------------------------------
+    @staticmethod
+    def spec(documents: list[dict]) -> dict:
+        return {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, "long_documents": TRUNCATE}
+
+    def submit(self, documents: list[dict], *, idempotency_key: str | None = None) -> str:
+        """Submit over HTTP if this test started the API, else in process (``submit_job``)."""
+        if self.api_url:
+            with self.client() as client:
+                return client.submit(self.spec(documents), idempotency_key=idempotency_key)["id"]
+        from jobs.job import JobSpec
+        from jobs.submit import submit_job
+
+        return submit_job(JobSpec.model_validate(self.spec(documents)), self.ctx, idempotency_key).id
+
+    def status(self, job_id: str) -> dict:
+        if self.api_url:
+            with self.client() as client:
+                return client.get(job_id)
+        status = self.ctx.status.get(job_id)
+        return {} if status is None else status.model_dump(mode="json")
+
+    def wait_state(self, job_id: str, states: set[str] | str, timeout: float = 90) -> dict:
+        states = {states} if isinstance(states, str) else states
+
+        def reached():
+            job = self.status(job_id)
+            return job if job.get("status") in states else None
+
+        return self.wait(reached, timeout, f"job {job_id} to become {sorted(states)}", interval=0.2)
+
+    def leases(self, job_id: str) -> list[str]:
+        return self.ctx.leases.live_units(job_id)
+
+    def wait_shard_lease(self, job_id: str, timeout: float = 60) -> str:
+        """Wait until some shard of the job is being embedded; return its unit (``shard-00001``)."""
+        return self.wait(lambda: next((u for u in self.leases(job_id) if u.startswith("shard-")), None),
+                         timeout, f"a lease on a shard of {job_id}", interval=0.05)
+
+    def wait_started_embedding(self, timeout: float = 60) -> list[dict]:
+        """Wait until a model run has started (the documents are going through the model)."""
+        return self.wait(lambda: self.events("model_runs"), timeout, "a model run to start", interval=0.05)
+
+    def events(self, kind: str) -> list[dict]:
+        """What the launcher's patches recorded (``model_runs``, ``deliveries``, ``s3_faults``, ...)."""
+        path = self.fault_dir / f"{kind}.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def model_runs_per_document(self) -> Counter:
+        return Counter(key for run in self.events("model_runs") for key in run["keys"])
+
+    def send_task(self, name: str, args: list, queue: str) -> None:
+        self.ctx.enqueuer.app.send_task(name, args=args, queue=queue)
+
+    # -- the end-of-case check -----------------------------------------------------------------
+    def check_outcome(self, job_id: str, documents: list[dict], reference: dict[str, np.ndarray], *,
+                      state: str = "succeeded", failed: dict[str, str] | None = None, timeout: float = 90) -> dict:
+        """Everything a finished job must satisfy, whatever happened on the way. Returns the manifest.
+
+        ``failed``: id -> error code of the records expected in errors.jsonl (the others must be
+        embedded, except in a cancelled job, where they may also be not processed).
+        """
+        failed = failed or {}
+        final = self.wait_state(job_id, {"succeeded", "partially_succeeded", "failed", "cancelled"}, timeout)
+        ctx = self.ctx
+        layout = ctx.layout(job_id)
+        manifest = ctx.ledger(job_id).manifest()
+        assert manifest is not None, f"job {job_id} is {final['status']} but has no manifest"
+        assert (final["status"], manifest["status"]) == (state, state), (final, manifest["status"], self.logs())
+
+        # Every record exactly once: in a listed part, in errors.jsonl, or (cancelled) not processed.
+        ids, vectors = [], []
+        for part in manifest["parts"]:
+            table = pq.read_table(io.BytesIO(ctx.store.get(part["key"])))
+            assert table.num_rows == part["rows"]
+            ids += table.column("id").to_pylist()
+            vectors += list(table.column("embedding").to_numpy(zero_copy_only=False))
+        errors = [json.loads(line) for line in ctx.store.get(layout.errors).decode().splitlines()]
+        error_ids = [error["id"] for error in errors]
+        all_ids = {d["id"] for d in documents}
+        assert len(ids) == len(set(ids)), f"ids embedded twice: {[i for i, n in Counter(ids).items() if n > 1]}"
+        assert len(error_ids) == len(set(error_ids)), f"ids failed twice: {error_ids}"
+        assert not set(ids) & set(error_ids), "ids both embedded and failed"
+        assert {e["id"]: e["code"] for e in errors} == failed, errors
+        if state == "cancelled":
+            assert set(ids) | set(error_ids) <= all_ids
+        else:
+            assert set(ids) | set(error_ids) == all_ids
+        # ... with the vectors of a clean run.
+        if ids:
+            expected = np.stack([reference[i] for i in ids])
+            np.testing.assert_allclose(np.stack(vectors), expected, rtol=0, atol=1e-6)
+
+        # Counts add up, in the manifest and in the status the API serves.
+        counts = manifest["counts"]
+        not_processed = len(all_ids) - len(ids) - len(error_ids)
+        assert (counts["total"], counts["completed"], counts["failed"], counts["not_processed"]) == (
+            len(documents), len(ids), len(errors), not_processed)
+        assert final["counts"] == {"total": len(documents), "completed": len(ids), "failed": len(errors)}, final
+
+        # Nothing left behind: leases, messages, uploads, losing attempts' parts, the active marker.
+        self.wait(lambda: not self.leases(job_id), self.settings.lease_ttl_s + 5, f"the leases of {job_id} to end")
+        self.stop_reconciler()  # the reconciler (and beat's periodic tasks) would keep the queues busy
+        for proc in self.procs:
+            if proc.name == "beat":
+                self.stop(proc)
+        client = self.redis_client
+        settle_s = self.settings.visibility_timeout_s + 3 * RESTORE_INTERVAL_S + 5
+        self.wait(lambda: not client.hlen("unacked") and not client.zcard("unacked_index"), settle_s,
+                  "no unacked messages", interval=0.2)
+        self.wait(lambda: not client.llen("gpu") and not client.llen("control"), 30, "empty queues", interval=0.2)
+        assert ctx.store.pending_uploads(layout.root + "/") == []
+        listed = sorted(part["key"] for part in manifest["parts"])
+        assert sorted(ctx.store.list(layout.parts_prefix)) == listed, "unlisted parts left behind"
+        committed_errors = sorted(commit.errors_key for commit in ctx.ledger(job_id).commits().values())
+        attempt_errors = sorted(key for key in ctx.store.list(layout.work_prefix) if key.endswith(".errors.jsonl"))
+        assert attempt_errors == committed_errors, "losing attempts' error files left behind"
+        assert not ctx.store.exists(ctx.service_layout.active(job_id))
+        # The status is still the manifest's after everything settled (late deliveries change nothing).
+        assert self.status(job_id)["counts"] == final["counts"]
+        return manifest
+
+
+@pytest.fixture(scope="session")
+def fault_bucket(seaweed):
+    """A bucket of the session's SeaweedFS for this suite (each test works under its own prefix)."""
+    from storage import make_s3_client
+
+    client = make_s3_client(seaweed.s3_config)
+    try:
+        client.head_bucket(Bucket=BUCKET)
+    except Exception:  # noqa: BLE001 - absent: create it
+        client.create_bucket(Bucket=BUCKET)
+    return seaweed.s3_config
+
+
+@pytest.fixture(scope="session")
+def reference(sample_documents) -> dict[str, np.ndarray]:
+    """Each sample document's vector from a clean engine run (settings' engine config, truncate)."""
+    from engine import PoolingEngine, PoolingRequest
+    from jobs.job import LongDocuments
+    from jobs.settings import Settings
+
+    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
+    requests = (PoolingRequest(key=d["id"], text=d["text"]) for d in sample_documents)
+    return {result.key: np.asarray(result.data, dtype=np.float32)
+            for result in engine.run(requests, LongDocuments(**TRUNCATE).policy())}
+
+
+@pytest.fixture(scope="session")
+def standby_workers(tmp_path_factory):
+    pool = StandbyWorkers(tmp_path_factory.mktemp("standby-workers"))
+    pool.fill()  # start importing now, while the session's other fixtures start
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def deployment(request, tmp_path, fault_bucket, standby_workers):
+    """A fresh deployment; ``@pytest.mark.settings(...)`` overrides BASE_SETTINGS for a test."""
+    marker = request.node.get_closest_marker("settings")
+    overrides = dict(marker.kwargs) if marker else {}
+    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=free_port()))
+    with server:
+        prefix = f"faults/{request.node.name[:40].replace('[', '-').strip(']')}-{uuid.uuid4().hex[:8]}"
+        stack = Deployment(tmp_path, server, fault_bucket, prefix, standby_workers, overrides)
+        try:
+            yield stack
+        finally:
+            stack.shutdown()
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "settings(**values): Settings overrides for the fault-suite deployment")
+
+
+@pytest.fixture
+def documents(sample_documents) -> list[dict]:
+    """12 short real documents: 4 shards of 3."""
+    return [{"id": d["id"], "text": d["text"]} for d in sample_documents[:12]]

@@ -1,0 +1,266 @@
+"""Test-only worker launcher: install fault patches, then run a poolq worker in this process.
+
+Run as ``python tests/jobs/faults/launch_worker.py``; settings come from POOLQ_* as for
+``poolq worker``, faults from these variables (all optional):
+
+``POOLQ_FAULT_LOG_DIR``            where the patches record what happened (JSON lines, see ``_record``)
+``POOLQ_FAULT_HOSTNAME``           the Celery node name
+``POOLQ_FAULT_SLOW_S``             sleep this long after each document the model returns
+``POOLQ_FAULT_POISON_MARKER``      a model run over a text containing it kills its process (``os._exit(1)``)
+``POOLQ_FAULT_EXIT_AFTER_COMMIT``  a marker file: the first won commit of the deployment (the file
+                                   did not exist yet) exits the process right after the commit marker
+                                   is written, before anything is counted or acked
+``POOLQ_FAULT_S3_503``             the first N PutObject calls whose key contains
+                                   ``POOLQ_FAULT_S3_KEY_SUBSTRING`` get a 503 SlowDown (N across all
+                                   processes sharing the log dir)
+``POOLQ_FAULT_S3_FAIL_KEY_SUBSTRING``  every PutObject whose key contains it gets a 503 SlowDown
+``POOLQ_FAULT_S3_503_AFTER_WRITE`` the first PutObject whose key contains it is written, then
+                                   answered 503 SlowDown (the caller cannot tell it landed)
+``POOLQ_FAULT_BROKER_VISIBILITY_S``  the broker's visibility timeout in this worker, whatever the
+                                   settings say (a task that outlives it is delivered again)
+``POOLQ_FAULT_RESTORE_INTERVAL_S`` how often kombu puts unacked messages whose visibility timeout
+                                   passed back on their queue (kombu's default is ~100 s)
+
+Every delivery of a shard task is recorded too (``deliveries``, ``delivery_results``), and every
+model run (``model_runs``: the documents it embedded), so tests can count work per document.
+
+Every patch is installed before Celery forks its pool, so pool children inherit them. The
+heavy model-code imports happen here too, once, so a new pool child loads the model in about
+a second (a test speed-up only: the worker's behaviour is unchanged).
+
+``launch_worker.py --standby ORDERS``: do the imports, then wait until the JSON file ORDERS
+appears; it holds the environment (settings and faults) to run the worker with. The suite keeps
+two such processes ready, so starting a worker does not wait for torch and transformers to import.
+A worker started here kills its process group if the test process that started it dies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO_ROOT))
+
+_ENV = os.environ
+
+
+def _record(kind: str, **fields) -> None:
+    """Append one event to ``<log dir>/<kind>.jsonl`` (one write per line: safe across processes)."""
+    log_dir = _ENV.get("POOLQ_FAULT_LOG_DIR")
+    if not log_dir:
+        return
+    line = json.dumps({"pid": os.getpid(), "t": time.time(), **fields}) + "\n"
+    fd = os.open(os.path.join(log_dir, f"{kind}.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def _claim(path: str) -> bool:
+    """True for the one caller (in any process) that creates ``path``."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _claim_one_of(prefix: str, count: int) -> bool:
+    """True for the first ``count`` callers (across processes) asking with this ``prefix``."""
+    return any(_claim(f"{prefix}.{index}") for index in range(count))
+
+
+def _patch_engine() -> None:
+    """Record every model run (which documents, in which process); slow it down; poison it."""
+    from engine import PoolingEngine
+
+    original_run = PoolingEngine.run
+    slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_S", "0"))
+    poison = _ENV.get("POOLQ_FAULT_POISON_MARKER")
+
+    def run(self, requests, policy=None):
+        requests = list(requests)
+        keys = [request.key for request in requests]
+        if poison and any(poison in request.text for request in requests):
+            _record("poisoned", keys=keys)
+            os._exit(1)
+        _record("model_runs", keys=keys)
+        for result in original_run(self, iter(requests), policy):
+            if slow_s:
+                time.sleep(slow_s)
+            yield result
+
+    PoolingEngine.run = run
+
+
+def _patch_commit() -> None:
+    marker = _ENV.get("POOLQ_FAULT_EXIT_AFTER_COMMIT")
+    if not marker:
+        return
+    from jobs.ledger import JobLedger
+
+    original_commit = JobLedger.commit
+
+    def commit(self, shard, shard_commit):
+        won = original_commit(self, shard, shard_commit)
+        if won and _claim(marker):
+            _record("exit_after_commit", shard=shard, attempt=shard_commit.attempt)
+            os._exit(1)
+        return won
+
+    JobLedger.commit = commit
+
+
+def _patch_deliveries() -> None:
+    """Record each delivery of a shard task and what it returned (None: no commit by this delivery)."""
+    import jobs.tasks
+
+    original_run_shard = jobs.tasks.run_shard
+
+    def run_shard(job_id, shard, ctx):
+        _record("deliveries", job_id=job_id, shard=shard)
+        commit = original_run_shard(job_id, shard, ctx)
+        _record("delivery_results", job_id=job_id, shard=shard, attempt=commit.attempt if commit else None)
+        return commit
+
+    jobs.tasks.run_shard = run_shard
+
+
+class _Body:
+    """The ``raw`` of a canned botocore response."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_):
+        yield self.data
+
+
+def _slow_down(request):
+    from botocore.awsrequest import AWSResponse
+
+    body = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>'
+    return AWSResponse(request.url, 503, {"Content-Type": "application/xml", "Content-Length": str(len(body))}, _Body(body))
+
+
+def _s3_fault_handler():
+    """A ``before-send.s3.PutObject`` handler for the S3 faults configured, or None."""
+    first_n = int(_ENV.get("POOLQ_FAULT_S3_503", "0"))
+    first_n_substring = _ENV.get("POOLQ_FAULT_S3_KEY_SUBSTRING", "/")
+    always_substring = _ENV.get("POOLQ_FAULT_S3_FAIL_KEY_SUBSTRING")
+    after_write_substring = _ENV.get("POOLQ_FAULT_S3_503_AFTER_WRITE")
+    log_dir = _ENV.get("POOLQ_FAULT_LOG_DIR", "/tmp")
+    if not (first_n or always_substring or after_write_substring):
+        return None
+
+    def handler(request, **_):
+        url = request.url.split("?", 1)[0]
+        if always_substring and always_substring in url:
+            _record("s3_faults", mode="always", url=url)
+            return _slow_down(request)
+        if first_n and first_n_substring in url and _claim_one_of(os.path.join(log_dir, "s3-503"), first_n):
+            _record("s3_faults", mode="first_n", url=url)
+            return _slow_down(request)
+        if after_write_substring and after_write_substring in url and _claim(os.path.join(log_dir, "s3-after-write")):
+            from botocore.httpsession import URLLib3Session
+
+            written = URLLib3Session().send(request)  # the write happens...
+            _record("s3_faults", mode="after_write", url=url, status=written.status_code)
+            return _slow_down(request)  # ...but the caller hears 503
+        return None
+
+    return handler
+
+
+def _patch_s3() -> None:
+    handler = _s3_fault_handler()
+    if handler is None:
+        return
+    import jobs.settings
+    import storage
+    import storage.s3_store
+
+    original_make = storage.s3_store.make_s3_client
+
+    def make_s3_client(config):
+        client = original_make(config)
+        client.meta.events.register_first("before-send.s3.PutObject", handler)
+        return client
+
+    # Every name the worker's code reaches the factory by.
+    storage.s3_store.make_s3_client = make_s3_client
+    storage.make_s3_client = make_s3_client
+    jobs.settings.make_s3_client = make_s3_client
+
+
+def _patch_broker() -> None:
+    import jobs.worker
+
+    visibility_s = _ENV.get("POOLQ_FAULT_BROKER_VISIBILITY_S")
+    restore_s = _ENV.get("POOLQ_FAULT_RESTORE_INTERVAL_S")
+    original_create = jobs.worker.create_celery_app
+
+    def create_celery_app(settings):
+        app = original_create(settings)
+        transport = dict(app.conf.broker_transport_options)
+        if visibility_s:
+            transport["visibility_timeout"] = float(visibility_s)
+            app.conf.visibility_timeout = float(visibility_s)
+        if restore_s:
+            transport.update(unacked_restore_interval=float(restore_s), unacked_restore_throttle=1)
+        app.conf.broker_transport_options = transport
+        return app
+
+    jobs.worker.create_celery_app = create_celery_app
+
+
+def _wait_for_orders(path: Path) -> None:
+    """Standby: wait for the file naming this worker's environment, then take it on."""
+    parent = os.getppid()
+    while not path.exists():
+        if os.getppid() != parent:  # the test run that started this process is gone
+            sys.exit(0)
+        time.sleep(0.05)
+    env = json.loads(path.read_text())
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _die_with_the_test_run() -> None:
+    """If the test process that started this worker dies, take the worker's process group down too."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-the-test-run", daemon=True).start()
+
+
+def main() -> None:
+    # The model code's imports (transformers' BERT is most of a model load), done once before the fork.
+    import transformers.models.bert.modeling_bert  # noqa: F401
+
+    from jobs.settings import Settings
+    from jobs.worker import WorkerOptions, run_worker
+
+    if sys.argv[1:2] == ["--standby"]:
+        _wait_for_orders(Path(sys.argv[2]))
+    _patch_engine()
+    _patch_commit()
+    _patch_deliveries()
+    _patch_s3()
+    _patch_broker()
+    _die_with_the_test_run()
+    run_worker(Settings(), WorkerOptions(concurrency=1, hostname=_ENV.get("POOLQ_FAULT_HOSTNAME")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""`poolq worker --gpus 0,1`: one worker process per GPU, stopped together by SIGTERM."""
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_gpus_0_1_starts_one_worker_per_gpu_and_sigterm_stops_both(deployment):
+    # Given `poolq worker --gpus 0,1` (no work is sent: this machine has no CUDA)
+    supervisor = deployment.spawn_process("gpus", [sys.executable, "-m", "api", "worker", "--gpus", "0,1"], "worker")
+    # When both per-GPU workers are up
+    deployment.wait(lambda: supervisor.log().count(" ready.") == 2 or not supervisor.alive(), 120,
+                    "both per-GPU workers to be ready")
+    children = supervisor.children()
+    # Then there are two, one per GPU, each seeing only its own
+    assert len(children) == 2, supervisor.log()[-3000:]
+    assert sorted(environ(pid)["CUDA_VISIBLE_DEVICES"] for pid in children) == ["0", "1"]
+    assert "poolq-gpu0@" in supervisor.log() and "poolq-gpu1@" in supervisor.log()
+    # and SIGTERM to the supervisor stops both, and it exits 0
+    os.kill(supervisor.pid, signal.SIGTERM)
+    assert supervisor.wait_exit(60) == 0, supervisor.log()[-3000:]
+    deployment.wait(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 30, "the workers to exit")
