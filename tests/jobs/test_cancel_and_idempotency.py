@@ -1,40 +1,15 @@
 """Cancelling jobs and Idempotency-Key submissions: plain functions, then the HTTP contract."""
 import pytest
-from fastapi.testclient import TestClient
 
 from jobs.cancel import JobAlreadyFinished, JobNotFound, cancel_job
-from jobs.enqueuer import Enqueuer
-from jobs.finalizer import finalize_job
 from jobs.job import JobSpec, JobState
-from jobs.planner import plan_job
-from jobs.shard_runner import run_shard
 from jobs.submit import IdempotencyConflict, submit_job
 from storage import LocalObjectStore, StorageError
 from support.api_client import authed_client
+from support.job_doubles import RecordingEnqueuer, drain as _drain
 
 BODY = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
 OTHER_BODY = {"input": {"documents": [{"id": "c", "text": "a different document"}]}}
-
-
-class RecordingEnqueuer(Enqueuer):
-    def __init__(self) -> None:
-        self.tasks: list[tuple] = []
-
-    def plan(self, job_id):
-        self.tasks.append(("plan", job_id))
-
-    def run_shard(self, job_id, shard):
-        self.tasks.append(("shard", job_id, shard))
-
-    def finalize(self, job_id):
-        self.tasks.append(("finalize", job_id))
-
-
-def _drain(ctx) -> None:
-    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
-    while ctx.enqueuer.tasks:
-        kind, *args = ctx.enqueuer.tasks.pop(0)
-        steps[kind](*args, ctx)
 
 
 @pytest.fixture

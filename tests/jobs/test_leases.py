@@ -11,17 +11,7 @@ import pytest
 import redis
 
 from jobs.leases import InMemoryLeaseStore, LeaseKeeper, LeaseStore, RedisLeaseStore
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+from support.job_doubles import FakeClock
 
 
 @dataclass

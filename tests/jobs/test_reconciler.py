@@ -8,12 +8,10 @@ import uuid
 
 import pytest
 import redis
-from fastapi.testclient import TestClient
 
 from engine import ModelRegistry
 from jobs.context import JobContext
 from jobs.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
-from jobs.enqueuer import Enqueuer
 from jobs.finalizer import finalize_job
 from jobs.job import JobSpec, JobState
 from jobs.leases import InMemoryLeaseStore
@@ -25,35 +23,7 @@ from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
 from jobs.submit import submit_job
 from storage import S3ObjectStore, make_s3_client
 from support.api_client import authed_client
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class RecordingEnqueuer(Enqueuer):
-    def __init__(self) -> None:
-        self.tasks: list[tuple] = []
-
-    def plan(self, job_id):
-        self.tasks.append(("plan", job_id))
-
-    def run_shard(self, job_id, shard):
-        self.tasks.append(("shard", job_id, shard))
-
-    def finalize(self, job_id):
-        self.tasks.append(("finalize", job_id))
-
-    def take(self) -> list[tuple]:
-        tasks, self.tasks = self.tasks, []
-        return tasks
+from support.job_doubles import FakeClock, RecordingEnqueuer
 
 
 def _drain(ctx) -> None:

@@ -9,7 +9,6 @@ import pytest
 
 from jobs.cancel import cancel_job
 from jobs.dispatch import shard_unit
-from jobs.enqueuer import Enqueuer
 from jobs.finalizer import finalize_job
 from jobs.job import JobSpec, JobState
 from jobs.leases import InMemoryLeaseStore
@@ -18,42 +17,10 @@ from jobs.planner import plan_job
 from jobs.shard_runner import GAVE_UP_CODE, run_shard
 from jobs.submit import submit_job
 from storage import read_embeddings
+from support.job_doubles import FakeClock, drain as _drain
+from support.job_doubles import RecordingEnqueuer as StepEnqueuer
 
 MODEL = "all-MiniLM-L6-v2"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class StepEnqueuer(Enqueuer):
-    """Records each task; ``_drain`` runs them."""
-
-    def __init__(self) -> None:
-        self.tasks: list[tuple] = []
-
-    def plan(self, job_id):
-        self.tasks.append(("plan", job_id))
-
-    def run_shard(self, job_id, shard):
-        self.tasks.append(("shard", job_id, shard))
-
-    def finalize(self, job_id):
-        self.tasks.append(("finalize", job_id))
-
-
-def _drain(ctx) -> None:
-    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
-    while ctx.enqueuer.tasks:
-        kind, *args = ctx.enqueuer.tasks.pop(0)
-        steps[kind](*args, ctx)
 
 
 class CountingEngine:
