@@ -7,10 +7,12 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from jobs.context import JobContext
+from jobs.gauges import SystemGauges, gauges_for
 from jobs.settings import Settings
 
 from .body_limit import BodySizeLimitMiddleware
 from .keys import ApiKeyStore
+from .metrics import install_metrics
 from .rate_limit import InMemoryRateLimiter, RateLimiter
 from .routes import jobs, schedules, uploads
 
@@ -23,9 +25,10 @@ def create_app(
     *,
     limiter: RateLimiter | None = None,
     checks: list[Check] | None = None,
+    gauges: SystemGauges | None = None,
 ) -> FastAPI:
-    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``/``limiter``/``checks`` replace
-    the Redis-backed defaults (in-process use and tests)."""
+    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``/``limiter``/``checks``/``gauges``
+    replace the Redis-backed defaults (in-process use and tests)."""
     settings = settings or Settings()
     if ctx is None:
         from .context import api_services
@@ -40,6 +43,7 @@ def create_app(
     app.include_router(uploads.router)
     app.include_router(schedules.router)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

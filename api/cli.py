@@ -9,7 +9,9 @@ import click
 from pydantic import ValidationError
 
 from .dev_commands import dev
+from .job_commands import JOB_COMMANDS
 from .key_commands import keys
+from .schedule_commands import schedules
 
 
 @click.group()
@@ -19,6 +21,9 @@ def main() -> None:
 
 main.add_command(dev)
 main.add_command(keys)
+for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
+    main.add_command(_command)
+main.add_command(schedules)
 
 
 @main.command()
@@ -57,10 +62,16 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 def serve(host: str, port: int) -> None:
-    """Run the HTTP API (settings from POOLQ_* environment variables)."""
+    """Run the HTTP API (settings from POOLQ_* environment variables); logs per POOLQ_LOG_FORMAT."""
     import uvicorn
 
-    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info")
+    from jobs.log_format import configure_logging
+    from jobs.settings import Settings
+
+    configure_logging(Settings().log_format, "INFO")
+    # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
+    # (client, method, path, status), never headers: API keys do not reach the log.
+    uvicorn.run("api.app:create_app", factory=True, host=host, port=port, log_level="info", log_config=None)
 
 
 @main.command()
@@ -102,6 +113,22 @@ def beat(loglevel: str) -> None:
     from jobs.settings import Settings
 
     run_beat(Settings(), loglevel=loglevel)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--port", default=5555, show_default=True, type=int)
+@click.option("--address", default="127.0.0.1", show_default=True, help="listen address (Flower has no auth of its own)")
+@click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
+def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
+    """Run Flower on poolq's broker; extra options go to Flower (e.g. --basic-auth=user:password)."""
+    from jobs.celery_app import create_celery_app
+    from jobs.log_format import configure_logging
+    from jobs.settings import Settings
+
+    settings = Settings()
+    configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
+    argv = ["flower", f"--port={port}", f"--address={address}", "--logging=none", *flower_args]
+    sys.exit(create_celery_app(settings).start(argv=argv) or 0)
 
 
 @main.command()

@@ -8,6 +8,7 @@ from jobs.celery_app import create_celery_app
 from jobs.context import JobContext
 from jobs.enqueuer import CeleryEnqueuer
 from jobs.leases import RedisLeaseStore
+from jobs.metrics import RedisJobMetrics
 from jobs.settings import Settings
 from jobs.status_store import RedisJobStatusStore
 
@@ -25,6 +26,7 @@ def api_services(settings: Settings) -> tuple[JobContext, RateLimiter, list]:
         leases=RedisLeaseStore(client),
         enqueuer=CeleryEnqueuer(create_celery_app(settings)),
         registry=ModelRegistry.with_packaged_models(settings.models),
+        metrics=RedisJobMetrics(client),
     )
     limiter = RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst)
     checks = [("redis", client.ping), ("store", lambda: store.exists("_readyz"))]

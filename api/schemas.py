@@ -6,6 +6,12 @@ from pydantic import BaseModel
 from jobs.job import JobStatus
 
 
+class ErrorBody(BaseModel):
+    """The body of every error answer except 422: what went wrong, in words."""
+
+    detail: str
+
+
 class ResultPart(BaseModel):
     key: str
     uri: str

@@ -11,8 +11,18 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .keys import ApiKeyStore, Principal
 from .rate_limit import RateLimiter
+from .schemas import ErrorBody
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys create --tenant T`")
+
+# What `caller` / `admin_caller` may answer on any route that uses them (OpenAPI `responses=`).
+AUTH_RESPONSES: dict = {
+    401: {"model": ErrorBody, "description": "no API key, or not a valid one",
+          "headers": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`"}}},
+    429: {"model": ErrorBody, "description": "the tenant is over its request rate",
+          "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
+}
+ADMIN_RESPONSES: dict = {**AUTH_RESPONSES, 403: {"model": ErrorBody, "description": "the key lacks the admin scope"}}
 
 
 def _unauthorized(message: str) -> HTTPException:

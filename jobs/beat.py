@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from .celery_app import create_celery_app
+from .log_format import use_celery_logging
 from .settings import Settings
 
 
 def run_beat(settings: Settings, *, loglevel: str = "INFO") -> None:
     """Run beat with RedBeat until stopped. A second beat waits on RedBeat's lock."""
+    use_celery_logging(settings.log_format)
     app = create_celery_app(settings)
     app.start(argv=["beat", f"--loglevel={loglevel}", "--scheduler=redbeat.RedBeatScheduler"])

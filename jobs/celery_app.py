@@ -29,6 +29,9 @@ def create_celery_app(settings: Settings) -> Celery:
         task_default_queue=CONTROL_QUEUE,
         task_create_missing_queues=True,
         worker_hijack_root_logger=False,
+        # Task events (received/started/succeeded/failed, and sent by producers) for Flower.
+        worker_send_task_events=True,
+        task_send_sent_event=True,
         # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time.
         beat_scheduler="redbeat.RedBeatScheduler",
         redbeat_redis_url=settings.redis_url,

@@ -14,6 +14,7 @@ from .job import JobNotFound, JobSpec, is_job_id
 from .layout import JobLayout, ServiceLayout
 from .leases import LeaseStore
 from .ledger import JobLedger
+from .metrics import InMemoryJobMetrics, JobMetrics
 from .settings import Settings
 from .status_store import JobStatusStore
 
@@ -29,6 +30,7 @@ class JobContext:
     leases: LeaseStore
     enqueuer: Enqueuer
     registry: ModelRegistry
+    metrics: JobMetrics = field(default_factory=InMemoryJobMetrics)  # work done, for /metrics
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
     # job id -> tenant; safe to cache forever: a job's tenant never changes
     _tenants: dict[str, str] = field(default_factory=dict, repr=False)

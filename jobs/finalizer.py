@@ -28,7 +28,7 @@ def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
             if manifest is None:
                 if not ready_to_finalize(ledger, ctx.leases):
                     return None
-                ledger.write_manifest(_build_manifest(job_id, ledger, ctx))
+                _write_manifest(ledger, _build_manifest(job_id, ledger, ctx), ctx)
                 manifest = ledger.manifest()
         finally:
             ctx.leases.release(lease)
@@ -38,8 +38,14 @@ def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
 def finalize_failed(job_id: str, error: str, ctx: JobContext) -> JobState:
     """The job cannot go on (its input is unreadable, ...): write a failed manifest with ``error``."""
     ledger = ctx.ledger(job_id)
-    ledger.write_manifest(_build_manifest(job_id, ledger, ctx, failure=error))
+    _write_manifest(ledger, _build_manifest(job_id, ledger, ctx, failure=error), ctx)
     return _conclude(job_id, ledger.manifest(), ctx)
+
+
+def _write_manifest(ledger: JobLedger, manifest: dict, ctx: JobContext) -> None:
+    """Write the manifest unless one exists; the writer that wins counts the job as finished."""
+    if ledger.write_manifest(manifest):
+        ctx.metrics.job_finished(manifest["status"])
 
 
 def _conclude(job_id: str, manifest: dict, ctx: JobContext) -> JobState:

@@ -22,7 +22,9 @@ CharSpan = tuple[int, int]
 
 
 class InlineDocument(_Strict):
-    id: str = Field(min_length=1, max_length=512)
+    # 1-512 characters, none of them a control character (C0, DEL, C1): ids end up in Parquet,
+    # error files and log lines, where a newline or escape sequence would forge or garble a row.
+    id: str = Field(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
     text: str
     chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
 

@@ -1,8 +1,10 @@
 """Structured JSON logs, one object per line, carrying the job and shard being worked on.
 
-``log_context(job_id=..., shard=...)`` sets the ids for everything logged inside it (across
-threads started inside too, via contextvars). Nothing here ever sees request headers, so API
-keys cannot reach a log line through it.
+``log_context(job_id=..., shard=...)`` sets the ids for everything logged inside it, in this
+thread (contextvars: a plain ``threading.Thread`` started inside begins without them). Workers
+run each task inside one (``tasks.py``); ``configure_logging`` is called by the worker (Celery's
+``setup_logging`` signal), beat, ``poolq serve`` and ``poolq flower``. Nothing here ever sees request headers, so
+API keys cannot reach a log line through it.
 """
 from __future__ import annotations
 
@@ -44,10 +46,18 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_json_logging(level: str = "INFO") -> None:
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_json_logging(level: str | int = "INFO") -> None:
     """Route the root logger (and uvicorn's, celery's) to one JSON line per record on stderr."""
+    configure_logging("json", level)
+
+
+def configure_logging(log_format: str, level: str | int = "INFO") -> None:
+    """Route the root logger (and uvicorn's, celery's) to stderr: ``json`` (one object per line) or ``text``."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -55,3 +65,15 @@ def configure_json_logging(level: str = "INFO") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+
+
+def use_celery_logging(log_format: str) -> None:
+    """Make Celery (worker or beat, in this process) log through ``configure_logging`` instead of
+    installing its own handlers: it asks ``setup_logging`` receivers first. Pool children inherit it."""
+    from celery.signals import setup_logging
+
+    def configure(loglevel: int | str | None = None, **_: object) -> None:
+        configure_logging(log_format, loglevel or "INFO")
+
+    setup_logging.disconnect(dispatch_uid="poolq-logging")  # the latest call wins
+    setup_logging.connect(configure, weak=False, dispatch_uid="poolq-logging")

@@ -4,6 +4,7 @@ shards, and write the plan to the ledger. Deterministic: a repeated planning wri
 shard inputs and carried parts."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
@@ -85,6 +86,8 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
+    else:  # this planner's plan counts: its rejected records, once
+        ctx.metrics.plan_errors(Counter(error["code"] for error in errors))
     return plan
 
 

@@ -52,6 +52,8 @@ def recover_status(job_id: str, ctx: JobContext) -> JobStatus | None:
     if status is None:
         return None
     if ctx.status.create(status):
+        if not status.status.is_terminal:
+            ctx.status.add_active(status.tenant, job_id)  # counts toward its cap and the jobs gauge again
         ledger = ctx.ledger(job_id)
         plan = ledger.plan()
         if plan is not None:

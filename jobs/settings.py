@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     allow_file_inputs: bool = False
     upload_expires_s: int = Field(900, ge=60, le=3600)
 
+    # Operations: GET /metrics without a key (aggregates only, no tenant data) or only with an admin key.
+    metrics_public: bool = True
+    log_format: Literal["json", "text"] = Field("json", description="API and worker logs: one JSON object per line, or text")
+
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200
     task_time_limit_s: int = 1500

@@ -5,10 +5,12 @@ committed, leased or cancelled shard does no model work.
 """
 from __future__ import annotations
 
+import logging
 import time
+from collections import Counter
 
 from engine import PoolingOutput, PoolingParams, PoolingRequest, RequestError
-from storage import EmbeddingRows, dump_jsonl, read_jsonl
+from storage import EmbeddingRows, JsonlObject, dump_jsonl, read_jsonl
 
 from .content_hash import row_content_hash
 from .context import JobContext
@@ -18,6 +20,8 @@ from .ledger import JobLedger, ShardCommit
 from .records import RecordError
 
 GAVE_UP_CODE = "shard_failed"
+
+log = logging.getLogger(__name__)
 
 
 class ShardCancelled(Exception):
@@ -56,6 +60,7 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
 
 def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCommit:
     """Produce this attempt's outputs and try to commit them; returns the commit that won."""
+    started = time.monotonic()
     ledger = ctx.ledger(job_id)
     records = _read_shard(job_id, shard, ctx)
     if lease.crashes_before >= ctx.settings.max_shard_crashes:
@@ -70,6 +75,8 @@ def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCom
     winner = _commit(ledger, shard, commit, ctx)
     if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
         raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
+    if winner.attempt == commit.attempt:
+        _record_metrics(ctx, commit, time.monotonic() - started)
     return winner
 
 
@@ -129,8 +136,11 @@ def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> Shar
         if lease is None:
             return None
         try:
+            started = time.monotonic()
             commit = _give_up(job_id, shard, lease, _read_shard(job_id, shard, ctx), reason, ctx)
-            _commit(ledger, shard, commit, ctx)
+            winner = _commit(ledger, shard, commit, ctx)
+            if winner is not None and winner.attempt == commit.attempt:
+                _record_metrics(ctx, commit, time.monotonic() - started)
         finally:
             ctx.leases.release(lease)
     winner = ledger.shard_commit(shard)
@@ -157,6 +167,19 @@ def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, 
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
         documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up,
     )
+
+
+def _record_metrics(ctx: JobContext, commit: ShardCommit, latency_s: float) -> None:
+    """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
+    try:
+        codes: Counter = Counter()
+        if commit.errors:  # the codes are in the attempt's error file (one small read, only then)
+            with ctx.store.open(commit.errors_key) as stream:
+                lines = [item.value for item in read_jsonl(stream) if isinstance(item, JsonlObject)]
+            codes.update(line.get("code") or "unknown" for line in lines)
+        ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, codes)
+    except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
+        log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)
 
 
 def _delete_attempt(ctx: JobContext, commit: ShardCommit) -> None:

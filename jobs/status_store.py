@@ -64,6 +64,10 @@ class JobStatusStore(ABC):
     @abstractmethod
     def active_ids(self, tenant: str) -> list[str]: ...
 
+    @abstractmethod
+    def all_active_ids(self) -> list[str]:
+        """Every tenant's active jobs (for the metrics' unfinished-jobs gauge)."""
+
     def advance_to(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
         """Walk the state machine to ``target`` (through running or cancelling if needed).
 
@@ -230,14 +234,19 @@ class RedisJobStatusStore(JobStatusStore):
     def forget(self, job_id: str) -> None:
         self.redis.delete(f"poolq:job:{job_id}:dispatch")
 
+    _ALL_ACTIVE_KEY = "poolq:active"  # every tenant's active jobs, kept with the per-tenant sets
+
     def add_active(self, tenant: str, job_id: str) -> None:
-        self.redis.sadd(f"poolq:tenant:{tenant}:active", job_id)
+        self.redis.pipeline().sadd(f"poolq:tenant:{tenant}:active", job_id).sadd(self._ALL_ACTIVE_KEY, job_id).execute()
 
     def remove_active(self, tenant: str, job_id: str) -> None:
-        self.redis.srem(f"poolq:tenant:{tenant}:active", job_id)
+        self.redis.pipeline().srem(f"poolq:tenant:{tenant}:active", job_id).srem(self._ALL_ACTIVE_KEY, job_id).execute()
 
     def active_ids(self, tenant: str) -> list[str]:
         return sorted(member.decode() for member in self.redis.smembers(f"poolq:tenant:{tenant}:active"))
+
+    def all_active_ids(self) -> list[str]:
+        return sorted(member.decode() for member in self.redis.smembers(self._ALL_ACTIVE_KEY))
 
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
         pipe = self.redis.pipeline(transaction=True)
@@ -281,6 +290,10 @@ class InMemoryJobStatusStore(JobStatusStore):
     def active_ids(self, tenant: str) -> list[str]:
         with self._lock:
             return sorted(self._active.get(tenant, ()))
+
+    def all_active_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(set().union(*self._active.values()))
 
     def create(self, status: JobStatus) -> bool:
         with self._lock:

@@ -26,6 +26,10 @@ class JobRejected(ValueError):
 
 def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
     """Checks that need the server's state: known model, window within limits, input URI."""
+    if spec.model not in ctx.registry and not ctx.settings.allow_file_inputs:
+        # A model named by its directory is for in-process runs only (like file:// inputs): over the
+        # API it would let a tenant load, or probe for, any directory on the server.
+        raise JobRejected("model", f"unknown model {spec.model!r}; known models: {', '.join(ctx.registry.names())}")
     try:
         model_spec = read_model_spec(ctx.registry.resolve(spec.model))
     except UnknownModelError as exc:

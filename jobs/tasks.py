@@ -17,6 +17,8 @@ from .enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SCHEDULE_TASK, S
 from .failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from .finalizer import finalize_job
 from .leases import RedisLeaseStore
+from .log_format import log_context
+from .metrics import RedisJobMetrics
 from .planner import plan_job
 from .reconciler import reconcile
 from .schedule_runner import run_schedule
@@ -38,6 +40,7 @@ def build_worker_context(app: Celery, settings: Settings) -> JobContext:
         leases=RedisLeaseStore(client),
         enqueuer=CeleryEnqueuer(app),
         registry=ModelRegistry.with_packaged_models(settings.models),
+        metrics=RedisJobMetrics(client),
     )
 
 
@@ -50,7 +53,14 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             holder["ctx"] = build_worker_context(app, settings)
         return holder["ctx"]
 
-    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None]) -> None:
+    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None],
+            **ids: object) -> None:
+        """Run the task's step; everything it logs carries the task, its id and ``ids`` (job_id, shard)."""
+        with log_context(task=task.name, task_id=task.request.id, **ids):
+            run_step(task, step, give_up)
+
+    def run_step(task: Task, step: Callable[[JobContext], object],
+                 give_up: Callable[[JobContext, Exception], None]) -> None:
         ctx = context()
         try:
             step(ctx)
@@ -67,20 +77,21 @@ def register_tasks(app: Celery, settings: Settings) -> None:
 
     @app.task(name=PLAN_TASK, bind=True)
     def plan_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx))
+        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), job_id=job_id)
 
     @app.task(name=SHARD_TASK, bind=True)
     def shard_task(self: Task, job_id: str, shard: int) -> None:
-        run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx))
+        run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx),
+            job_id=job_id, shard=shard)
 
     @app.task(name=FINALIZE_TASK, bind=True)
     def finalize_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx))
+        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), job_id=job_id)
 
     @app.task(name=SCHEDULE_TASK, bind=True)
     def schedule_task(self: Task, schedule_id: str) -> None:
         # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
-        run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None)
+        run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None, schedule_id=schedule_id)
 
     @app.task(name=RECONCILE_TASK, bind=True)
     def reconcile_task(self: Task) -> None:

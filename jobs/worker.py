@@ -17,6 +17,7 @@ from storage import verify_conditional_writes
 
 from .celery_app import create_celery_app
 from .enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from .log_format import use_celery_logging
 from .settings import Settings
 from .tasks import register_tasks
 
@@ -39,6 +40,7 @@ def check_store(settings: Settings) -> None:
 def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> None:
     """Run one prefork worker in this process until it is told to stop."""
     check_store(settings)
+    use_celery_logging(settings.log_format)
     app = create_celery_app(settings)
     register_tasks(app, settings)
     argv = [

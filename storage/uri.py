@@ -25,6 +25,10 @@ class ObjectURI:
 
 
 def parse_uri(uri: str) -> ObjectURI:
+    # urlparse silently deletes tab, CR and LF anywhere in a URL (WHATWG): refuse them (and every
+    # other control character) here, so the key checked is the very string the caller sent.
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in uri):
+        raise InvalidURIError(f"{uri!r}: control characters")
     parsed = urlparse(uri)
     if parsed.query or parsed.fragment or parsed.params:
         raise InvalidURIError(f"{uri!r}: a URI with '?', '#' or ';' parameters is not an object name")

@@ -15,12 +15,12 @@ from jobs.recovery import recover_status
 from jobs.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job
 
 from ..keys import Principal
-from ..schemas import JobList, JobResults
-from ..security import caller
+from ..schemas import ErrorBody, JobList, JobResults
+from ..security import AUTH_RESPONSES, caller
 from ..strict_json import StrictJsonRoute
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute)
-_NOT_FOUND = {404: {"description": "no such job (or another tenant's)"}}
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
+_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
 
 
 def _ctx(request: Request) -> JobContext:
@@ -39,7 +39,8 @@ def _invalid(loc: tuple, message: str) -> RequestValidationError:
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
-             responses={413: {"description": "body too large"}, 429: {"description": "rate or active-job limit"}})
+             responses={413: {"model": ErrorBody, "description": "body too large"},
+                        429: {"model": ErrorBody, "description": "rate or active-job limit"}})
 def create_job(
     spec: JobSpec,
     request: Request,
@@ -77,7 +78,7 @@ def get_job(job_id: str, request: Request, principal: Principal = Depends(caller
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
-             responses={**_NOT_FOUND, 409: {"description": "already finished"}})
+             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "already finished"}})
 def cancel(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobStatus:
     """Stop the job: running shards stop between batches; committed parts stay in its manifest."""
     ctx = _ctx(request)
@@ -91,7 +92,7 @@ def cancel(job_id: str, request: Request, principal: Principal = Depends(caller)
 
 
 @router.get("/{job_id}/results", response_model=JobResults,
-            responses={**_NOT_FOUND, 409: {"description": "not finished"}})
+            responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "not finished"}})
 def get_results(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobResults:
     """The manifest with presigned GET URLs (short-lived), issued after the ownership check."""
     ctx = _ctx(request)

@@ -12,11 +12,13 @@ from jobs.schedules import Schedule, ScheduleRequest
 from jobs.submit import JobRejected
 
 from ..keys import Principal
-from ..security import admin_caller
+from ..schemas import ErrorBody
+from ..security import ADMIN_RESPONSES, admin_caller
 from ..strict_json import StrictJsonRoute
 
 # Schedules need an admin key; each tenant still sees only its own (others': 404).
-router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute)
+router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute, responses=ADMIN_RESPONSES)
+_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such schedule (or another tenant's)"}}
 
 
 class ScheduleList(BaseModel):
@@ -40,7 +42,8 @@ def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) ->
     return schedule
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule)
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
+             responses={413: {"model": ErrorBody, "description": "body too large"}})
 def create(body: ScheduleRequest, request: Request, response: Response,
            principal: Principal = Depends(admin_caller)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
@@ -58,14 +61,14 @@ def list_all(request: Request, principal: Principal = Depends(admin_caller)) -> 
     return ScheduleList(schedules=list_schedules(_ctx(request), tenant=principal.tenant))
 
 
-@router.get("/{schedule_id}", response_model=ScheduleDetail, responses={404: {"description": "no such schedule"}})
+@router.get("/{schedule_id}", response_model=ScheduleDetail, responses=_NOT_FOUND)
 def get_one(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleDetail:
     ctx = _ctx(request)
     schedule = _schedule_or_404(ctx, schedule_id, principal)
     return ScheduleDetail(**dict(schedule), runs=recent_runs(schedule_id, ctx))
 
 
-@router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses={404: {"description": "no such schedule"}})
+@router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
 def delete(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> Response:
     """Delete the schedule and its run records; jobs it ran stay."""
     if not delete_schedule(schedule_id, _ctx(request), tenant=principal.tenant):
@@ -74,7 +77,7 @@ def delete(schedule_id: str, request: Request, principal: Principal = Depends(ad
 
 
 @router.post("/{schedule_id}/run", status_code=status.HTTP_202_ACCEPTED, response_model=RunView,
-             responses={404: {"description": "no such schedule"}})
+             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the template no longer fits this server"}})
 def run_now(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> RunView:
     """Run the schedule now (its slot is this second), incrementally like a scheduled run."""
     ctx = _ctx(request)

