@@ -18,28 +18,16 @@ from api.cli_output import ExitCode, error_message, exit_code_for
 from api.cli_progress import PlainJobProgress, Throughput, format_eta
 from api.client import PoolqClient, PoolqError
 from api.devstack.ports import free_port
+from support.dev_stack import dev_stack, poolq as _poolq
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 
-def _poolq(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("cli-stack")
-    ports = [str(free_port()) for _ in range(3)]
-    up = _poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2],
-                env={"POOLQ_SHARD_MAX_DOCUMENTS": "8"}, timeout=300)
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        status = _poolq("dev", "status", "--dir", str(state_dir), "--json")
-        yield json.loads(status.stdout)
-    finally:
-        _poolq("dev", "down", "--dir", str(state_dir))
+    with dev_stack(tmp_path_factory.mktemp("cli-stack"), env={"POOLQ_SHARD_MAX_DOCUMENTS": "8"}) as info:
+        yield info
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 import re
 
 import pytest
-from fastapi.testclient import TestClient
 
 from jobs.context import JobContext
 from jobs.enqueuer import Enqueuer

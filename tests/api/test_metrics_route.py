@@ -4,7 +4,6 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.app import create_app
 from jobs.context import JobContext
 from jobs.enqueuer import Enqueuer
 from jobs.leases import InMemoryLeaseStore

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import timedelta
@@ -31,13 +29,11 @@ from schemathesis.specs.openapi.checks import (
     content_type_conformance, ignored_auth, negative_data_rejection, response_schema_conformance,
     status_code_conformance,
 )
+from support.dev_stack import dev_stack
 
-from api.devstack.ports import free_port
-from api.devstack.process import pid_alive
 
 pytestmark = pytest.mark.integration
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFORMANCE = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 EXAMPLES = 20  # per operation and mode
 JOB_SUBMISSIONS = 12  # POST /v1/jobs: each accepted one is a real job the single worker embeds
@@ -55,30 +51,10 @@ CONFIG = schemathesis.Config.from_dict({"generation": {"allow-extra-parameters":
                                                        "with-security-parameters": False}})
 
 
-def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=timeout,
-    )
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("stack")
-    ports = [str(free_port()) for _ in range(3)]
-    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1],
-               "--api-port", ports[2], env=STACK_ENV)
-    info = {"pids": {}}
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        status = poolq("dev", "status", "--dir", str(state_dir), "--json")
-        assert status.returncode == 0, status.stdout + status.stderr
-        info = json.loads(status.stdout)
-        yield {**info, "dir": str(state_dir)}
-    finally:
-        down = poolq("dev", "down", "--dir", str(state_dir))
-        assert down.returncode == 0, down.stderr
-    assert not any(pid_alive(pid) for pid in info["pids"].values()), "dev down left processes running"
+    with dev_stack(tmp_path_factory.mktemp("stack"), env=STACK_ENV) as info:
+        yield info
 
 
 @pytest.fixture(scope="module")

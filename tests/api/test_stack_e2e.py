@@ -2,9 +2,6 @@
 jobs submitted over HTTP, Parquet read back from SeaweedFS with boto3."""
 import io
 import json
-import os
-import subprocess
-import sys
 
 import httpx
 import numpy as np
@@ -13,36 +10,16 @@ import pytest
 
 from api.client import PoolqClient, PoolqError
 from api.devstack.ports import free_port
-from api.devstack.process import pid_alive
 from storage import S3Config, make_s3_client
+from support.dev_stack import dev_stack, poolq
 
 pytestmark = pytest.mark.integration
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("stack")
-    ports = [str(free_port()) for _ in range(3)]
-    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2],
-               env={"POOLQ_SHARD_MAX_DOCUMENTS": "8"})
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        status = poolq("dev", "status", "--dir", str(state_dir), "--json")
-        assert status.returncode == 0, status.stdout + status.stderr
-        info = json.loads(status.stdout)
-        yield {**info, "dir": str(state_dir)}
-    finally:
-        down = poolq("dev", "down", "--dir", str(state_dir))
-        assert down.returncode == 0, down.stderr
-    assert not any(pid_alive(pid) for pid in info["pids"].values()), "dev down left processes running"
+    with dev_stack(tmp_path_factory.mktemp("stack"), env={"POOLQ_SHARD_MAX_DOCUMENTS": "8"}) as info:
+        yield info
 
 
 @pytest.fixture(scope="module")

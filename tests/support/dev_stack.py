@@ -1,0 +1,43 @@
+"""A real `poolq dev up` stack (Redis, SeaweedFS, API, worker, beat) for one test module."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from api.devstack.ports import free_port
+from api.devstack.process import pid_alive
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m api ARGS`` from the repository root, capturing its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, timeout=timeout,
+    )
+
+
+@contextmanager
+def dev_stack(state_dir: Path, env: dict | None = None) -> Iterator[dict]:
+    """`poolq dev up` on free ports; yields `poolq dev status --json` (+ "dir"); `down` afterwards,
+    checking that nothing it started is left running."""
+    ports = [str(free_port()) for _ in range(3)]
+    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1],
+               "--api-port", ports[2], env=env)
+    info: dict = {"pids": {}}
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = poolq("dev", "status", "--dir", str(state_dir), "--json")
+        assert status.returncode == 0, status.stdout + status.stderr
+        info = json.loads(status.stdout)
+        yield {**info, "dir": str(state_dir)}
+    finally:
+        down = poolq("dev", "down", "--dir", str(state_dir))
+        assert down.returncode == 0, down.stderr
+    assert not any(pid_alive(pid) for pid in info["pids"].values()), "dev down left processes running"
