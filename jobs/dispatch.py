@@ -55,13 +55,13 @@ def ready_to_finalize(ledger: JobLedger, leases: LeaseStore) -> bool:
     job_id = ledger.layout.job_id
     if plan is None:
         return cancelled and leases.holder(job_id, PLAN_UNIT) is None
-    commits = ledger.commits()
-    if len(commits) >= plan.num_shards:
+    committed = ledger.committed_shards()
+    if len(committed) >= plan.num_shards:
         return True
     if not cancelled:
         return False
     running = set(leases.live_units(job_id))
-    return not any(shard_unit(shard) in running for shard in range(plan.num_shards) if shard not in commits)
+    return not any(shard_unit(shard) in running for shard in range(plan.num_shards) if shard not in committed)
 
 
 def finalize_if_ready(job_id: str, ctx: JobContext) -> bool:

@@ -58,7 +58,7 @@ def sync_status(job_id: str, manifest: dict, ctx: JobContext) -> None:
     """Make the cached status say what the manifest says (counts, state, result)."""
     counts = manifest["counts"]
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
-    units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).commits())]
+    units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).committed_shards())]
     ctx.status.set_counts(
         job_id, units, completed=counts["completed"], failed=counts["failed"], tokens=manifest["usage"]["tokens"]
     )

@@ -101,14 +101,21 @@ class JobLedger:
         raw = self._read_json(self.layout.shard_commit(shard))
         return None if raw is None else ShardCommit(**raw)
 
+    def committed_shards(self) -> set[int]:
+        """The committed shards, from one listing of the work prefix (no marker is read)."""
+        return set(self._commit_keys())
+
     def commits(self) -> dict[int, ShardCommit]:
-        """Every committed shard, from one listing of the work prefix."""
-        commits = {}
-        for key in self.store.list(self.layout.work_prefix):
-            if key.endswith(".commit.json"):
-                shard = int(key.rsplit("shard-", 1)[1].split(".", 1)[0])
-                commits[shard] = ShardCommit(**json.loads(self.store.get(key)))
-        return commits
+        """Every committed shard with its marker (one read per shard: use ``committed_shards`` if
+        only which shards are committed matters)."""
+        return {shard: ShardCommit(**json.loads(self.store.get(key))) for shard, key in self._commit_keys().items()}
+
+    def _commit_keys(self) -> dict[int, str]:
+        return {
+            int(key.rsplit("shard-", 1)[1].split(".", 1)[0]): key
+            for key in self.store.list(self.layout.work_prefix)
+            if key.endswith(".commit.json")
+        }
 
     def request_cancel(self, reason: str = "cancelled by the user") -> None:
         self._put_once(self.layout.cancel, {"reason": reason})

@@ -134,9 +134,9 @@ def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
     if plan.num_shards == 0:
         dispatch_finalize(job_id, ctx)
         return
-    commits = ctx.ledger(job_id).commits()
+    committed = ctx.ledger(job_id).committed_shards()
     running = set(ctx.leases.live_units(job_id))
-    todo = [shard for shard in range(plan.num_shards) if shard not in commits and shard_unit(shard) not in running]
+    todo = [shard for shard in range(plan.num_shards) if shard not in committed and shard_unit(shard) not in running]
     dispatch_shards(job_id, todo, ctx)
 
 

@@ -57,7 +57,7 @@ def recover_status(job_id: str, ctx: JobContext) -> JobStatus | None:
         ledger = ctx.ledger(job_id)
         plan = ledger.plan()
         if plan is not None:
-            units = [PLAN_UNIT, *(shard_unit(shard) for shard in ledger.commits())]
+            units = [PLAN_UNIT, *(shard_unit(shard) for shard in ledger.committed_shards())]
             ctx.status.set_counts(
                 job_id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens
             )

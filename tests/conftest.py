@@ -75,3 +75,14 @@ def long_documents() -> list[dict]:
     """Real Wikipedia articles (gensim's test data, see tests/data/SOURCES.md), thousands of tokens each."""
     path = REPO_ROOT / "tests" / "data" / "long_documents.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.fixture
+def local_ctx(tmp_path, minilm_engine):
+    """An in-process job context on a temp directory (small shards), sharing the session's engine."""
+    from jobs.local_runner import local_context
+    from jobs.settings import Settings
+
+    ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
+    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    return ctx

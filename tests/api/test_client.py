@@ -10,8 +10,6 @@ from fastapi.testclient import TestClient
 
 from api.client import PoolqClient, PoolqConnectionError, PoolqError
 from api.rate_limit import RateDecision, RateLimiter
-from jobs.local_runner import local_context
-from jobs.settings import Settings
 from support.api_client import authed_client
 from support.job_doubles import RecordingEnqueuer, drain as _drain
 
@@ -19,10 +17,8 @@ DOCS = [{"id": f"doc-{i}", "text": f"document number {i} talks about topic {i % 
 
 
 @pytest.fixture
-def ctx(tmp_path, minilm_engine):
-    ctx = local_context(tmp_path / "store", Settings(shard_max_documents=4))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
-    return ctx
+def ctx(local_ctx):
+    return local_ctx
 
 
 @pytest.fixture

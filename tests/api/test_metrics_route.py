@@ -1,15 +1,12 @@
 """``GET /metrics``: Prometheus text that parses, with every family and values that add up, on an
 in-process job context; optional auth; 503 when Redis cannot be read."""
-import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.context import JobContext
 from jobs.enqueuer import Enqueuer
 from jobs.leases import InMemoryLeaseStore
-from jobs.local_runner import local_context
 from jobs.metrics import RedisJobMetrics
-from jobs.settings import Settings
 from jobs.status_store import InMemoryJobStatusStore
 from support.api_client import authed_client
 
@@ -18,14 +15,6 @@ FAMILIES = {
     "poolq_shards_in_flight": "gauge", "poolq_tokens": "counter", "poolq_documents_embedded": "counter",
     "poolq_shard_duration_seconds": "histogram", "poolq_record_errors": "counter",
 }
-
-
-@pytest.fixture
-def local_ctx(tmp_path, minilm_engine):
-    """An in-process job context on a temp directory, sharing the session's loaded engine."""
-    ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
-    return ctx
 
 
 def _scrape(client: TestClient) -> dict[str, dict]:

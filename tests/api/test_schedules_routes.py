@@ -6,15 +6,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.client import PoolqClient, PoolqError
-from jobs.local_runner import local_context
 from support.api_client import authed_client
 
 
 @pytest.fixture
-def ctx(tmp_path, minilm_engine):
-    ctx = local_context(tmp_path / "store")
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
-    return ctx
+def ctx(local_ctx):
+    return local_ctx
 
 
 @pytest.fixture
