@@ -32,8 +32,9 @@ def create_celery_app(settings: Settings) -> Celery:
         # Task events (received/started/succeeded/failed, and sent by producers) for Flower.
         worker_send_task_events=True,
         task_send_sent_event=True,
-        # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time.
-        beat_scheduler="redbeat.RedBeatScheduler",
+        # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time;
+        # PoolqBeatScheduler rides out Redis restarts and wipes instead of exiting.
+        beat_scheduler="jobs.beat_scheduler.PoolqBeatScheduler",
         redbeat_redis_url=settings.redis_url,
         redbeat_key_prefix="poolq:redbeat:",
         redbeat_redis_options={"health_check_interval": 30},

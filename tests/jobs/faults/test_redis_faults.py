@@ -26,20 +26,20 @@ def test_redis_restarted_mid_job(deployment, documents, reference):
 
 
 def test_redis_wiped_mid_job(deployment, documents, reference):
-    # Given the API, a worker embedding slowly, and the reconciler (run by the test: see the note below)
+    # Given the API, beat (which runs the reconciler) and a worker embedding slowly
     deployment.start_api()
     worker = deployment.start_worker("w1", slow_s=SLOW_S)
-    deployment.run_reconciler()
+    beat = deployment.start_beat()
     job_id = deployment.submit(documents, idempotency_key="wiped-case")
     deployment.wait_shard_lease(job_id)
     deployment.wait_started_embedding()
     # When Redis loses everything: queued tasks, the job's status, leases, dispatch times
     deployment.redis_client.flushall()
-    # Then the API serves the status rebuilt from the ledger, the reconciler re-sends what is
-    # missing, and the job succeeds exactly; the worker stays up
+    # Then the API serves the status rebuilt from the ledger; beat takes its lock again and
+    # restores the reconciler's entry, which re-sends what is missing; the job succeeds exactly
+    # and every process stays up
     assert deployment.status(job_id)["status"] == "running"
     assert deployment.submit(documents, idempotency_key="wiped-case") == job_id  # a client's retry: same job
     deployment.check_outcome(job_id, documents, reference)
-    assert worker.alive()
-    # Note: `poolq beat` is not used here because it exits on a wipe (RedBeat cannot extend its
-    # lost lock: LockNotOwnedError); a supervisor must restart it.
+    assert worker.alive() and beat.exit_code in (None, 0)  # 0: check_outcome stopped it
+    assert "lock held and static entries restored" in beat.log()
