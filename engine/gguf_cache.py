@@ -84,6 +84,12 @@ def _publish(tmp_dir: Path, final_dir: Path) -> Path:
     return final_dir
 
 
+def converted_dir(gguf_path: Path, cache_root: Path) -> Path | None:
+    """The converted directory of ``gguf_path`` if it is already cached, else None (no conversion)."""
+    final_dir = Path(cache_root) / gguf_cache_key(Path(gguf_path).resolve())
+    return final_dir if final_dir.is_dir() else None
+
+
 def materialize_gguf(gguf_path: Path, cache_root: Path) -> Path:
     """Return a plain HF model directory for ``gguf_path``, converting it on first use.
 
@@ -94,9 +100,9 @@ def materialize_gguf(gguf_path: Path, cache_root: Path) -> Path:
     """
     gguf_path = Path(gguf_path).resolve()
     cache_root = Path(cache_root)
+    if (cached := converted_dir(gguf_path, cache_root)) is not None:
+        return cached
     final_dir = cache_root / gguf_cache_key(gguf_path)
-    if final_dir.is_dir():
-        return final_dir
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(prefix=f".{final_dir.name}.", suffix=".tmp", dir=cache_root))
     try:

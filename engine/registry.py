@@ -5,6 +5,9 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+from .gguf_header import read_gguf_model_spec
+from .model_spec import ModelSpec, read_model_spec
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -72,6 +75,20 @@ class ModelRegistry:
 
     def __contains__(self, name: str) -> bool:
         return name in self._models or name in self._gguf_models
+
+    def spec(self, name_or_path: str) -> ModelSpec:
+        """What a model declares, without loading (or converting) its weights.
+
+        A GGUF model not converted yet is described from its file's header, so validating a job
+        costs a fraction of a second, not a conversion (and needs no torch).
+        """
+        if name_or_path in self._gguf_models:
+            from .gguf_cache import converted_dir, default_cache_root
+
+            gguf_path = self._gguf_models[name_or_path]
+            converted = converted_dir(gguf_path, self._cache_root or default_cache_root())
+            return read_model_spec(converted) if converted is not None else read_gguf_model_spec(gguf_path)
+        return read_model_spec(self.resolve(name_or_path))
 
     def resolve(self, name_or_path: str) -> Path:
         """A registered name's directory, or an existing local directory given as a path.

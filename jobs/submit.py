@@ -5,7 +5,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 
-from engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy, read_model_spec
+from engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy
 from storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 from .context import JobContext
@@ -31,7 +31,7 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         # API it would let a tenant load, or probe for, any directory on the server.
         raise JobRejected("model", f"unknown model {spec.model!r}; known models: {', '.join(ctx.registry.names())}")
     try:
-        model_spec = read_model_spec(ctx.registry.resolve(spec.model))
+        model_spec = ctx.registry.spec(spec.model)  # never loads or converts weights
     except UnknownModelError as exc:
         raise JobRejected("model", str(exc)) from None
     except ModelSpecError as exc:

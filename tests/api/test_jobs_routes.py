@@ -75,3 +75,25 @@ def test_results_before_the_job_finishes_are_409(tmp_path):
     job = client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).json()
     response = client.get(f"/v1/jobs/{job['id']}/results")
     assert response.status_code == 409 and "queued" in response.json()["detail"]
+
+
+def test_a_gguf_model_job_is_validated_from_its_header_without_converting_it(tmp_path, monkeypatch):
+    # Given an API whose GGUF cache is empty (a fresh server), and a conversion that must not run
+    from engine.registry import ModelRegistry
+
+    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: pytest.fail("the API converted a GGUF model"))
+    settings = Settings(store="local", local_store_root=tmp_path)
+    base = local_context(tmp_path)
+    registry = ModelRegistry.with_packaged_models(cache_root=tmp_path / "gguf-cache")
+    ctx = JobContext(settings, base.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(), registry)
+    client = authed_client(ctx, settings)
+    documents = {"documents": [{"id": "a", "text": "x"}]}
+    # When jobs for SmolLM2 (8k context) are submitted
+    accepted = client.post("/v1/jobs", json={"input": documents, "model": "smollm2-135m"})
+    too_wide = client.post("/v1/jobs", json={
+        "input": documents, "model": "smollm2-135m", "long_documents": {"window_tokens": 9000}})
+    # Then the header's window decides, and nothing was converted
+    assert accepted.status_code == 202, accepted.text
+    assert too_wide.status_code == 422 and "8192" in too_wide.text
+    assert ["body", "long_documents", "window_tokens"] in [error["loc"] for error in too_wide.json()["detail"]]
+    assert not (tmp_path / "gguf-cache").exists()

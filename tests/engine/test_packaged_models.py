@@ -21,7 +21,9 @@ import pytest
 import torch
 
 from engine.gguf_cache import gguf_cache_key, materialize_gguf
-from engine.registry import PACKAGED_MODELS
+from engine.gguf_header import read_gguf_model_spec
+from engine.model_spec import read_model_spec
+from engine.registry import PACKAGED_MODELS, ModelRegistry
 
 SPLADE_TEXTS = [
     "The Federal Reserve raised interest rates again to fight inflation.",
@@ -210,6 +212,17 @@ def test_smollm2_converts_to_a_plain_float32_llama_dir(smollm2_converted):
 
 
 @pytest.mark.slow
+def test_smollm2_header_spec_equals_the_converted_directorys_spec(smollm2_converted):
+    # Given SmolLM2 converted once, what its GGUF header says (how the API validates jobs)
+    converted = read_model_spec(smollm2_converted["dir"])
+    from_header = read_gguf_model_spec(smollm2_gguf_path())
+    # Then it is what the converted model declares, the location aside
+    assert {**vars(from_header), "path": None} == {**vars(converted), "path": None}
+    # And a registry with that cache answers from the converted directory
+    registry = ModelRegistry(gguf_models={"m": smollm2_gguf_path()}, cache_root=smollm2_converted["cache_root"])
+    assert registry.spec("m") == converted
+
+
 def test_smollm2_second_materialize_is_instant(smollm2_converted):
     started = time.perf_counter()
     assert materialize_gguf(smollm2_gguf_path(), smollm2_converted["cache_root"]) == smollm2_converted["dir"]
