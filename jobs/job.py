@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, 
 from engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
 from storage import EmbeddingCodec, codec_for
 
+from .records import ID_PATTERN, MAX_ID_LENGTH
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -22,9 +24,7 @@ CharSpan = tuple[int, int]
 
 
 class InlineDocument(_Strict):
-    # 1-512 characters, none of them a control character (C0, DEL, C1): ids end up in Parquet,
-    # error files and log lines, where a newline or escape sequence would forge or garble a row.
-    id: str = Field(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
+    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)  # see jobs/records.py
     text: str
     chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
 

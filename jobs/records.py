@@ -1,11 +1,16 @@
 """Input records: one JSONL line -> a document to embed, or a per-record error."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 from storage import JsonlLineError, JsonlObject
 
 MAX_ID_LENGTH = 512
+# No control character (C0, DEL, C1) in an id: ids end up in Parquet, error files and log lines,
+# where a newline or escape sequence would forge or garble a row. Inline ids match it as a pattern.
+ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     record_id = str(raw_id)
     if not record_id or len(record_id) > MAX_ID_LENGTH:
         return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id", f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
+    if (control := _CONTROL_CHARACTER.search(record_id)) is not None:
+        return RecordError(None, line, "invalid_id", f"line {line}: id {ascii(record_id[:80])} contains control character "
+                           f"U+{ord(control.group()):04X} at position {control.start()}")
     text = value.get(text_field)
     if text is None:
         return RecordError(record_id, line, "missing_text", f"line {line} (id {record_id!r}): field {text_field!r} is missing")

@@ -24,22 +24,26 @@ def _outputs(ctx, job_id):
 
 
 def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx, sample_documents):
-    # Given the real corpus plus bad records: empty text, missing id, invalid UTF-8, duplicate id
+    # Given the real corpus plus bad records: empty text, missing id, invalid UTF-8, duplicate id,
+    # an id with a newline in it (it would forge a line in logs)
     docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents[:10]]
-    bad = b'{"id": "empty", "text": "  "}\n{"text": "no id"}\n\xff\xfe{}\n' + json.dumps(docs[0]).encode() + b"\n"
+    bad = (b'{"id": "empty", "text": "  "}\n{"text": "no id"}\n\xff\xfe{}\n' + json.dumps(docs[0]).encode() + b"\n"
+           + b'{"id": "forged\\nERROR x", "text": "fine text"}\n')
     uri = _write_input(tmp_path / "in.jsonl", docs, bad)
     # When the job runs with truncation
     spec = JobSpec.model_validate({"input": {"uri": uri}, "long_documents": {"mode": "truncate"}})
     status = run_job_locally(spec, local_ctx)
-    # Then it partially succeeds; every good id is in exactly one part; the 4 bad lines are errors
+    # Then it partially succeeds; every good id is in exactly one part; the 5 bad lines are errors
     assert status.status is JobState.PARTIALLY_SUCCEEDED
     manifest, ids, errors = _outputs(local_ctx, status.id)
     assert sorted(ids) == sorted(d["id"] for d in docs)
-    assert [(e["line"], e["code"]) for e in errors] == [(11, "empty_text"), (12, "missing_id"), (13, "invalid_utf8"), (14, "duplicate_id")]
+    assert [(e["line"], e["code"]) for e in errors] == [
+        (11, "empty_text"), (12, "missing_id"), (13, "invalid_utf8"), (14, "duplicate_id"), (15, "invalid_id")]
+    assert errors[-1]["message"] == "line 15: id 'forged\\nERROR x' contains control character U+000A at position 6"
     assert errors[0]["id"] == "empty" and errors[3]["id"] == docs[0]["id"]
     assert len(manifest["parts"]) == 3  # 10 documents, at most 4 per shard
-    assert manifest["counts"] == {"total": 14, "completed": 10, "failed": 4, "not_processed": 0, "carried": 0, "rows": 10}
-    assert (status.counts.total, status.counts.completed, status.counts.failed) == (14, 10, 4)
+    assert manifest["counts"] == {"total": 15, "completed": 10, "failed": 5, "not_processed": 0, "carried": 0, "rows": 10}
+    assert (status.counts.total, status.counts.completed, status.counts.failed) == (15, 10, 5)
     assert status.usage.tokens == manifest["usage"]["tokens"] > 0
 
 
