@@ -24,20 +24,24 @@ def create_app(
     ctx: JobContext | None = None,
     *,
     limiter: RateLimiter | None = None,
+    auth_failures: RateLimiter | None = None,
     checks: list[Check] | None = None,
     gauges: SystemGauges | None = None,
 ) -> FastAPI:
-    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``/``limiter``/``checks``/``gauges``
-    replace the Redis-backed defaults (in-process use and tests)."""
+    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``, the limiters, ``checks`` and
+    ``gauges`` replace the Redis-backed defaults (in-process use and tests)."""
     settings = settings or Settings()
     if ctx is None:
         from .context import api_services
 
-        ctx, limiter, checks = api_services(settings)
+        services = api_services(settings)
+        ctx, limiter, auth_failures, checks = services.ctx, services.limiter, services.auth_failures, services.checks
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
     app.state.ctx = ctx
     app.state.keys = ApiKeyStore(ctx.store, settings.output_prefix, cache_s=settings.api_key_cache_s)
     app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    app.state.auth_failures = auth_failures or InMemoryRateLimiter(settings.auth_failure_rate_per_s,
+                                                                   settings.auth_failure_burst)
     readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
     app.include_router(jobs.router)
     app.include_router(uploads.router)

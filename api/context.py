@@ -1,6 +1,8 @@
 """The API process's services: Redis status and leases, the Celery enqueuer, the store, limits."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import redis
 
 from engine import ModelRegistry
@@ -15,7 +17,15 @@ from jobs.status_store import RedisJobStatusStore
 from .rate_limit import RateLimiter, RedisRateLimiter
 
 
-def api_services(settings: Settings) -> tuple[JobContext, RateLimiter, list]:
+@dataclass(frozen=True)
+class ApiServices:
+    ctx: JobContext
+    limiter: RateLimiter  # per tenant
+    auth_failures: RateLimiter  # failed authentications per client address
+    checks: list  # (name, probe) pairs for /readyz
+
+
+def api_services(settings: Settings) -> ApiServices:
     """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
     client = redis.Redis.from_url(settings.redis_url)
     store = settings.object_store()
@@ -28,6 +38,10 @@ def api_services(settings: Settings) -> tuple[JobContext, RateLimiter, list]:
         registry=ModelRegistry.with_packaged_models(settings.models),
         metrics=RedisJobMetrics(client),
     )
-    limiter = RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst)
-    checks = [("redis", client.ping), ("store", lambda: store.exists("_readyz"))]
-    return ctx, limiter, checks
+    return ApiServices(
+        ctx=ctx,
+        limiter=RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst),
+        auth_failures=RedisRateLimiter(client, settings.auth_failure_rate_per_s, settings.auth_failure_burst,
+                                       namespace="authfail"),
+        checks=[("redis", client.ping), ("store", lambda: store.exists("_readyz"))],
+    )

@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     max_document_chars: int = Field(2_000_000, ge=1, description="longest document accepted inline")
     rate_limit_per_s: float = Field(20.0, gt=0, description="requests per second per tenant, sustained")
     rate_limit_burst: int = Field(60, ge=1)
+    # Failed authentications per client address: guessing keys stops at the burst, then this rate.
+    auth_failure_rate_per_s: float = Field(0.2, gt=0, description="invalid-key attempts per second per client address")
+    auth_failure_burst: int = Field(20, ge=1)
     max_active_jobs_per_tenant: int = Field(20, ge=1)
     # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
     tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)

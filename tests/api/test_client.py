@@ -200,7 +200,7 @@ class _Refusing(RateLimiter):
     def __init__(self) -> None:
         super().__init__(1, 1)
 
-    def take(self, tenant: str) -> RateDecision:
+    def _spend(self, key: str, cost: int) -> RateDecision:
         return RateDecision(allowed=False, retry_after_s=7)
 
 

@@ -32,3 +32,20 @@ def test_redis_bucket_is_shared_and_says_when_to_retry(redis_url):
     assert [first.take(tenant).allowed, second.take(tenant).allowed] == [True, True]
     refused = first.take(tenant)
     assert not refused.allowed and 1 <= refused.retry_after_s <= 10
+
+
+def test_peek_spends_nothing_in_memory():
+    limiter = InMemoryRateLimiter(rate_per_s=0.01, burst=1, clock=_Clock())
+    assert [limiter.peek("a").allowed for _ in range(3)] == [True] * 3
+    assert limiter.take("a").allowed and not limiter.peek("a").allowed and not limiter.take("a").allowed
+
+
+@pytest.mark.integration
+def test_redis_peek_spends_nothing_and_namespaces_keep_buckets_apart(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    tenants, failures = RedisRateLimiter(client, 0.01, 1), RedisRateLimiter(client, 0.01, 1, namespace="authfail")
+    key = "peek-test"
+    client.delete(f"poolq:ratelimit:{key}", f"poolq:authfail:{key}")
+    assert [failures.peek(key).allowed for _ in range(3)] == [True] * 3
+    assert failures.take(key).allowed and not failures.peek(key).allowed
+    assert tenants.take(key).allowed  # the same name in another namespace has its own bucket

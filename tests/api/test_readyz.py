@@ -11,8 +11,9 @@ from jobs.settings import Settings
 
 def _client(tmp_path, redis_url: str) -> TestClient:
     settings = Settings(redis_url=redis_url, store="local", local_store_root=tmp_path / "store")
-    ctx, limiter, checks = api_services(settings)
-    return TestClient(create_app(settings, ctx, limiter=limiter, checks=checks))
+    services = api_services(settings)
+    return TestClient(create_app(settings, services.ctx, limiter=services.limiter,
+                                 auth_failures=services.auth_failures, checks=services.checks))
 
 
 def test_readyz_is_503_when_redis_is_unreachable(tmp_path):

@@ -186,7 +186,7 @@ def _request_every_route(client: TestClient, app) -> dict[tuple[str, str], httpx
 
 
 def test_every_v1_route_needs_a_valid_key(tmp_path):
-    app = _holding_app(tmp_path)
+    app = _holding_app(tmp_path, auth_failure_burst=10_000)  # ~100 invalid keys from one address, on purpose
     key, record = app.state.keys.create(TENANT_A, admin=True)
     revoked, revoked_record = app.state.keys.create(TENANT_A, admin=True)
     app.state.keys.revoke(revoked_record.key_id)
@@ -399,6 +399,27 @@ def test_rate_limit_is_429_with_retry_after_per_tenant(tmp_path):
     assert refused.headers["Retry-After"].isdigit() and int(refused.headers["Retry-After"]) >= 1
     assert a.post("/v1/jobs", json=DOC).status_code == 429  # every route, writes too
     assert b.get("/v1/jobs").status_code == 200  # another tenant has its own bucket
+
+
+def test_failed_authentications_are_throttled_per_address_and_a_throttled_guess_confirms_nothing(tmp_path):
+    # Given an address allowed 3 failed authentications (then one per 100 s)
+    app = _holding_app(tmp_path, auth_failure_burst=3, auth_failure_rate_per_s=0.01)
+    good, _ = app.state.keys.create(TENANT_A)
+    secret = _secret(good)
+    guess = good[: -len(secret)] + secret[::-1]
+    guesser = TestClient(app, headers=_auth(guess), client=("203.0.113.7", 40000))
+    # When it sends 4 invalid keys
+    answers = [guesser.get("/v1/jobs") for _ in range(4)]
+    # Then the first 3 are 401 and the 4th is 429 with Retry-After
+    assert [answer.status_code for answer in answers] == [401, 401, 401, 429]
+    assert "failed authentications" in answers[3].json()["detail"] and int(answers[3].headers["Retry-After"]) >= 1
+    # And while throttled, even the right key from that address is refused unread (nothing is confirmed)
+    lucky = TestClient(app, headers=_auth(good), client=("203.0.113.7", 40001))
+    assert lucky.get("/v1/jobs").status_code == 429
+    # While the key's owner, from another address, is served; and valid calls never use up the budget
+    owner = TestClient(app, headers=_auth(good), client=("198.51.100.1", 40000))
+    assert [owner.get("/v1/jobs").status_code for _ in range(5)] == [200] * 5
+    assert TestClient(app, headers=_auth(guess), client=("198.51.100.1", 40001)).get("/v1/jobs").status_code == 401
 
 
 # -- keys never reach a log line ---------------------------------------------------------------------
