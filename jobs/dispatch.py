@@ -8,15 +8,22 @@ from __future__ import annotations
 import time
 
 from .context import JobContext
+from .enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from .ledger import JobLedger, ShardCommit
 from .leases import LeaseStore
 
 PLAN_UNIT = "plan"
 FINALIZE_UNIT = "finalize"
+_SHARD_PREFIX = "shard-"
 
 
 def shard_unit(shard: int) -> str:
-    return f"shard-{shard:05d}"
+    return f"{_SHARD_PREFIX}{shard:05d}"
+
+
+def queue_of(unit: str) -> str:
+    """The queue a unit's task is sent to: shards to the GPU workers, plan and finalize to control."""
+    return GPU_QUEUE if unit.startswith(_SHARD_PREFIX) else CONTROL_QUEUE
 
 
 def dispatch_plan(job_id: str, ctx: JobContext) -> None:

@@ -27,6 +27,10 @@ class Enqueuer(ABC):
     @abstractmethod
     def finalize(self, job_id: str) -> None: ...
 
+    def waiting(self, queue: str) -> int | None:
+        """Messages waiting in ``queue`` (sent, not yet delivered); None where that is unknown."""
+        return None
+
 
 class CeleryEnqueuer(Enqueuer):
     """Sends tasks by name, so the API never imports the worker's code (or torch)."""
@@ -42,6 +46,14 @@ class CeleryEnqueuer(Enqueuer):
 
     def finalize(self, job_id: str) -> None:
         self.app.send_task(FINALIZE_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+    def waiting(self, queue: str) -> int | None:
+        # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).
+        with self.app.connection_for_read() as connection:
+            try:
+                return connection.default_channel.queue_declare(queue=queue, passive=True).message_count
+            except connection.channel_errors:
+                return 0  # no such queue (Redis drops an empty list): nothing waits in it
 
 
 class InlineEnqueuer(Enqueuer):

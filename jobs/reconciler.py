@@ -4,6 +4,11 @@ For every active job it rebuilds a lost status, re-sends tasks whose messages we
 neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
 are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
 simply expire (they carry a TTL), after which their units count as not running.
+
+A task sent long ago and never consumed is re-sent only while its queue holds nothing: under a
+backlog it is most likely still waiting there, and re-sending every waiting task on each pass
+would grow the backlog with duplicates. A message truly lost behind a backlog is re-sent once
+the queue drains.
 """
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ from dataclasses import dataclass, field
 
 from .cleanup import abort_stale_uploads, clean_finished_job, delete_losing_attempts
 from .context import JobContext
-from .dispatch import FINALIZE_UNIT, PLAN_UNIT, dispatch_finalize, dispatch_plan, dispatch_shards, ready_to_finalize, shard_unit
+from .dispatch import (FINALIZE_UNIT, PLAN_UNIT, dispatch_finalize, dispatch_plan, dispatch_shards, queue_of,
+                       ready_to_finalize, shard_unit)
 from .finalizer import sync_status
 from .recovery import recover_status
 from .schedule_beat import sync_beat_entries
@@ -41,16 +47,34 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     report = ReconcileReport()
     now = time.time() if now is None else now
     sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
+    queues = _QueueDepths(ctx)
     for job_id in active_jobs(ctx):
         report.jobs += 1
         try:
-            _reconcile_job(job_id, ctx, now, report)
+            _reconcile_job(job_id, ctx, now, queues, report)
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
     return report
 
 
-def _reconcile_job(job_id: str, ctx: JobContext, now: float, report: ReconcileReport) -> None:
+class _QueueDepths:
+    """Each queue's depth, asked at most once per pass (and only when a decision needs it)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self._ctx = ctx
+        self._depths: dict[str, int | None] = {}
+
+    def backlogged(self, queue: str) -> bool:
+        if queue not in self._depths:
+            try:
+                self._depths[queue] = self._ctx.enqueuer.waiting(queue)
+            except Exception:  # noqa: BLE001 - unknown depth: fall back to the time rule alone
+                log.warning("reading the depth of queue %s failed", queue, exc_info=True)
+                self._depths[queue] = None
+        return bool(self._depths[queue])
+
+
+def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepths, report: ReconcileReport) -> None:
     ledger = ctx.ledger(job_id)
     manifest = ledger.manifest()
     if manifest is not None:  # finished, but its status or clean-up may not have caught up
@@ -72,11 +96,13 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, report: ReconcileRe
 
     def lost(unit: str) -> bool:
         """Not running, and its task is not waiting in a queue: consumed since it was last sent
-        (its attempt died) or never sent as far as Redis knows, or sent long ago."""
+        (its attempt died) or never sent as far as Redis knows, or sent long ago to a queue that
+        now holds nothing."""
         if unit in running:
             return False
-        consumed = started.get(unit, -1.0) >= sent.get(unit, 0.0)
-        return consumed or now - sent.get(unit, 0.0) >= ctx.settings.requeue_after_s
+        if unit not in sent or started.get(unit, -1.0) >= sent[unit]:
+            return True
+        return now - sent[unit] >= ctx.settings.requeue_after_s and not queues.backlogged(queue_of(unit))
 
     if ready_to_finalize(ledger, ctx.leases):
         if lost(FINALIZE_UNIT):

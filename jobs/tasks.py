@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from typing import Callable
 
 import redis
 from celery import Celery, Task
 
 from .context import JobContext
+from .dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from .enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SCHEDULE_TASK, SHARD_TASK, CeleryEnqueuer
 from .failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from .finalizer import finalize_job
@@ -54,13 +56,14 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         return holder["ctx"]
 
     def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None],
-            **ids: object) -> None:
-        """Run the task's step; everything it logs carries the task, its id and ``ids`` (job_id, shard)."""
+            unit: str | None = None, **ids: object) -> None:
+        """Run the task's step; everything it logs carries the task, its id and ``ids`` (job_id, shard).
+        ``unit`` names the job's unit of work the task runs, if any (its retries are noted as sends)."""
         with log_context(task=task.name, task_id=task.request.id, **ids):
-            run_step(task, step, give_up)
+            run_step(task, step, give_up, unit, ids.get("job_id"))
 
     def run_step(task: Task, step: Callable[[JobContext], object],
-                 give_up: Callable[[JobContext, Exception], None]) -> None:
+                 give_up: Callable[[JobContext, Exception], None], unit: str | None, job_id: object) -> None:
         ctx = context()
         try:
             step(ctx)
@@ -69,6 +72,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                 log.warning("%s %s: %s; retrying", task.name, task.request.args, describe(exc))
                 delay = retry_delay_s(task.request.retries, random.random(), settings.task_retry_backoff_s,
                                       settings.task_retry_backoff_max_s)
+                if unit is not None:
+                    note_retry_sent(ctx, str(job_id), unit)
                 # max_retries: Celery's own default (3) would end the retries before MAX_RETRIES,
                 # re-raising instead of giving up (the shard would never be committed as failed).
                 raise task.retry(exc=exc, countdown=delay, max_retries=MAX_RETRIES)
@@ -77,16 +82,18 @@ def register_tasks(app: Celery, settings: Settings) -> None:
 
     @app.task(name=PLAN_TASK, bind=True)
     def plan_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), job_id=job_id)
+        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
+            job_id=job_id)
 
     @app.task(name=SHARD_TASK, bind=True)
     def shard_task(self: Task, job_id: str, shard: int) -> None:
         run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx),
-            job_id=job_id, shard=shard)
+            shard_unit(shard), job_id=job_id, shard=shard)
 
     @app.task(name=FINALIZE_TASK, bind=True)
     def finalize_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), job_id=job_id)
+        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), FINALIZE_UNIT,
+            job_id=job_id)
 
     @app.task(name=SCHEDULE_TASK, bind=True)
     def schedule_task(self: Task, schedule_id: str) -> None:
@@ -98,3 +105,13 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         report = reconcile(context())
         if report.recovered or report.resent or report.aborted_uploads:
             log.info("reconcile: %s", report)
+
+
+def note_retry_sent(ctx: JobContext, job_id: str, unit: str) -> None:
+    """A retry is a new message: note its sending, or the reconciler, seeing the unit consumed and
+    not running during the countdown, would send a duplicate. Best effort: if Redis is down, the
+    reconciler's duplicate is the (harmless) fallback."""
+    try:
+        ctx.status.note_dispatch(job_id, [unit], time.time())
+    except Exception:  # noqa: BLE001 - never let the bookkeeping stop the retry itself
+        log.warning("noting the retry of %s/%s failed", job_id, unit, exc_info=True)

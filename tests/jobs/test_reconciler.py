@@ -12,6 +12,7 @@ import redis
 from engine import ModelRegistry
 from jobs.context import JobContext
 from jobs.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from jobs.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from jobs.finalizer import finalize_job
 from jobs.job import JobSpec, JobState
 from jobs.leases import InMemoryLeaseStore
@@ -79,6 +80,28 @@ def test_lost_shard_messages_are_resent_unless_running_or_recently_sent(ctx):
     assert report.resent == [f"{job_id}/shard-00002"] and ctx.enqueuer.take() == [("shard", job_id, 2)]
     # And a second pass right after does not send it again
     assert reconcile(ctx).resent == [] and ctx.enqueuer.tasks == []
+
+
+def test_tasks_waiting_behind_a_backlog_are_not_resent_until_their_queue_drains(ctx):
+    # Given shard tasks sent long ago and never consumed, while the GPU queue holds a backlog
+    job_id = _planned(ctx)
+    _sent_long_ago(ctx, job_id, [shard_unit(s) for s in range(3)])
+    ctx.enqueuer.depths = {GPU_QUEUE: 500}
+    # Then none is sent again: each is most likely still waiting in the queue
+    assert reconcile(ctx).resent == [] and ctx.enqueuer.tasks == []
+    # And once the queue is empty they are known lost, and are sent again
+    ctx.enqueuer.depths = {GPU_QUEUE: 0, CONTROL_QUEUE: 7}  # the control queue's backlog is not theirs
+    assert reconcile(ctx).resent == [f"{job_id}/shard-0000{s}" for s in range(3)]
+
+
+def test_a_backlog_never_holds_back_a_task_whose_attempt_died(ctx, clock):
+    # Given shard 1 consumed by a worker that died, while the GPU queue holds a backlog
+    job_id = _planned(ctx)
+    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
+    clock.advance(ctx.settings.lease_ttl_s + 1)
+    ctx.enqueuer.depths = {GPU_QUEUE: 500}
+    # Then it is sent again at once: its message was consumed, so it is not in the queue
+    assert reconcile(ctx).resent == [f"{job_id}/shard-00001"]
 
 
 def test_a_shard_whose_attempt_died_is_resent_at_once(ctx, clock):

@@ -25,6 +25,7 @@ class RecordingEnqueuer(Enqueuer):
 
     def __init__(self) -> None:
         self.tasks: list[tuple] = []
+        self.depths: dict[str, int] = {}  # queue -> messages waiting (what ``waiting`` answers)
 
     def plan(self, job_id):
         self.tasks.append(("plan", job_id))
@@ -34,6 +35,9 @@ class RecordingEnqueuer(Enqueuer):
 
     def finalize(self, job_id):
         self.tasks.append(("finalize", job_id))
+
+    def waiting(self, queue):
+        return self.depths.get(queue, 0)
 
     def take(self) -> list[tuple]:
         """The tasks recorded so far, forgetting them."""
