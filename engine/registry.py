@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .gguf_header import read_gguf_model_spec
+from .model_fingerprint import model_fingerprint
 from .model_spec import ModelSpec, read_model_spec
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -89,6 +90,15 @@ class ModelRegistry:
             converted = converted_dir(gguf_path, self._cache_root or default_cache_root())
             return read_model_spec(converted) if converted is not None else read_gguf_model_spec(gguf_path)
         return read_model_spec(self.resolve(name_or_path))
+
+    def fingerprint(self, name_or_path: str) -> str:
+        """The content fingerprint of the model's files (see :mod:`engine.model_fingerprint`).
+
+        A GGUF model is fingerprinted by its file, so no conversion is needed.
+        """
+        if name_or_path in self._gguf_models:
+            return model_fingerprint(self._gguf_models[name_or_path])
+        return model_fingerprint(self.resolve(name_or_path))
 
     def resolve(self, name_or_path: str) -> Path:
         """A registered name's directory, or an existing local directory given as a path.

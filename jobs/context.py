@@ -32,6 +32,7 @@ class JobContext:
     registry: ModelRegistry
     metrics: JobMetrics = field(default_factory=InMemoryJobMetrics)  # work done, for /metrics
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
+    _engine_identities: dict[str, str] = field(default_factory=dict, repr=False)
     # job id -> tenant; safe to cache forever: a job's tenant never changes
     _tenants: dict[str, str] = field(default_factory=dict, repr=False)
     _tenants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -88,3 +89,10 @@ class JobContext:
                 model, config=self.settings.engine_config(), registry=self.registry
             )
         return self._engines[model]
+
+    def engine_identity(self, model: str) -> str:
+        """What makes ``model``'s vectors here: its files' fingerprint and the compute dtype
+        (``sha256:…/float32``). Taken once per process, like the engine it describes."""
+        if model not in self._engine_identities:
+            self._engine_identities[model] = f"{self.registry.fingerprint(model)}/{self.settings.dtype}"
+        return self._engine_identities[model]

@@ -97,6 +97,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "model": spec.model,
         "task": spec.task,
         "options": spec.model_dump(mode="json", exclude={"input"}),
+        "engines": _engines(plan, commits),
         "columns": embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
         "dimensions": dimensions,
         "output": _output_block(spec, dimensions),
@@ -116,6 +117,14 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "timings": _timings(status, finished_at),
         "error": failure,
     }
+
+
+def _engines(plan: Plan, commits: dict) -> list[str]:
+    """The engine identities that made the output's vectors (one, unless workers differed)."""
+    made = {commit.engine for commit in commits.values() if commit.rows and commit.engine}
+    if plan.carried_records and plan.engine:
+        made.add(plan.engine)
+    return sorted(made)
 
 
 def _output_block(spec: JobSpec, dimensions: int | None) -> dict:

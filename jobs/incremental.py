@@ -1,7 +1,10 @@
 """Incremental runs: carry documents unchanged since an earlier run instead of embedding them.
 
 A job with ``incremental_from`` names an earlier job. If that job finished (succeeded or
-partially succeeded) with the same model and options, its output is the *baseline*: a document
+partially succeeded) with the same model and options, and its vectors were all made by the engine
+that would make them now (the model files' fingerprint and the compute dtype: see
+``JobContext.engine_identity``; a name pointing at new files changes it), its output is the
+*baseline*: a document
 of the new input whose id and content hash match a baseline row is *carried*: its rows are
 copied into ``parts/carried-NNNNN.parquet`` of the new job (one per baseline part), so the new
 run's manifest lists every document, like a full run's.
@@ -52,6 +55,11 @@ def baseline_manifest(spec: JobSpec, ctx: JobContext) -> dict | None:
     if manifest["model"] != spec.model or comparable_options(manifest["options"]) != options:
         log.info("incremental_from %s: other model or options; embedding everything", spec.incremental_from)
         return None
+    engine = ctx.engine_identity(spec.model)
+    if manifest.get("engines") != [engine]:
+        log.info("incremental_from %s: made by %s, not %s (other model files or dtype); embedding everything",
+                 spec.incremental_from, manifest.get("engines"), engine)
+        return None
     return manifest
 
 
@@ -63,6 +71,7 @@ class Baseline:
     part_keys: tuple[str, ...]
     hashes: dict[str, str]
     dimensions: int | None
+    engine: str  # the engine identity that made its vectors (the current one)
 
     @classmethod
     def load(cls, spec: JobSpec, ctx: JobContext) -> "Baseline | None":
@@ -81,7 +90,7 @@ class Baseline:
         except ObjectNotFoundError as exc:  # its output was deleted: nothing to carry
             log.warning("incremental_from %s: %s; embedding everything", spec.incremental_from, exc)
             return None
-        return cls(spec.incremental_from, keys, hashes, manifest.get("dimensions"))
+        return cls(spec.incremental_from, keys, hashes, manifest.get("dimensions"), manifest["engines"][0])
 
     def unchanged(self, record: InputRecord) -> bool:
         """True if the baseline holds ``record``'s id with the same content hash."""

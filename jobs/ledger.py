@@ -32,6 +32,7 @@ class Plan:
     plan_errors: int  # records rejected while planning (they are in plan-errors.jsonl)
     carried: tuple[CarriedPart, ...] = ()
     carried_records: int = 0
+    engine: str | None = None  # the engine identity carried rows were made with (incremental runs)
 
     def to_json(self) -> dict:
         return {**asdict(self), "carried": [asdict(part) for part in self.carried]}
@@ -55,6 +56,7 @@ class ShardCommit:
     tokens: int
     dimensions: int | None
     gave_up: bool = False
+    engine: str | None = None  # JobContext.engine_identity of the worker that embedded it
 
 
 def _dump(value: dict) -> bytes:

@@ -5,6 +5,7 @@ committed, leased or cancelled shard does no model work.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -125,7 +126,8 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
-    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents)
+    commit = _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents)
+    return dataclasses.replace(commit, engine=ctx.engine_identity(spec.model))
 
 
 def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:

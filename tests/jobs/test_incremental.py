@@ -10,8 +10,10 @@ import pytest
 from jobs.content_hash import content_hash
 from jobs.incremental import baseline_manifest
 from jobs.job import JobSpec, JobState
-from jobs.local_runner import run_job_locally
+from jobs.local_runner import local_context, run_job_locally
+from jobs.settings import Settings
 from jobs.submit import JobRejected
+from engine.registry import PACKAGED_MODELS
 from storage import read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
@@ -169,6 +171,41 @@ def test_other_options_or_model_carry_nothing(tmp_path, local_ctx, engine, sente
     key = local_ctx.layout(first).manifest
     local_ctx.store.put(key, json.dumps({**_manifest(local_ctx, first), "model": "smollm2-135m"}).encode())
     assert baseline_manifest(same_spec, local_ctx) is None
+
+
+def _worker(tmp_path, minilm_engine, **settings):
+    """A fresh worker process's context on the shared store, serving model "mini" from ``tmp_path/mini``."""
+    ctx = local_context(tmp_path / "out", Settings(models={"mini": str(tmp_path / "mini")}, **settings))
+    counting = CountingEngine(minilm_engine)
+    ctx.use_engine("mini", counting)
+    return ctx, counting
+
+
+def test_new_model_files_under_the_same_name_or_another_dtype_carry_nothing(tmp_path, minilm_engine, sentences):
+    # Given model "mini": a directory of MiniLM's files (links), and a full run with it
+    mini = tmp_path / "mini"
+    mini.mkdir()
+    for file in PACKAGED_MODELS[MODEL].location().iterdir():
+        (mini / file.name).symlink_to(file, target_is_directory=file.is_dir())
+    ctx, engine = _worker(tmp_path, minilm_engine)
+    uri = _write(tmp_path / "in.jsonl", _docs(sentences, 5))
+    first = _run(ctx, uri, model="mini")
+    assert _manifest(ctx, first)["engines"] == [ctx.engine_identity("mini")] and len(engine.keys) == 5
+    # When an operator puts new files behind the name, and a restarted worker runs incrementally
+    readme = mini / "README.md"
+    readme.unlink()
+    readme.write_text("fine-tuned on our corpus\n")
+    ctx, engine = _worker(tmp_path, minilm_engine)
+    second = _run(ctx, uri, model="mini", incremental_from=first)
+    # Then nothing is carried: every document is embedded by the model as it is now
+    assert len(engine.keys) == 5 and _manifest(ctx, second)["counts"]["carried"] == 0
+    assert _manifest(ctx, second)["engines"] != _manifest(ctx, first)["engines"]
+    # And the same files again: everything is carried; another compute dtype: nothing is
+    ctx, engine = _worker(tmp_path, minilm_engine)
+    assert _manifest(ctx, _run(ctx, uri, model="mini", incremental_from=second))["counts"]["carried"] == 5
+    ctx, engine = _worker(tmp_path, minilm_engine, dtype="bfloat16")
+    third = _run(ctx, uri, model="mini", incremental_from=second)
+    assert len(engine.keys) == 5 and _manifest(ctx, third)["engines"][0].endswith("/bfloat16")
 
 
 def test_an_unusable_baseline_means_a_full_run(tmp_path, local_ctx, engine, sentences):
