@@ -1,29 +1,55 @@
 """Removing what a job's attempts left behind: losing attempts' objects, open multipart uploads."""
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 
 from .context import JobContext
+from .ledger import JobLedger
 
 
-def delete_losing_attempts(job_id: str, ctx: JobContext, keep: set[str], shards_done: set[int] | None) -> int:
-    """Delete attempt parts and error files not in ``keep``.
+def delete_losing_attempts(job_id: str, ctx: JobContext, keep: set[str]) -> int:
+    """A finished job: delete every attempt part and error file not in ``keep``."""
+    doomed = [key for attempts in _attempt_objects(ctx, job_id).values() for keys in attempts.values()
+              for key in keys if key not in keep]
+    for key in doomed:
+        ctx.store.delete(key)
+    return len(doomed)
 
-    ``shards_done=None`` means the job is finished: every unkept attempt object goes. Otherwise
-    only those of committed shards (a running attempt of an uncommitted shard is left alone).
+
+def delete_dead_attempts(job_id: str, ctx: JobContext, ledger: JobLedger, committed: set[int]) -> int:
+    """A running job: of each committed shard, delete the objects of attempts other than the winner.
+
+    A shard's winner always wrote its error file, so a shard whose objects name one attempt holds
+    only the winner's: its commit marker is read only when they name several (a crash or a lost
+    race left some), and a pass over a healthy job reads none. Uncommitted shards are left alone:
+    their attempts may be running.
     """
-    layout = ctx.layout(job_id)
     deleted = 0
+    for shard, attempts in _attempt_objects(ctx, job_id).items():
+        if shard not in committed or len(attempts) < 2:
+            continue
+        winner = ledger.shard_commit(shard)
+        for attempt, keys in attempts.items():
+            if winner is not None and attempt != winner.attempt:
+                for key in keys:
+                    ctx.store.delete(key)
+                deleted += len(keys)
+    return deleted
+
+
+def _attempt_objects(ctx: JobContext, job_id: str) -> dict[int, dict[str, list[str]]]:
+    """shard -> attempt -> its objects: ``parts/part-00001.<attempt>.parquet`` and
+    ``work/shard-00001.<attempt>.errors.jsonl`` (from two listings; nothing is read)."""
+    layout = ctx.layout(job_id)
+    found: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for prefix, marker in ((layout.parts_prefix, "part-"), (layout.work_prefix, "shard-")):
         for key in ctx.store.list(prefix):
             name = key.rsplit("/", 1)[1]
-            if key in keep or not _is_attempt_object(name, marker):
-                continue
-            shard = int(name[len(marker):].split(".", 1)[0])
-            if shards_done is None or shard in shards_done:
-                ctx.store.delete(key)
-                deleted += 1
-    return deleted
+            if _is_attempt_object(name, marker):
+                shard, attempt = name[len(marker):].split(".")[:2]
+                found[int(shard)][attempt].append(key)
+    return found
 
 
 def _is_attempt_object(name: str, marker: str) -> bool:
@@ -48,7 +74,7 @@ def clean_finished_job(job_id: str, manifest: dict, ctx: JobContext) -> None:
     ledger = ctx.ledger(job_id)
     keep = {part["key"] for part in manifest["parts"]}
     keep |= {commit.errors_key for commit in ledger.commits().values()}
-    delete_losing_attempts(job_id, ctx, keep, shards_done=None)
+    delete_losing_attempts(job_id, ctx, keep)
     abort_stale_uploads(job_id, ctx, older_than_s=0)
     ctx.leases.forget(job_id)
     ctx.status.forget(job_id)

@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .cleanup import abort_stale_uploads, clean_finished_job, delete_losing_attempts
+from .cleanup import abort_stale_uploads, clean_finished_job, delete_dead_attempts
 from .context import JobContext
 from .dispatch import (FINALIZE_UNIT, PLAN_UNIT, dispatch_finalize, dispatch_plan, dispatch_shards, queue_of,
                        ready_to_finalize, shard_unit)
@@ -117,15 +117,9 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepth
             dispatch_plan(job_id, ctx)
             report.resent.append(f"{job_id}/{PLAN_UNIT}")
         return
-    commits = ledger.commits()
-    report.deleted_objects += delete_losing_attempts(
-        job_id, ctx, keep=_committed_keys(commits), shards_done=set(commits)
-    )
-    missing = [shard for shard in range(plan.num_shards) if shard not in commits and lost(shard_unit(shard))]
+    committed = ledger.committed_shards()  # a listing: no commit marker is read on a healthy pass
+    report.deleted_objects += delete_dead_attempts(job_id, ctx, ledger, committed)
+    missing = [shard for shard in range(plan.num_shards) if shard not in committed and lost(shard_unit(shard))]
     if missing:
         dispatch_shards(job_id, missing, ctx)
         report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in missing]
-
-
-def _committed_keys(commits) -> set[str]:
-    return {key for commit in commits.values() for key in (commit.part_key, commit.errors_key) if key}

@@ -220,6 +220,39 @@ def test_losing_attempts_of_committed_shards_are_deleted_but_running_ones_are_no
     assert all(ctx.store.exists(layout.shard_input(shard)) for shard in range(3))
 
 
+class _CountingStore:
+    """The context's store, counting reads of commit markers."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.marker_reads = 0
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def get(self, key, *args, **kwargs):
+        self.marker_reads += key.endswith(".commit.json")
+        return self._store.get(key, *args, **kwargs)
+
+
+def test_a_pass_over_a_healthy_running_job_reads_no_commit_marker(ctx):
+    # Given a running job with two committed shards, each holding only its winner's objects
+    job_id = _planned(ctx)
+    winners = [run_shard(job_id, shard, ctx) for shard in (0, 1)]
+    ctx.enqueuer.take()
+    ctx.store = counting = _CountingStore(ctx.store)
+    # When the reconciler passes: no marker is read, nothing is deleted
+    assert reconcile(ctx).deleted_objects == 0 and counting.marker_reads == 0
+    # And once an attempt of shard 1 died leaving objects, exactly that shard's marker is read
+    layout = ctx.layout(job_id)
+    dead = [layout.attempt_part(1, "0dead0dead0dead0"), layout.attempt_errors(1, "0dead0dead0dead0")]
+    for key in dead:
+        ctx.store.put(key, b"x")
+    assert reconcile(ctx).deleted_objects == 2 and counting.marker_reads == 1
+    assert not any(ctx.store.exists(key) for key in dead)
+    assert all(ctx.store.exists(key) for w in winners for key in (w.part_key, w.errors_key))
+
+
 def test_a_finished_job_leaves_the_active_list(ctx):
     job_id = _submit(ctx)
     _drain(ctx)
