@@ -47,7 +47,10 @@ def build_worker_context(app: Celery, settings: Settings) -> JobContext:
 
 
 def register_tasks(app: Celery, settings: Settings) -> None:
-    """Register poolq's tasks on ``app``; the context is built lazily in the worker process."""
+    """Register poolq's tasks on ``app``; the context is built lazily in the worker process.
+
+    ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
+    also attach them to every app made later in the process, where the first registration wins."""
     holder: dict[str, JobContext] = {}
 
     def context() -> JobContext:
@@ -80,27 +83,27 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
             give_up(ctx, exc)
 
-    @app.task(name=PLAN_TASK, bind=True)
+    @app.task(name=PLAN_TASK, bind=True, shared=False)
     def plan_task(self: Task, job_id: str) -> None:
         run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
             job_id=job_id)
 
-    @app.task(name=SHARD_TASK, bind=True)
+    @app.task(name=SHARD_TASK, bind=True, shared=False)
     def shard_task(self: Task, job_id: str, shard: int) -> None:
         run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx),
             shard_unit(shard), job_id=job_id, shard=shard)
 
-    @app.task(name=FINALIZE_TASK, bind=True)
+    @app.task(name=FINALIZE_TASK, bind=True, shared=False)
     def finalize_task(self: Task, job_id: str) -> None:
         run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), FINALIZE_UNIT,
             job_id=job_id)
 
-    @app.task(name=SCHEDULE_TASK, bind=True)
+    @app.task(name=SCHEDULE_TASK, bind=True, shared=False)
     def schedule_task(self: Task, schedule_id: str) -> None:
         # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
         run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None, schedule_id=schedule_id)
 
-    @app.task(name=RECONCILE_TASK, bind=True)
+    @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:
         report = reconcile(context())
         if report.recovered or report.resent or report.aborted_uploads:
