@@ -9,7 +9,7 @@ from storage import embedding_schema
 from .cleanup import clean_finished_job
 from .context import JobContext
 from .dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
-from .job import JobSpec, JobState, JobStatus
+from .job import InlineInput, JobSpec, JobState, JobStatus
 from .ledger import JobLedger, Plan, ShardCommit
 
 MANIFEST_VERSION = 2
@@ -73,7 +73,7 @@ def sync_status(job_id: str, manifest: dict, ctx: JobContext) -> None:
 def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> dict:
     layout = ctx.layout(job_id)
     spec = ledger.spec()
-    plan = ledger.plan() or Plan(num_shards=0, total=0, plan_errors=0)
+    plan = ledger.plan() or Plan(num_shards=0, total=_known_total(spec), plan_errors=0)
     commits = ledger.commits()
     cancelled = ledger.cancel_requested()
     error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)
@@ -117,6 +117,11 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         "timings": _timings(status, finished_at),
         "error": failure,
     }
+
+
+def _known_total(spec: JobSpec) -> int:
+    """Records of an input never planned: inline ones are in the spec; a URI's were never read (0)."""
+    return len(spec.input.documents) if isinstance(spec.input, InlineInput) else 0
 
 
 def _engines(plan: Plan, commits: dict) -> list[str]:

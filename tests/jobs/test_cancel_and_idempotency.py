@@ -38,7 +38,9 @@ def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
     assert ledger.plan() is None and ledger.commits() == {}
     manifest = ledger.manifest()
     assert manifest["status"] == "cancelled" and manifest["parts"] == []
-    assert manifest["counts"]["completed"] == 0 and manifest["counts"]["failed"] == 0
+    # And its 2 inline documents are counted as not processed (an s3:// input, never read, counts 0)
+    assert manifest["counts"] == {"total": 2, "completed": 0, "failed": 0, "not_processed": 2, "carried": 0, "rows": 0}
+    assert ctx.status.get(job_id).counts.total == 2
     assert not ctx.store.exists(ctx.service_layout.active(job_id))
 
 
