@@ -1,6 +1,5 @@
 """GGUF header metadata without converting: synthetic files for the format, SmolLM2 for the real thing."""
 import struct
-import time
 
 import pytest
 
@@ -73,13 +72,15 @@ def test_bad_headers_are_refused_with_the_reason(tmp_path, content, message):
     assert str(path) in str(caught.value)
 
 
-def test_smollm2_header_is_read_in_well_under_a_second_without_torch_work():
-    path = smollm2_gguf_path()
-    started = time.perf_counter()
-    metadata = read_gguf_metadata(path)
-    elapsed = time.perf_counter() - started
+def test_smollm2_header_is_read_from_the_files_first_mebibytes_alone(tmp_path):
+    # Given only the first 4 MiB of SmolLM2's 94 MiB GGUF (its header; no tensor data)
+    with smollm2_gguf_path().open("rb") as handle:
+        head = handle.read(4 << 20)
+    (tmp_path / "head.gguf").write_bytes(head)
+    # Then the metadata reads the same as from the whole file: nothing past the header is needed
+    metadata = read_gguf_metadata(tmp_path / "head.gguf")
+    assert metadata == read_gguf_metadata(smollm2_gguf_path())
     assert metadata["general.architecture"] == "llama" and metadata["llama.context_length"] == 8192
-    assert elapsed < 5, elapsed  # a loose sanity bound: the conversion this replaces takes ~40 s
 
 
 def test_registry_describes_an_unconverted_gguf_model_without_converting_it(tmp_path, monkeypatch):
