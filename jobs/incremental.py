@@ -71,7 +71,6 @@ class Baseline:
     part_keys: tuple[str, ...]
     hashes: dict[str, str]
     dimensions: int | None
-    engine: str  # the engine identity that made its vectors (the current one)
 
     @classmethod
     def load(cls, spec: JobSpec, ctx: JobContext) -> "Baseline | None":
@@ -90,7 +89,7 @@ class Baseline:
         except ObjectNotFoundError as exc:  # its output was deleted: nothing to carry
             log.warning("incremental_from %s: %s; embedding everything", spec.incremental_from, exc)
             return None
-        return cls(spec.incremental_from, keys, hashes, manifest.get("dimensions"), manifest["engines"][0])
+        return cls(spec.incremental_from, keys, hashes, manifest.get("dimensions"))
 
     def unchanged(self, record: InputRecord) -> bool:
         """True if the baseline holds ``record``'s id with the same content hash."""

@@ -83,7 +83,7 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     carried = baseline.write_carried(job_id, carried_ids, ctx) if baseline is not None else ()
     ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(errors))
     plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors), carried=carried, carried_records=len(carried_ids),
-                engine=baseline.engine if baseline is not None and carried_ids else None)
+                engine=ctx.engine_identity(spec.model) if carried_ids else None)  # what Baseline.load checked
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first

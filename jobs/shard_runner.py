@@ -5,7 +5,6 @@ committed, leased or cancelled shard does no model work.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections import Counter
@@ -126,8 +125,8 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
-    commit = _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents)
-    return dataclasses.replace(commit, engine=ctx.engine_identity(spec.model))
+    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents,
+                          engine=ctx.engine_identity(spec.model))
 
 
 def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
@@ -157,7 +156,8 @@ def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], me
     return _write_attempt(job_id, shard, lease, ctx, None, errors, 0, None, gave_up=True)
 
 
-def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, documents=0, gave_up=False) -> ShardCommit:
+def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, documents=0, gave_up=False,
+                   engine=None) -> ShardCommit:
     layout = ctx.layout(job_id)
     part_key = None
     if rows is not None and len(rows):
@@ -167,7 +167,7 @@ def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, 
     ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in errors]))
     return ShardCommit(
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
-        documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up,
+        documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up, engine=engine,
     )
 
 
