@@ -47,7 +47,10 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
     """Return the (ip, port) pairs process ``pid`` listens on over TCP, IPv4 and IPv6."""
     inodes = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(fd)
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # closed since the listing (the server's short-lived connections)
+            continue
         if target.startswith("socket:["):
             inodes.add(target[len("socket:[") : -1])
     found = set()
