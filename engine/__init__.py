@@ -1,10 +1,11 @@
 """poolq's pooling engine: load a local model, schedule by token budget, run, pool."""
-from .config import EngineConfig, EngineConfigError
-from .model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
-from .chunking import ChunkBoundary
-from .policy_check import PolicyError, check_policy
-from .registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
-from .request import (
+from poolq.engine.config import EngineConfig, EngineConfigError
+from poolq.engine.loading.model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
+from poolq.engine.loading.registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
+from poolq.engine.long_documents.chunking import ChunkBoundary
+from poolq.engine.long_documents.policy_check import PolicyError, check_policy
+from poolq.engine.request import (
+    ChunkSpan,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
@@ -12,7 +13,6 @@ from .request import (
     PoolingParams,
     PoolingRequest,
     PoolingTask,
-    ChunkSpan,
     RequestError,
     SparseVector,
     TruncationSide,
@@ -24,7 +24,7 @@ _TORCH_EXPORTS = {"PoolingEngine", "EmbeddingError"}
 
 def __getattr__(name: str):
     if name in _TORCH_EXPORTS:
-        from . import engine as _engine_module
+        from poolq.engine import engine as _engine_module
 
         return getattr(_engine_module, name)
     raise AttributeError(f"module 'engine' has no attribute {name!r}")

@@ -10,12 +10,15 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import torch
 
-from .config import EngineConfig
-from .model_loader import LoadedModel, load_model
-from .pooling.classifier_heads import Calibration
-from .pooling.dispatcher import UnsupportedTaskError
-from .registry import ModelRegistry
-from .request import (
+from poolq.engine.config import EngineConfig
+from poolq.engine.loading.model_loader import LoadedModel, load_model
+from poolq.engine.loading.registry import ModelRegistry
+from poolq.engine.long_documents.policy_check import resolve_window
+from poolq.engine.long_documents.window_planner import WindowPlanner
+from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan, Window
+from poolq.engine.pooling.classifier_heads import Calibration
+from poolq.engine.pooling.dispatcher import UnsupportedTaskError
+from poolq.engine.request import (
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
@@ -25,10 +28,8 @@ from .request import (
     PoolingTask,
     RequestError,
 )
-from .document_planner import DocumentPlanner
-from .policy_check import resolve_window
-from .document_plans import DocumentPlan, SinglePlan, Window
-from .scheduler import Scheduler
+from poolq.engine.scheduler import Scheduler
+from poolq.engine.scoring import cosine_scores, maxsim_scores
 
 # Requests tokenized per tokenizer call while filling the lookahead window.
 _TOKENIZE_GROUP = 64
@@ -115,15 +116,42 @@ class PoolingEngine:
         rows = self.encode(texts, PoolingTask.CLASSIFY, PoolingParams(activation=activation), policy, text_pairs)
         return np.stack(rows) if rows else np.zeros((0, self.spec.num_labels), dtype=np.float32)
 
+    @property
+    def score_modes(self) -> list[str]:
+        """The pair-scoring modes this model serves, preferred first: ``cross_encoder`` (a 1-label
+        classifier on the pair), ``cosine`` (of embeddings), ``maxsim`` (over token embeddings)."""
+        tasks = self.supported_tasks
+        offered = {
+            "cross_encoder": PoolingTask.CLASSIFY in tasks and self.spec.num_labels == 1,
+            "cosine": PoolingTask.EMBED in tasks,
+            "maxsim": PoolingTask.TOKEN_EMBED in tasks,
+        }
+        return [mode for mode, served in offered.items() if served]
+
     def score(self, texts_a: Sequence[str], texts_b: Sequence[str], *, mode: str = "auto") -> np.ndarray:
         """Pairwise scores of ``texts_a[i]`` with ``texts_b[i]``: ``[n]`` float32.
 
-        ``mode``: ``cross_encoder`` (a 1-label classifier on the pair), ``cosine`` (of embeddings),
-        ``maxsim`` (late interaction over token embeddings), or ``auto`` (the first the model serves).
+        ``mode``: one of ``score_modes``, or ``auto`` (the first of them).
         """
-        from .scoring import score_pairs
+        if len(texts_a) != len(texts_b):
+            raise ValueError(f"score needs as many first texts as second texts ({len(texts_a)} != {len(texts_b)})")
+        mode = self._score_mode(mode)
+        if mode == "cross_encoder":
+            return self.classify(texts_a, text_pairs=texts_b)[:, 0]
+        if mode == "cosine":
+            return cosine_scores(self.embed(texts_a, normalize=True), self.embed(texts_b, normalize=True))
+        params = PoolingParams(normalize=True)
+        return maxsim_scores(self.encode(texts_a, PoolingTask.TOKEN_EMBED, params),
+                             self.encode(texts_b, PoolingTask.TOKEN_EMBED, params))
 
-        return score_pairs(self, list(texts_a), list(texts_b), mode)
+    def _score_mode(self, mode: str) -> str:
+        available = self.score_modes
+        if mode == "auto" and available:
+            return available[0]
+        if mode not in available:
+            raise ValueError(f"score mode {mode!r} is not available for this model; "
+                             f"available: {', '.join(available) or 'none'}")
+        return mode
 
     # -- streaming API ---------------------------------------------------------------------
     def run(self, requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None) -> Iterator[EngineResult]:
@@ -133,7 +161,7 @@ class PoolingEngine:
         next (the fast tokenizers release the GIL), so tokenization overlaps compute.
         """
         policy = policy or LongDocumentPolicy()
-        planner = DocumentPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head)
+        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head)
         iterator = iter(requests)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
             pending = pool.submit(self._collect, iterator, planner)
@@ -144,7 +172,7 @@ class PoolingEngine:
     def _window(self, policy: LongDocumentPolicy) -> int:
         return resolve_window(self.spec, policy)
 
-    def _collect(self, iterator: Iterator[PoolingRequest], planner: DocumentPlanner) -> "_Window":
+    def _collect(self, iterator: Iterator[PoolingRequest], planner: WindowPlanner) -> "_Window":
         """Plan and tokenize requests until the lookahead budget is full (or the input ends)."""
         current = _Window(Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs))
         while current.scheduler.pending_tokens < self.config.lookahead_tokens:
@@ -174,7 +202,7 @@ class PoolingEngine:
                 plans[request_index].add(window_index, value)
         return [plan if isinstance(plan, RequestError) else plan.output(request.key) for request, plan in zip(requests, plans)]
 
-    def _plan(self, group: list[PoolingRequest], planner: DocumentPlanner) -> list[DocumentPlan | RequestError]:
+    def _plan(self, group: list[PoolingRequest], planner: WindowPlanner) -> list[DocumentPlan | RequestError]:
         singles = [r.text for r in group if r.text_pair is None]
         if planner.policy.mode.chunk_rows:
             content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
@@ -192,7 +220,7 @@ class PoolingEngine:
             plans.append(self._check(request, plan, planner))
         return plans
 
-    def _check(self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: DocumentPlanner) -> DocumentPlan | RequestError:
+    def _check(self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: WindowPlanner) -> DocumentPlan | RequestError:
         if isinstance(plan, RequestError):
             return plan
         try:

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .batch import BatchMetadata
-from .models.packed_bert import PackedBertEncoder
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.models.packed_bert import PackedBertEncoder
 
 
 class PackedRunner:
-    """Same interface as :class:`engine.runner.ModelRunner`, without the pad/unpad round trip.
+    """Same interface as :class:`poolq.engine.runner.ModelRunner`, without the pad/unpad round trip.
 
     ``BatchMetadata`` already is the packed layout (flat tokens, per-sequence position ids,
     ``cu_seqlens``), so the arrays go to the device unchanged and the encoder computes real

@@ -7,7 +7,7 @@ from typing import Hashable
 
 import numpy as np
 
-from .chunking import ChunkBoundary
+from poolq.engine.long_documents.chunking import ChunkBoundary
 
 
 class LongDocumentMode(str, Enum):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .batch import BatchMetadata
+from poolq.engine.batch import BatchMetadata
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

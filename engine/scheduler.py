@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from .batch import BatchMetadata
-from .config import EngineConfigError
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.config import EngineConfigError
 
 
 class Scheduler:

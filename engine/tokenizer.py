@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .request import TruncationSide
+from poolq.engine.request import TruncationSide
 
 # Texts longer than this are tokenized in pieces cut at whitespace (see split_at_whitespace).
 PIECE_CHARS = 100_000

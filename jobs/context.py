@@ -6,20 +6,19 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engine import ModelRegistry
-from storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
-
-from .enqueuer import Enqueuer
-from .job import JobNotFound, JobSpec, is_job_id
-from .layout import JobLayout, ServiceLayout
-from .leases import LeaseStore
-from .ledger import JobLedger
-from .metrics import InMemoryJobMetrics, JobMetrics
-from .settings import Settings
-from .status_store import JobStatusStore
+from poolq.engine import ModelRegistry
+from poolq.jobs.coordination.leases import LeaseStore
+from poolq.jobs.coordination.status_store import JobStatusStore
+from poolq.jobs.job import JobNotFound, JobSpec, is_job_id
+from poolq.jobs.ledger.job_ledger import JobLedger
+from poolq.jobs.ledger.layout import JobLayout, ServiceLayout
+from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import Enqueuer
+from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
 
 if TYPE_CHECKING:
-    from engine import PoolingEngine
+    from poolq.engine import PoolingEngine
 
 
 @dataclass
@@ -83,7 +82,7 @@ class JobContext:
     def engine(self, model: str) -> "PoolingEngine":
         """The loaded engine for ``model``; loaded once per process, on first use."""
         if model not in self._engines:
-            from engine import PoolingEngine
+            from poolq.engine import PoolingEngine
 
             self._engines[model] = PoolingEngine.from_pretrained(
                 model, config=self.settings.engine_config(), registry=self.registry

@@ -10,10 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, field_validator
 
-from engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
-from storage import EmbeddingCodec, codec_for
-
-from .records import ID_PATTERN, MAX_ID_LENGTH
+from poolq.engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
+from poolq.jobs.inputs.records import ID_PATTERN, MAX_ID_LENGTH
+from poolq.storage import EmbeddingCodec, codec_for
 
 
 class _Strict(BaseModel):
@@ -24,7 +23,7 @@ CharSpan = tuple[int, int]
 
 
 class InlineDocument(_Strict):
-    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)  # see jobs/records.py
+    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)  # see jobs/inputs/records.py
     text: str
     chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
 
@@ -50,7 +49,7 @@ UNIT_RANGE = (-1.0, 1.0)
 
 
 class OutputOptions(_Strict):
-    """How vectors are stored: ``dtype`` (see storage.embedding_codec), Matryoshka ``dimensions``,
+    """How vectors are stored: ``dtype`` (see poolq.storage.embedding_codec), Matryoshka ``dimensions``,
     and int8's calibration range, fixed for the whole job."""
 
     format: Literal["parquet"] = "parquet"

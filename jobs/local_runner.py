@@ -3,19 +3,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import ModelRegistry
-
-from .context import JobContext
-from .enqueuer import InlineEnqueuer
-from .failures import fail_job, fail_shard
-from .finalizer import finalize_job
-from .job import JobSpec, JobStatus
-from .leases import InMemoryLeaseStore
-from .planner import plan_job
-from .settings import Settings
-from .shard_runner import run_shard
-from .status_store import InMemoryJobStatusStore
-from .submit import submit_job
+from poolq.engine import ModelRegistry
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.job import JobSpec, JobStatus
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import InlineEnqueuer
+from poolq.jobs.steps.failures import fail_job, fail_shard
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.submit import submit_job
 
 
 def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext:

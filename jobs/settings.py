@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from engine import DEFAULT_MODEL, EngineConfig
-from storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
+from poolq.engine import DEFAULT_MODEL, EngineConfig
+from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
 
 
 class Settings(BaseSettings):

@@ -1,13 +1,20 @@
 """Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
-from .conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
-from .embedding_codec import CODECS, EmbeddingCodec, codec_for
-from .jsonl import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
-from .keys import InvalidKeyError, join_key, validate_key
-from .local_store import LocalObjectStore
-from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError, UnsupportedOperation
-from .parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
-from .s3_store import S3Config, S3ObjectStore, make_s3_client
-from .uri import InvalidURIError, ObjectURI, open_uri, parse_uri
+from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
+from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
+from poolq.storage.jsonl import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
+from poolq.storage.local_store import LocalObjectStore
+from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
+from poolq.storage.object_store import (
+    ObjectExistsError,
+    ObjectNotFoundError,
+    ObjectStore,
+    PendingUpload,
+    StorageError,
+    UnsupportedOperation,
+)
+from poolq.storage.parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
+from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
+from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
     "CODECS",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import uuid
 
-from .keys import join_key
-from .object_store import ObjectExistsError, ObjectStore, StorageError
+from poolq.storage.object_keys import join_key
+from poolq.storage.object_store import ObjectExistsError, ObjectStore, StorageError
 
 
 class ConditionalWritesUnsupported(StorageError):

@@ -6,8 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from .keys import validate_key
-from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore
+from poolq.storage.object_keys import validate_key
+from poolq.storage.object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore
 
 
 class LocalObjectStore(ObjectStore):

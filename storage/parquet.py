@@ -1,5 +1,5 @@
 """The embedding Parquet format: id, embedding (fixed-size float32 list, or another encoding: see
-:mod:`storage.embedding_codec`), num_tokens, truncated, content_hash (what was embedded, so a
+:mod:`poolq.storage.embedding_codec`), num_tokens, truncated, content_hash (what was embedded, so a
 later run can carry unchanged documents)."""
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .embedding_codec import EmbeddingCodec, Float32Codec
-
+from poolq.storage.embedding_codec import EmbeddingCodec, Float32Codec
 
 CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
 

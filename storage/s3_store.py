@@ -6,8 +6,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
-from .keys import validate_key
-from .object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
+from poolq.storage.object_keys import validate_key
+from poolq.storage.object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from .keys import InvalidKeyError, validate_key
-from .local_store import LocalObjectStore
-from .object_store import ObjectStore
-from .s3_store import S3Config, S3ObjectStore, make_s3_client
+from poolq.storage.local_store import LocalObjectStore
+from poolq.storage.object_keys import InvalidKeyError, validate_key
+from poolq.storage.object_store import ObjectStore
+from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
 
 
 class InvalidURIError(ValueError):

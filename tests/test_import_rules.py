@@ -36,12 +36,12 @@ def test_imports_point_one_way(package):
 
 
 def test_scheduler_and_request_types_do_not_import_torch():
-    code = "import sys, engine.scheduler, engine.request, engine.batch, jobs.job; print('torch' in sys.modules)"
+    code = "import sys, poolq.engine.scheduler, poolq.engine.request, poolq.engine.batch, poolq.jobs.job; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_the_api_app_does_not_import_torch():
-    code = "import sys, api.app, api.cli; print('torch' in sys.modules)"
+    code = "import sys, poolq.api.server.app, poolq.api.cli.main; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .corpora import Corpus, build_corpora
-from .peak import encoder_flops, measure_matmul_gflops
+from poolq.api.bench.corpora import Corpus, build_corpora
+from poolq.api.bench.peak import encoder_flops, measure_matmul_gflops
 
 
 @dataclass
@@ -35,7 +35,7 @@ def run_benchmark(model: str = "all-MiniLM-L6-v2", *, rounds: int = 3, num_mixed
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from engine import LongDocumentMode, LongDocumentPolicy, ModelRegistry, PoolingEngine
+    from poolq.engine import LongDocumentMode, LongDocumentPolicy, ModelRegistry, PoolingEngine
 
     if threads:
         torch.set_num_threads(threads)

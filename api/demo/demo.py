@@ -9,9 +9,10 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..client import PoolqClient
-from ..devstack.process import ServiceError
-from ..devstack.stack import LocalStack, StackPorts
+from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.devstack.process import ServiceError
+from poolq.api.devstack.stack import LocalStack, StackPorts
+from poolq.api.server.schemas import JobResults
 
 # chunked: every document is embedded whole (256-token windows, token-weighted mean), none cut.
 DEMO_JOB_OPTIONS = {"long_documents": {"mode": "chunked"}}
@@ -56,15 +57,15 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
         if final["status"] not in ("succeeded", "partially_succeeded"):
             console.print(f"[red]job did not succeed:[/red] {final.get('error')}")
             return 1
-        manifest = client.results(job["id"])
+        results = JobResults.model_validate(client.results(job["id"]))
         table = client.read_table(job["id"])
     console.print(f"results in bucket [bold]{bucket}[/bold]:")
-    console.print(f"  manifest  {manifest['manifest_key']}")
-    for part in manifest["parts"]:
-        console.print(f"  part      {part['key']}  ({part['rows']} rows)")
-    console.print(f"  errors    {manifest['errors']['key']}  ({manifest['errors']['count']} records)")
+    console.print(f"  manifest  {results.manifest_key}")
+    for part in results.parts:
+        console.print(f"  part      {part.key}  ({part.rows} rows)")
+    console.print(f"  errors    {results.errors.key}  ({results.errors.count} records)")
     longest = max(table.column("num_tokens").to_pylist())
-    console.print(f"  {table.num_rows} rows of {manifest['dimensions']}-d vectors; every document embedded whole "
+    console.print(f"  {table.num_rows} rows of {results.dimensions}-d vectors; every document embedded whole "
                   f"(longest {longest} tokens, long_documents.mode=chunked), none truncated")
     _show_nearest_neighbour(table, titles, console)
     return 0

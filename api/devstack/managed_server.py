@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from api.devstack.process import pid_alive, process_cmdline, read_pid, stop_pid
+from poolq.api.devstack.process import pid_alive, process_cmdline, read_pid, stop_pid
 
 
 class _HasDataDir(Protocol):

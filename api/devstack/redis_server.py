@@ -17,9 +17,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from api.devstack.managed_server import ManagedServer
-from api.devstack.ports import LOOPBACK, port_is_free
-from api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
+from poolq.api.devstack.managed_server import ManagedServer
+from poolq.api.devstack.ports import LOOPBACK, port_is_free
+from poolq.api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
 
 REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
 

@@ -23,10 +23,10 @@ from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from api.devstack.ports import LOOPBACK, port_is_free, port_is_listening
-from api.devstack.managed_server import ManagedServer
-from api.devstack.seaweed_ports import SeaweedPorts
-from api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
+from poolq.api.devstack.managed_server import ManagedServer
+from poolq.api.devstack.ports import LOOPBACK, port_is_free, port_is_listening
+from poolq.api.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
+from poolq.api.devstack.seaweed_ports import SeaweedPorts
 
 WEED_ENV = "POOLQ_WEED"
 #: Environment prefixes weed reads settings from (AWS_ACCESS_KEY_ID would add an

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from api.devstack.ports import free_port, port_is_free
-from api.devstack.process import ServiceError
+from poolq.api.devstack.ports import free_port, port_is_free
+from poolq.api.devstack.process import ServiceError
 
 #: weed's workers reach the admin gRPC server at admin HTTP port + this offset,
 #: whatever -admin.port.grpc says (SeaweedFS 4.48), so we keep to that rule.

@@ -16,11 +16,11 @@ from typing import Callable
 
 import httpx
 
-from .ports import port_is_free
-from .process import ServiceError, pid_alive, spawn, stop_pid, wait_until
-from .redis_server import RedisConfig, RedisServer
-from .seaweed import SeaweedConfig, SeaweedServer
-from .stack_state import StackState
+from poolq.api.devstack.ports import port_is_free
+from poolq.api.devstack.process import ServiceError, pid_alive, spawn, stop_pid, wait_until
+from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
+from poolq.api.devstack.stack_state import StackState
 
 SERVICES = ("redis", "seaweed", "api", "worker", "beat")
 # What each service's command line contains: `down` never signals a pid that lacks it.
@@ -94,13 +94,12 @@ class LocalStack:
 
     @staticmethod
     def _create_dev_key(state: StackState) -> str:
-        from storage import S3Config, S3ObjectStore, make_s3_client
-
-        from ..keys import ApiKeyStore
+        from poolq.api.server.api_keys import ApiKeyStore
+        from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
         config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
         store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-        from jobs.settings import Settings
+        from poolq.jobs.settings import Settings
 
         prefix = Settings.model_fields["output_prefix"].default  # the stack's processes use the default
         key, _ = ApiKeyStore(store, prefix).create(DEV_TENANT, admin=True, name="poolq dev up")
@@ -152,7 +151,7 @@ class LocalStack:
     def _start_api(self, state: StackState) -> int:
         port = state.ports["api"]
         self._require_free(port, "the API")
-        argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)
@@ -161,7 +160,7 @@ class LocalStack:
     def _start_worker(self, state: StackState) -> int:
         log_path = self.state_dir / "logs" / "worker.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
-        argv = [sys.executable, "-m", "api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
+        argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker", log_path=log_path)
         return pid
@@ -170,7 +169,7 @@ class LocalStack:
     def _start_beat(self, state: StackState) -> int:
         log_path = self.state_dir / "logs" / "beat.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
-        argv = [sys.executable, "-m", "api", "beat"]
+        argv = [sys.executable, "-m", "poolq.api", "beat"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5, what="beat", log_path=log_path)
         return pid

@@ -3,8 +3,8 @@
 Importing this package is free: it imports neither torch nor triton. Triton is an optional
 run-time dependency, so pick the implementation explicitly:
 
-* ``engine.kernels.segment_pool_ref`` -- pure torch, any device (the CPU path and the test oracle);
-* ``engine.kernels.segment_pool`` -- Triton kernels for CUDA tensors (needs ``triton``).
+* ``poolq.engine.kernels.segment_pool_ref`` -- pure torch, any device (the CPU path and the test oracle);
+* ``poolq.engine.kernels.segment_pool`` -- Triton kernels for CUDA tensors (needs ``triton``).
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import triton
 import triton.language as tl
 from triton.runtime.jit import JITFunction
 
-from .segment_pool_ref import POOL_MODES, check_spans, spans_from_cu_seqlens
+from poolq.engine.kernels.segment_pool_ref import POOL_MODES, check_spans, spans_from_cu_seqlens
 
 _NORM_EPS = tl.constexpr(1e-12)  # as F.normalize: x / max(||x||, eps)
 
@@ -132,7 +132,7 @@ def _check_device(hidden: torch.Tensor) -> None:
     if isinstance(_span_pool_kernel, JITFunction) and hidden.device.type != "cuda":
         raise ValueError(
             f"Triton segment pooling needs CUDA tensors, got hidden on {hidden.device}; use "
-            "engine.kernels.segment_pool_ref on CPU (or set TRITON_INTERPRET=1 before importing this module)"
+            "poolq.engine.kernels.segment_pool_ref on CPU (or set TRITON_INTERPRET=1 before importing this module)"
         )
 
 

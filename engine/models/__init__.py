@@ -1,4 +1,4 @@
 """Native model forwards that run poolq's packed layout directly (no padding tokens)."""
-from .packed_bert import PackedBertEncoder, supports
+from poolq.engine.models.packed_bert import PackedBertEncoder, supports
 
 __all__ = ["PackedBertEncoder", "supports"]

@@ -2,7 +2,7 @@
 
 All sequences of a batch lie back to back as ``[num_tokens, hidden]``: embeddings, linears,
 LayerNorm and the activation run on real tokens only, and attention stays inside each sequence
-through :func:`engine.attention.varlen_attention`. The encoder holds the HF modules themselves
+through :func:`poolq.engine.attention.varlen_attention`. The encoder holds the HF modules themselves
 (parameters are shared, not copied); the only copies are the fused QKV weight and two
 small bias vectors per layer (see ``PackedLayer``).
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..attention import varlen_attention
+from poolq.engine.attention import varlen_attention
 
 # model_type -> whether position ids are counted from padding_idx + 1 (fairseq style).
 _FAMILIES = {"bert": False, "roberta": True, "xlm-roberta": True, "mpnet": True}

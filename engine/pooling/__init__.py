@@ -1,8 +1,8 @@
 """Pooling = method (which tokens, how combined) x head (what is done to the pooled states)."""
-from .dispatcher import PoolerDispatcher, UnsupportedTaskError
-from .metadata import PoolingMetadata
-from .methods import AllPool, PoolingMethod, StepPool, pooling_method
-from .pooler import Pooler
+from poolq.engine.pooling.dispatcher import PoolerDispatcher, UnsupportedTaskError
+from poolq.engine.pooling.metadata import PoolingMetadata
+from poolq.engine.pooling.methods import AllPool, PoolingMethod, StepPool, pooling_method
+from poolq.engine.pooling.pooler import Pooler
 
 __all__ = [
     "AllPool",

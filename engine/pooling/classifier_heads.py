@@ -6,8 +6,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..request import PoolingParams
-from .methods import TokenStates
+from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.request import PoolingParams
 
 Classifier = Callable[[torch.Tensor], torch.Tensor]  # [n, hidden] -> [n, num_labels]
 

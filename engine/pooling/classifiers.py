@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ..model_spec import ModelSpecError
-from .classifier_heads import Classifier
+from poolq.engine.loading.model_spec import ModelSpecError
+from poolq.engine.pooling.classifier_heads import Classifier
 
 
 def sequence_classifier(model: torch.nn.Module) -> Classifier:

@@ -6,10 +6,10 @@ from typing import Sequence
 
 import torch
 
-from ..batch import BatchMetadata
-from ..request import PooledData, PoolingRequest, PoolingTask
-from .metadata import PoolingMetadata
-from .pooler import Pooler
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.pooling.metadata import PoolingMetadata
+from poolq.engine.pooling.pooler import Pooler
+from poolq.engine.request import PooledData, PoolingRequest, PoolingTask
 
 
 class UnsupportedTaskError(ValueError):

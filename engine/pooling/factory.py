@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import torch
 
-from ..model_spec import ModelKind, ModelSpec, PoolingType
-from ..request import PoolingTask
-from .activation import resolve_activation
-from .classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
-from .classifiers import masked_lm_head, sequence_classifier, token_classifier
-from .dispatcher import PoolerDispatcher
-from .heads import EmbeddingHead, TokenEmbeddingHead
-from .methods import AllPool, StepPool, pooling_method
-from .pooler import Pooler
-from .sparse_head import SparseHead
+from poolq.engine.loading.model_spec import ModelKind, ModelSpec, PoolingType
+from poolq.engine.pooling.activation import resolve_activation
+from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
+from poolq.engine.pooling.classifiers import masked_lm_head, sequence_classifier, token_classifier
+from poolq.engine.pooling.dispatcher import PoolerDispatcher
+from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
+from poolq.engine.pooling.methods import AllPool, StepPool, pooling_method
+from poolq.engine.pooling.pooler import Pooler
+from poolq.engine.pooling.sparse_head import SparseHead
+from poolq.engine.request import PoolingTask
 
 
 def build_dispatcher(

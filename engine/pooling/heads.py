@@ -5,8 +5,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..request import PoolingParams
-from .methods import TokenStates
+from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.request import PoolingParams
 
 
 def finish_vectors(vectors: torch.Tensor, params: PoolingParams, default_normalize: bool) -> torch.Tensor:

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batch import BatchMetadata
-from ..request import PoolingParams
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.request import PoolingParams
 
 
 @dataclass(frozen=True)

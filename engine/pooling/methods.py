@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from ..model_spec import PoolingType
-from .metadata import PoolingMetadata
+from poolq.engine.loading.model_spec import PoolingType
+from poolq.engine.pooling.metadata import PoolingMetadata
 
 TokenStates = list[torch.Tensor]  # one [n_i, hidden] per sequence
 
@@ -42,7 +42,7 @@ class MeanPool(PoolingMethod):
 
     def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
         if hidden_states.is_cuda:
-            from ..kernels.segment_pool import span_mean
+            from poolq.engine.kernels.segment_pool import span_mean
 
             device = hidden_states.device
             return span_mean(hidden_states, meta.starts_cpu.to(device, torch.int32), meta.ends_cpu.to(device, torch.int32))

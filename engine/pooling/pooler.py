@@ -5,9 +5,9 @@ from typing import Protocol
 
 import torch
 
-from ..request import PooledData, PoolingParams
-from .metadata import PoolingMetadata
-from .methods import PoolingMethod
+from poolq.engine.pooling.metadata import PoolingMetadata
+from poolq.engine.pooling.methods import PoolingMethod
+from poolq.engine.request import PooledData, PoolingParams
 
 
 class Head(Protocol):

@@ -26,7 +26,7 @@ def build_model(directory: Path) -> Path:
     import torch
     from transformers import BertConfig, BertModel
 
-    from engine import ModelRegistry
+    from poolq.engine import ModelRegistry
 
     torch.manual_seed(0)
     config = BertConfig(hidden_size=384, num_hidden_layers=1, num_attention_heads=6, intermediate_size=384,
@@ -42,8 +42,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=1_000_000)
     args = parser.parse_args()
-    from api.demo.demo import load_sample_corpus
-    from engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest
+    from poolq.api.demo.demo import load_sample_corpus
+    from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest
 
     with tempfile.TemporaryDirectory() as tmp:
         engine = PoolingEngine.from_pretrained(str(build_model(Path(tmp))))

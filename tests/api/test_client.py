@@ -1,4 +1,4 @@
-"""The Python client (api.client) against the in-process app: jobs run inline inside the request,
+"""The Python client (poolq.api.client.poolq_client) against the in-process app: jobs run inline inside the request,
 result URLs are file:// URIs of the local store (the stack and CLI tests cover S3)."""
 import json
 
@@ -7,11 +7,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
-
-from api.client import PoolqClient, PoolqConnectionError, PoolqError
-from api.rate_limit import RateDecision, RateLimiter
 from support.api_client import authed_client
-from support.job_doubles import RecordingEnqueuer, drain as _drain
+from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import drain as _drain
+
+from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
+from poolq.api.server.rate_limit import RateDecision, RateLimiter
 
 DOCS = [{"id": f"doc-{i}", "text": f"document number {i} talks about topic {i % 3}"} for i in range(10)]
 

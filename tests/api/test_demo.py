@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from api.devstack.ports import free_port
-from api.devstack.process import pid_alive
-from api.devstack.stack_state import StackState
+from poolq.api.devstack.ports import free_port
+from poolq.api.devstack.process import pid_alive
+from poolq.api.devstack.stack_state import StackState
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,7 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     state_dir = tmp_path / "demo"
     ports = [str(free_port()) for _ in range(3)]
     result = subprocess.run(
-        [sys.executable, "-m", "api", "demo", "--dir", str(state_dir),
+        [sys.executable, "-m", "poolq.api", "demo", "--dir", str(state_dir),
          "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2]],
         capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
     )

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.devstack.ports import free_port
-from jobs.celery_app import create_celery_app
-from jobs.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
-from jobs.settings import Settings
+from poolq.api.devstack.ports import free_port
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
+from poolq.jobs.worker.celery_app import create_celery_app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FLOWER_DB = 8  # a database of its own: Flower and the worker see only this test's traffic
@@ -30,7 +30,7 @@ class _Started:
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
         out, err = (open(self.logs / f"{name}.{kind}", "w") for kind in ("out", "err"))
-        proc = subprocess.Popen([sys.executable, "-m", "api", *args], cwd=REPO_ROOT, env=self.env, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-m", "poolq.api", *args], cwd=REPO_ROOT, env=self.env, stdout=out,
                                 stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         self.procs[name] = proc
         return proc

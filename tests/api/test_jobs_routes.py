@@ -2,14 +2,14 @@
 import re
 
 import pytest
-
-from jobs.context import JobContext
-from jobs.enqueuer import Enqueuer
-from jobs.local_runner import local_context
-from jobs.settings import Settings
-from jobs.leases import InMemoryLeaseStore
-from jobs.status_store import InMemoryJobStatusStore
 from support.api_client import authed_client
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.local_runner import local_context
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import Enqueuer
 
 
 @pytest.fixture
@@ -79,9 +79,9 @@ def test_results_before_the_job_finishes_are_409(tmp_path):
 
 def test_a_gguf_model_job_is_validated_from_its_header_without_converting_it(tmp_path, monkeypatch):
     # Given an API whose GGUF cache is empty (a fresh server), and a conversion that must not run
-    from engine.registry import ModelRegistry
+    from poolq.engine.loading.registry import ModelRegistry
 
-    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: pytest.fail("the API converted a GGUF model"))
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: pytest.fail("the API converted a GGUF model"))
     settings = Settings(store="local", local_store_root=tmp_path)
     base = local_context(tmp_path)
     registry = ModelRegistry.with_packaged_models(cache_root=tmp_path / "gguf-cache")

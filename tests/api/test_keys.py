@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from api.keys import ApiKeyStore, InvalidTenant
-from storage import LocalObjectStore
+from poolq.api.server.api_keys import ApiKeyStore, InvalidTenant
+from poolq.storage import LocalObjectStore
 
 
 @pytest.fixture

@@ -2,13 +2,13 @@
 in-process job context; optional auth; 503 when Redis cannot be read."""
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
-
-from jobs.context import JobContext
-from jobs.enqueuer import Enqueuer
-from jobs.leases import InMemoryLeaseStore
-from jobs.metrics import RedisJobMetrics
-from jobs.status_store import InMemoryJobStatusStore
 from support.api_client import authed_client
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.steps.enqueuer import Enqueuer
 
 FAMILIES = {
     "poolq_jobs": "gauge", "poolq_jobs_finished": "counter", "poolq_queue_depth": "gauge",
@@ -86,8 +86,9 @@ def test_each_app_has_its_own_registry(local_ctx):
 
 
 def test_metrics_answer_503_when_redis_is_unreachable(local_ctx):
-    from api.devstack.ports import free_port
     import redis
+
+    from poolq.api.devstack.ports import free_port
 
     local_ctx.metrics = RedisJobMetrics(redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0"))
     response = authed_client(local_ctx).get("/metrics")

@@ -2,7 +2,7 @@
 import pytest
 import redis
 
-from api.rate_limit import InMemoryRateLimiter, RedisRateLimiter
+from poolq.api.server.rate_limit import InMemoryRateLimiter, RedisRateLimiter
 
 
 class _Clock:

@@ -3,10 +3,10 @@ Redis and the store answer; liveness never depends on them."""
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.context import api_services
-from api.devstack.ports import free_port
-from jobs.settings import Settings
+from poolq.api.devstack.ports import free_port
+from poolq.api.server.app import create_app
+from poolq.api.server.services import api_services
+from poolq.jobs.settings import Settings
 
 
 def _client(tmp_path, redis_url: str) -> TestClient:

@@ -4,9 +4,9 @@ import json
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-
-from api.client import PoolqClient, PoolqError
 from support.api_client import authed_client
+
+from poolq.api.client.poolq_client import PoolqClient, PoolqError
 
 
 @pytest.fixture

@@ -19,18 +19,19 @@ from datetime import timedelta
 
 import httpx
 import pytest
-
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.errors import FailureGroup
 from schemathesis.specs.openapi.checks import (
-    content_type_conformance, ignored_auth, negative_data_rejection, response_schema_conformance,
+    content_type_conformance,
+    ignored_auth,
+    negative_data_rejection,
+    response_schema_conformance,
     status_code_conformance,
 )
 from support.dev_stack import dev_stack
-
 
 pytestmark = pytest.mark.integration
 

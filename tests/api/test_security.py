@@ -20,13 +20,13 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-
-from api.app import create_app
-from api.keys import ApiKeyStore
-from jobs.local_runner import local_context
-from jobs.settings import Settings
-from storage import LocalObjectStore
 from support.security_app import holding_context, uvicorn_server
+
+from poolq.api.server.api_keys import ApiKeyStore
+from poolq.api.server.app import create_app
+from poolq.jobs.local_runner import local_context
+from poolq.jobs.settings import Settings
+from poolq.storage import LocalObjectStore
 
 TENANT_A, TENANT_B = "tenant-a", "tenant-b"
 UNKNOWN_ID = "0" * 32  # well-formed (32 hex digits) and never issued

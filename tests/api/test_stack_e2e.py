@@ -7,11 +7,11 @@ import httpx
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
-from api.client import PoolqClient, PoolqError
-from api.devstack.ports import free_port
-from storage import S3Config, make_s3_client
 from support.dev_stack import dev_stack, poolq
+
+from poolq.api.client.poolq_client import PoolqClient, PoolqError
+from poolq.api.devstack.ports import free_port
+from poolq.storage import S3Config, make_s3_client
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from engine.batch import BatchMetadata
+from poolq.engine.batch import BatchMetadata
 
 
 def test_flat_layout_offsets_and_positions():

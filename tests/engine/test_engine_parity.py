@@ -2,13 +2,13 @@
 import numpy as np
 import pytest
 
-from engine import (
-    PoolingOutput,
-    PoolingRequest,
+from poolq.engine import (
     EngineConfig,
     LongDocumentMode,
     LongDocumentPolicy,
     PoolingEngine,
+    PoolingOutput,
+    PoolingRequest,
     RequestError,
     TruncationSide,
 )

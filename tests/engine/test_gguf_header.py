@@ -3,9 +3,9 @@ import struct
 
 import pytest
 
-from engine.gguf_header import read_gguf_metadata, read_gguf_model_spec
-from engine.model_spec import ModelSpecError, PoolingType
-from engine.registry import PACKAGED_MODELS, ModelRegistry
+from poolq.engine.loading.gguf_header import read_gguf_metadata, read_gguf_model_spec
+from poolq.engine.loading.model_spec import ModelSpecError, PoolingType
+from poolq.engine.loading.registry import PACKAGED_MODELS, ModelRegistry
 
 
 def smollm2_gguf_path():
@@ -85,7 +85,7 @@ def test_smollm2_header_is_read_from_the_files_first_mebibytes_alone(tmp_path):
 
 def test_registry_describes_an_unconverted_gguf_model_without_converting_it(tmp_path, monkeypatch):
     # Given a registry whose GGUF cache is empty, and a conversion that must not happen
-    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: pytest.fail("converted to validate"))
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: pytest.fail("converted to validate"))
     registry = ModelRegistry(gguf_models={"smollm2-135m": smollm2_gguf_path()}, cache_root=tmp_path / "cache")
     # When it is asked what the model declares
     spec = registry.spec("smollm2-135m")

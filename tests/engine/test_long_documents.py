@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
-from engine.batch import BatchMetadata
-from engine.chunking import ChunkBoundary
-from engine.document_planner import PolicyError
+from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.long_documents.chunking import ChunkBoundary
+from poolq.engine.long_documents.window_planner import PolicyError
 
 
 def _long_text(sample_documents, n_docs=3):
@@ -137,7 +137,7 @@ def test_late_chunks_equal_an_independent_reference(minilm_engine, long_document
 def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_config):
     from transformers import BertModel
 
-    from engine import PoolingEngine
+    from poolq.engine import PoolingEngine
 
     path, _ = model_factory("cls-encoder", BertModel, bert_config())
     engine = PoolingEngine.from_pretrained(str(path))  # no pooling config: CLS
@@ -148,7 +148,7 @@ def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_c
 
 
 def test_very_long_texts_tokenize_in_pieces_exactly_as_whole(minilm_engine, long_documents, monkeypatch):
-    import engine.tokenizer as tokenizer_module
+    import poolq.engine.tokenizer as tokenizer_module
 
     text = " \n".join(d["text"] for d in long_documents)
     whole_ids = minilm_engine.tokenizer._tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)

@@ -1,8 +1,8 @@
 """Model fingerprints: equal for equal files wherever they live, different when a file changes."""
 import shutil
 
-from engine.model_fingerprint import model_fingerprint
-from engine.registry import ModelRegistry
+from poolq.engine.loading.model_fingerprint import model_fingerprint
+from poolq.engine.loading.registry import ModelRegistry
 
 
 def _model_dir(root, weights: bytes = b"w" * (3 << 20)):
@@ -40,7 +40,7 @@ def test_a_changed_renamed_or_added_file_changes_the_fingerprint(tmp_path):
 def test_the_registry_fingerprints_a_gguf_model_by_its_file_without_converting(tmp_path, monkeypatch):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + bytes(100))
-    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: (_ for _ in ()).throw(AssertionError("converted")))
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: (_ for _ in ()).throw(AssertionError("converted")))
     registry = ModelRegistry(gguf_models={"m": gguf}, cache_root=tmp_path / "cache")
     before = registry.fingerprint("m")
     assert before == model_fingerprint(gguf)

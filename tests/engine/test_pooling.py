@@ -3,13 +3,13 @@ import numpy as np
 import pytest
 import torch
 
-from engine.batch import BatchMetadata
-from engine.model_spec import ModelSpecError, PoolingType
-from engine.pooling import AllPool, PoolingMetadata, StepPool, pooling_method
-from engine.pooling.activation import Softmax, resolve_activation
-from engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
-from engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
-from engine.request import PoolingParams
+from poolq.engine.batch import BatchMetadata
+from poolq.engine.loading.model_spec import ModelSpecError, PoolingType
+from poolq.engine.pooling import AllPool, PoolingMetadata, StepPool, pooling_method
+from poolq.engine.pooling.activation import Softmax, resolve_activation
+from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
+from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
+from poolq.engine.request import PoolingParams
 
 HIDDEN = torch.arange(6 * 4, dtype=torch.float32).reshape(6, 4)  # [num_tokens, hidden]
 BATCH = BatchMetadata.from_sequences([0, 1, 2], [[101, 7, 102], [101], [5, 102]])

@@ -1,7 +1,7 @@
 import pytest
 
-from engine.config import EngineConfigError
-from engine.scheduler import Scheduler
+from poolq.engine.config import EngineConfigError
+from poolq.engine.scheduler import Scheduler
 
 
 def test_every_sequence_is_scheduled_once_within_the_budget():

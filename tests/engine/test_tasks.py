@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingParams, PoolingRequest, PoolingTask
-from engine.pooling import UnsupportedTaskError
+from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingParams, PoolingRequest, PoolingTask
+from poolq.engine.pooling import UnsupportedTaskError
 
 TEXTS = ["a short one", "The quick brown fox jumps over the lazy dog near the river bank.", "x"]
 PAIRS = ["what is a fox?", "a query", "rivers"]

@@ -24,7 +24,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from jobs.settings import Settings
+from poolq.jobs.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -117,7 +117,7 @@ def _named_variables() -> dict[str, set[str]]:
 
 def test_every_poolq_variable_named_is_a_setting():
     unknown = {file: sorted(names - SETTING_NAMES) for file, names in _named_variables().items() if names - SETTING_NAMES}
-    assert unknown == {}, f"not fields of jobs.settings.Settings (env prefix POOLQ_): {unknown}"
+    assert unknown == {}, f"not fields of poolq.jobs.settings.Settings (env prefix POOLQ_): {unknown}"
 
 
 def test_compose_interpolates_only_settings_and_the_redis_password():
@@ -186,7 +186,7 @@ def _parse_click(command: click.Command, prog: str, args: list[str]) -> click.Co
 def _check_command(argv: list[str]) -> None:
     program, args = argv[0], argv[1:]
     if program == "poolq":
-        from api.cli import main
+        from poolq.api.cli.main import main
 
         _parse_click(main, "poolq", args)
     elif program == "uvicorn":
@@ -204,7 +204,7 @@ def test_every_command_parses_with_the_cli_it_names():
     assert commands["compose worker"][:4] == ["poolq", "worker", "--gpus", "0"]
     assert commands["k8s poolq-worker"][:4] == ["poolq", "worker", "--gpus", "0"]
     assert commands["compose beat"] == commands["k8s poolq-beat"] == ["poolq", "beat"]
-    assert commands["k8s poolq-api"][:3] == ["uvicorn", "api.app:create_app", "--factory"]
+    assert commands["k8s poolq-api"][:3] == ["uvicorn", "poolq.api.server.app:create_app", "--factory"]
     for where, argv in commands.items():
         try:
             _check_command(argv)
@@ -218,7 +218,7 @@ def test_a_command_that_does_not_exist_is_caught():
     with pytest.raises(click.ClickException):
         _check_command(["poolq", "scheduler"])
     with pytest.raises(AttributeError):
-        _check_command(["uvicorn", "api.app:make_app", "--factory"])
+        _check_command(["uvicorn", "poolq.api.server.app:make_app", "--factory"])
 
 
 # -- Redis, GPU, beat, probes ------------------------------------------------------------------------------
@@ -258,8 +258,9 @@ def test_beat_runs_exactly_once():
 
 
 def _get_routes(tmp_path: Path) -> set[str]:
-    from api.app import create_app
     from support.security_app import holding_context
+
+    from poolq.api.server.app import create_app
 
     settings = Settings(store="local", local_store_root=tmp_path, output_prefix="jobs")
     app = create_app(settings, holding_context(settings), checks=[])
@@ -319,10 +320,10 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     """Every key pattern under "What poolq writes" is one the code builds (prefix = the default)."""
     from datetime import datetime, timezone
 
-    from api.keys import ApiKeyStore
-    from jobs.layout import ServiceLayout
-    from jobs.schedules import slot_name
-    from storage import LocalObjectStore, join_key
+    from poolq.api.server.api_keys import ApiKeyStore
+    from poolq.jobs.ledger.layout import ServiceLayout
+    from poolq.jobs.schedules.schedule import slot_name
+    from poolq.storage import LocalObjectStore, join_key
 
     prefix, tenant, job, schedule, digest, attempt = "jobs", "acme", "1" * 32, "2" * 32, "3" * 64, "4" * 16
     upload = "5" * 32
@@ -387,12 +388,12 @@ class NotInTheImage:  # wraps every finder: a blocked module is found by none of
         return getattr(self.inner, attribute)
 
 sys.meta_path[:] = [NotInTheImage(finder) for finder in sys.meta_path]
-import api.app, api.cli, jobs.beat, redbeat.schedulers
+import poolq.api.server.app, poolq.api.cli.main, poolq.jobs.worker.beat, redbeat.schedulers
 import uvicorn.main, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.on, uvicorn.loops.asyncio
-from jobs.settings import Settings
+from poolq.jobs.settings import Settings
 settings = Settings(redis_url="redis://127.0.0.1:9/0", store="s3", s3_endpoint_url="http://127.0.0.1:9",
                     s3_access_key_id="x", s3_secret_access_key="y")
-app = api.app.create_app(settings)
+app = poolq.api.server.app.create_app(settings)
 app.openapi()
 assert "all-MiniLM-L6-v2" in app.state.ctx.registry, "the default model is not in the image"
 print(json.dumps({"modules": sorted({name.split(".")[0] for name in sys.modules}), "refused": sorted(set(refused))}))

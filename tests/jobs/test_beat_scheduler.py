@@ -11,12 +11,12 @@ import pytest
 import redis
 from redbeat.schedulers import acquire_distributed_beat_lock
 
-from api.devstack.ports import free_port
-from api.devstack.redis_server import RedisConfig, RedisServer
-from jobs.beat_scheduler import PoolqBeatScheduler
-from jobs.celery_app import create_celery_app
-from jobs.enqueuer import CONTROL_QUEUE
-from jobs.settings import Settings
+from poolq.api.devstack.ports import free_port
+from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE
+from poolq.jobs.worker.beat_scheduler import PoolqBeatScheduler
+from poolq.jobs.worker.celery_app import create_celery_app
 
 pytestmark = pytest.mark.integration
 

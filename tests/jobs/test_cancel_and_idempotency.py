@@ -1,12 +1,13 @@
 """Cancelling jobs and Idempotency-Key submissions: plain functions, then the HTTP contract."""
 import pytest
-
-from jobs.cancel import JobAlreadyFinished, JobNotFound, cancel_job
-from jobs.job import JobSpec, JobState
-from jobs.submit import IdempotencyConflict, submit_job
-from storage import LocalObjectStore, StorageError
 from support.api_client import authed_client
-from support.job_doubles import RecordingEnqueuer, drain as _drain
+from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import drain as _drain
+
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
+from poolq.jobs.steps.submit import IdempotencyConflict, submit_job
+from poolq.storage import LocalObjectStore, StorageError
 
 BODY = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
 OTHER_BODY = {"input": {"documents": [{"id": "c", "text": "a different document"}]}}
@@ -37,9 +38,9 @@ def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
     assert ctx.status.get(job_id).status is JobState.CANCELLED
     assert ledger.plan() is None and ledger.commits() == {}
     manifest = ledger.manifest()
-    assert manifest["status"] == "cancelled" and manifest["parts"] == []
+    assert manifest.status is JobState.CANCELLED and manifest.parts == []
     # And its 2 inline documents are counted as not processed (an s3:// input, never read, counts 0)
-    assert manifest["counts"] == {"total": 2, "completed": 0, "failed": 0, "not_processed": 2, "carried": 0, "rows": 0}
+    assert manifest.counts.model_dump() == {"total": 2, "completed": 0, "failed": 0, "not_processed": 2, "carried": 0, "rows": 0}
     assert ctx.status.get(job_id).counts.total == 2
     assert not ctx.store.exists(ctx.service_layout.active(job_id))
 
@@ -114,7 +115,7 @@ def test_a_half_done_submission_is_completed_by_the_retry(local_ctx, dies_at):
     # Then the claimed job is completed and runs to the end
     assert f'"job_id": "{status.id}"' in ctx.store.get(claim).decode()
     assert ctx.status.get(status.id).status is JobState.SUCCEEDED
-    assert ctx.ledger(status.id).manifest()["counts"]["completed"] == 2
+    assert ctx.ledger(status.id).manifest().counts.completed == 2
     assert not ctx.store.exists(ctx.service_layout.active(status.id))
 
 

@@ -5,12 +5,12 @@ import pytest
 import redis
 from celery import Celery
 
-from jobs import tasks as tasks_module
-from jobs.celery_app import create_celery_app
-from jobs.dispatch import shard_unit
-from jobs.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer
-from jobs.settings import Settings
-from jobs.status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.dispatch import shard_unit
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer
+from poolq.jobs.worker import tasks as tasks_module
+from poolq.jobs.worker.celery_app import create_celery_app
 
 JOB = "d" * 32
 

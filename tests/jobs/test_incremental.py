@@ -7,14 +7,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jobs.content_hash import content_hash
-from jobs.incremental import baseline_manifest
-from jobs.job import JobSpec, JobState
-from jobs.local_runner import local_context, run_job_locally
-from jobs.settings import Settings
-from jobs.submit import JobRejected
-from engine.registry import PACKAGED_MODELS
-from storage import read_embeddings
+from poolq.engine.loading.registry import PACKAGED_MODELS
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.content_hash import content_hash
+from poolq.jobs.steps.incremental import baseline_manifest
+from poolq.jobs.steps.submit import JobRejected
+from poolq.storage import read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
 

@@ -9,9 +9,9 @@ from typing import Callable
 
 import pytest
 import redis
-
-from jobs.leases import InMemoryLeaseStore, LeaseKeeper, LeaseStore, RedisLeaseStore
 from support.job_doubles import FakeClock
+
+from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseKeeper, LeaseStore, RedisLeaseStore
 
 
 @dataclass

@@ -1,11 +1,14 @@
 """The job ledger on both stores (local and real S3): conditional writes decide, readers trust them."""
 import uuid
+from datetime import datetime, timezone
 
 import pytest
 
-from jobs.layout import JobLayout
-from jobs.ledger import CarriedPart, JobLedger, Plan, ShardCommit
-from storage import LocalObjectStore, S3ObjectStore, make_s3_client
+from poolq.jobs.job import JobState
+from poolq.jobs.ledger.job_ledger import CarriedPart, JobLedger, Plan, ShardCommit
+from poolq.jobs.ledger.layout import JobLayout
+from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestShards, ManifestUsage
+from poolq.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
@@ -83,11 +86,20 @@ def test_cancel_is_a_durable_request(ledger):
     assert b"first reason" in ledger.store.get(ledger.layout.cancel)
 
 
+def _manifest(status: JobState) -> JobManifest:
+    return JobManifest(
+        job_id="j", status=status, model="m", task="embed", options={}, columns=["id", "embedding"], dimensions=8,
+        counts=ManifestCounts(total=1, completed=1, failed=0), shards=ManifestShards(total=1, committed=1),
+        usage=ManifestUsage(tokens=3), parts=[], errors=ManifestErrors(key="e", uri="s3://b/e", count=0),
+        finished_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    )
+
+
 def test_the_manifest_is_written_once(ledger):
     assert ledger.manifest() is None
-    assert ledger.write_manifest({"status": "succeeded", "n": 1})
-    assert not ledger.write_manifest({"status": "failed", "n": 2})
-    assert ledger.manifest() == {"status": "succeeded", "n": 1}
+    assert ledger.write_manifest(_manifest(JobState.SUCCEEDED))
+    assert not ledger.write_manifest(_manifest(JobState.FAILED))
+    assert ledger.manifest() == _manifest(JobState.SUCCEEDED)
 
 
 def test_the_spec_is_read_from_the_ledger(ledger):

@@ -3,9 +3,9 @@ import json
 
 import numpy as np
 
-from jobs.job import JobSpec, JobState
-from jobs.local_runner import run_job_locally
-from storage import read_embeddings
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.local_runner import run_job_locally
+from poolq.storage import read_embeddings
 
 
 def _write_input(path, documents, extra_lines=b""):

@@ -7,19 +7,19 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from jobs.context import JobContext
-from jobs.enqueuer import Enqueuer
-from jobs.finalizer import finalize_job
-from jobs.gauges import InMemorySystemGauges, RedisSystemGauges, gauges_for
-from jobs.job import JobSpec, JobState, JobStatus
-from jobs.leases import InMemoryLeaseStore, RedisLeaseStore
-from jobs.local_runner import local_context, run_job_locally
-from jobs.metrics import LATENCY_BUCKETS_S, InMemoryJobMetrics, RedisJobMetrics, bucket_index
-from jobs.planner import plan_job
-from jobs.settings import Settings
-from jobs.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard
-from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
-from jobs.submit import submit_job
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore, RedisLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.job import JobSpec, JobState, JobStatus
+from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.observability.gauges import InMemorySystemGauges, RedisSystemGauges, gauges_for
+from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, InMemoryJobMetrics, RedisJobMetrics, bucket_index
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import Enqueuer
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard
+from poolq.jobs.steps.submit import submit_job
 
 MODEL = "all-MiniLM-L6-v2"
 METRICS_DB = 9  # a database of its own: the metrics and gauge keys are global
@@ -157,7 +157,7 @@ def test_in_memory_queues_are_always_empty():
 
 @pytest.mark.integration
 def test_queue_depth_counts_kombu_lists_and_their_priority_lists(metrics_redis, redis_url):
-    from jobs.celery_app import create_celery_app
+    from poolq.jobs.worker.celery_app import create_celery_app
 
     app = create_celery_app(Settings(redis_url=redis_url.rsplit("/", 1)[0] + f"/{METRICS_DB}"))
     app.send_task("poolq.run_shard", args=["x" * 32, 0], queue="gpu")

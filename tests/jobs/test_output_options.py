@@ -6,13 +6,13 @@ import re
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from jobs.job import JobSpec, JobState
-from jobs.local_runner import local_context, run_job_locally
-from jobs.settings import Settings
-from jobs.submit import JobRejected, validate_spec
-from storage import codec_for, read_embeddings
 from support.api_client import authed_client
+
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.submit import JobRejected, validate_spec
+from poolq.storage import codec_for, read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
 

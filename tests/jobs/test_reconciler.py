@@ -8,23 +8,23 @@ import uuid
 
 import pytest
 import redis
-
-from engine import ModelRegistry
-from jobs.context import JobContext
-from jobs.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
-from jobs.enqueuer import CONTROL_QUEUE, GPU_QUEUE
-from jobs.finalizer import finalize_job
-from jobs.job import JobSpec, JobState
-from jobs.leases import InMemoryLeaseStore
-from jobs.planner import plan_job
-from jobs.reconciler import reconcile
-from jobs.settings import Settings
-from jobs.shard_runner import run_shard
-from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
-from jobs.submit import submit_job
-from storage import S3ObjectStore, make_s3_client
 from support.api_client import authed_client
 from support.job_doubles import FakeClock, RecordingEnqueuer
+
+from poolq.engine import ModelRegistry
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.submit import submit_job
+from poolq.jobs.worker.reconciler import reconcile
+from poolq.storage import S3ObjectStore, make_s3_client
 
 
 def _drain(ctx) -> None:

@@ -9,21 +9,21 @@ from pydantic import ValidationError
 from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf
 
-from jobs.celery_app import create_celery_app
-from jobs.context import JobContext
-from jobs.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer, Enqueuer
-from jobs.job import JobSpec, JobState
-from jobs.leases import InMemoryLeaseStore
-from jobs.local_runner import local_context
-from jobs.reconciler import reconcile
-from jobs.schedule_admin import create_schedule, delete_schedule
-from jobs.schedule_beat import ScheduleBeat, entry_name
-from jobs.schedule_runner import last_good_job, run_schedule
-from jobs.schedule_store import ScheduleStore
-from jobs.schedules import JobTemplate, Schedule, ScheduleRequest, ScheduleRun, latest_slot, slot_name
-from jobs.settings import Settings
-from jobs.status_store import InMemoryJobStatusStore
-from jobs.submit import JobRejected
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.local_runner import local_context
+from poolq.jobs.schedules.beat_entries import ScheduleBeat, entry_name
+from poolq.jobs.schedules.schedule import JobTemplate, Schedule, ScheduleRequest, ScheduleRun, latest_slot, slot_name
+from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule
+from poolq.jobs.schedules.schedule_runner import last_good_job, run_schedule
+from poolq.jobs.schedules.schedule_store import ScheduleStore
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer, Enqueuer
+from poolq.jobs.steps.submit import JobRejected
+from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.jobs.worker.reconciler import reconcile
 
 UTC = timezone.utc
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -197,7 +197,7 @@ def test_a_template_the_server_cannot_run_is_rejected_naming_the_field(tmp_path)
 
 
 def test_runs_are_pruned_to_the_newest(tmp_path, monkeypatch):
-    monkeypatch.setattr("jobs.schedule_runner.MAX_RUNS_KEPT", 3)
+    monkeypatch.setattr("poolq.jobs.schedules.schedule_runner.MAX_RUNS_KEPT", 3)
     ctx = _holding_ctx(tmp_path)
     schedule = create_schedule(_request(tmp_path), ctx)
     for minute in range(5):

@@ -6,19 +6,20 @@ can act between steps. Leases run on a fake clock: a lapse is ``clock.advance``.
 import json
 
 import pytest
-
-from jobs.cancel import cancel_job
-from jobs.dispatch import shard_unit
-from jobs.finalizer import finalize_job
-from jobs.job import JobSpec, JobState
-from jobs.leases import InMemoryLeaseStore
-from jobs.ledger import JobLedger
-from jobs.planner import plan_job
-from jobs.shard_runner import GAVE_UP_CODE, run_shard
-from jobs.submit import submit_job
-from storage import read_embeddings
-from support.job_doubles import FakeClock, drain as _drain
+from support.job_doubles import FakeClock
 from support.job_doubles import RecordingEnqueuer as StepEnqueuer
+from support.job_doubles import drain as _drain
+
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.ledger.job_ledger import JobLedger
+from poolq.jobs.steps.cancel import cancel_job
+from poolq.jobs.steps.dispatch import shard_unit
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, run_shard
+from poolq.jobs.steps.submit import submit_job
+from poolq.storage import read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -179,8 +180,8 @@ def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, c
     # And every record is in exactly one place
     assert sorted(ids + [e["id"] for e in errors]) == sorted(d["id"] for d in docs)
     manifest = ctx.ledger(job_id).manifest()
-    assert manifest["shards"] == {"total": 2, "committed": 2, "gave_up": 1}
-    assert manifest["counts"]["completed"] == 2 and manifest["counts"]["failed"] == 4
+    assert manifest.shards.model_dump() == {"total": 2, "committed": 2, "gave_up": 1}
+    assert manifest.counts.completed == 2 and manifest.counts.failed == 4
 
 
 def test_cancel_mid_shard_stops_it_uncommitted_and_finishes_the_job_cancelled(ctx, minilm_engine):
@@ -204,9 +205,9 @@ def test_cancel_mid_shard_stops_it_uncommitted_and_finishes_the_job_cancelled(ct
     assert parts == [ledger.shard_commit(0).part_key]
     # And the job ended cancelled, its manifest listing only the committed part
     manifest = ledger.manifest()
-    assert manifest["status"] == "cancelled"
-    assert [part["shard"] for part in manifest["parts"]] == [0]
-    assert manifest["counts"] == {
+    assert manifest.status is JobState.CANCELLED
+    assert [part.shard for part in manifest.parts] == [0]
+    assert manifest.counts.model_dump() == {
         "total": 10, "completed": 4, "failed": 0, "not_processed": 6, "carried": 0, "rows": 4}
     status = ctx.status.get(job_id)
     assert (status.status, status.counts.completed, status.counts.failed) == (JobState.CANCELLED, 4, 0)

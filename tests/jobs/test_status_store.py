@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from jobs.job import TRANSITIONS, JobState, JobStatus
-from jobs.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

@@ -4,11 +4,11 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from api.cli import main
-from jobs import worker as worker_module
-from jobs.settings import Settings
-from jobs.worker import WorkerOptions, check_store, gpu_worker_commands
-from storage import ConditionalWritesUnsupported, LocalObjectStore, make_s3_client
+from poolq.api.cli.main import main
+from poolq.jobs.settings import Settings
+from poolq.jobs.worker import worker_startup as worker_module
+from poolq.jobs.worker.worker_startup import WorkerOptions, check_store, gpu_worker_commands
+from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore, make_s3_client
 
 
 class IgnoresIfAbsent(LocalObjectStore):
@@ -82,7 +82,7 @@ def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in commands] == ["0", "1"]
     hostnames = set()
     for argv, env in commands:
-        assert argv[:4] == ["/venv/bin/python", "-m", "api", "worker"]
+        assert argv[:4] == ["/venv/bin/python", "-m", "poolq.api", "worker"]
         assert argv[argv.index("--concurrency") + 1] == "1"
         assert "--gpus" not in argv  # a child is one plain worker
         hostnames.add(argv[argv.index("--hostname") + 1])

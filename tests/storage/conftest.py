@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from storage import LocalObjectStore, S3ObjectStore, make_s3_client
+from poolq.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])

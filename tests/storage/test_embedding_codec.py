@@ -3,8 +3,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from storage import CODECS, EmbeddingRows, codec_for, read_embeddings
-from storage.embedding_codec import BinaryCodec, Float16Codec, Float32Codec, Int8Codec
+from poolq.storage import CODECS, EmbeddingRows, codec_for, read_embeddings
+from poolq.storage.embedding_codec import BinaryCodec, Float16Codec, Float32Codec, Int8Codec
 
 
 def _unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:

@@ -1,6 +1,6 @@
 import io
 
-from storage import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
+from poolq.storage import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
 
 
 def test_streams_objects_and_reports_bad_lines_by_number():

@@ -5,7 +5,7 @@ from urllib.request import url2pathname
 import httpx
 import pytest
 
-from storage import InvalidKeyError, ObjectExistsError, ObjectNotFoundError
+from poolq.storage import InvalidKeyError, ObjectExistsError, ObjectNotFoundError
 
 
 def _read_url(url: str) -> bytes:
@@ -90,7 +90,7 @@ def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_op
     import os
     import uuid
 
-    from storage import S3ObjectStore, make_s3_client
+    from poolq.storage import S3ObjectStore, make_s3_client
 
     config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
     client = make_s3_client(config)

@@ -2,7 +2,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from storage import EmbeddingRows, read_embeddings
+from poolq.storage import EmbeddingRows, read_embeddings
 
 
 def test_writes_the_documented_columns_and_types():

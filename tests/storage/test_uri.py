@@ -1,6 +1,6 @@
 import pytest
 
-from storage import InvalidKeyError, InvalidURIError, join_key, parse_uri, validate_key
+from poolq.storage import InvalidKeyError, InvalidURIError, join_key, parse_uri, validate_key
 
 
 def test_parses_s3_and_file_uris():

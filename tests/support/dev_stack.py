@@ -9,16 +9,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from api.devstack.ports import free_port
-from api.devstack.process import pid_alive
+from poolq.api.devstack.ports import free_port
+from poolq.api.devstack.process import pid_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m api ARGS`` from the repository root, capturing its output."""
+    """Run ``python -m poolq.api ARGS`` from the repository root, capturing its output."""
     return subprocess.run(
-        [sys.executable, "-m", "api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "poolq.api", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env={**os.environ, **(env or {})}, timeout=timeout,
     )
 

@@ -1,10 +1,10 @@
 """Test doubles for the jobs layer: a settable clock, an enqueuer that records tasks, a drain."""
 from __future__ import annotations
 
-from jobs.enqueuer import Enqueuer
-from jobs.finalizer import finalize_job
-from jobs.planner import plan_job
-from jobs.shard_runner import run_shard
+from poolq.jobs.steps.enqueuer import Enqueuer
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import run_shard
 
 
 class FakeClock:

@@ -16,14 +16,14 @@ from typing import Iterator
 
 import httpx
 
-from api.app import create_app
-from api.devstack.ports import free_port
-from engine import ModelRegistry
-from jobs.context import JobContext
-from jobs.enqueuer import Enqueuer
-from jobs.leases import InMemoryLeaseStore
-from jobs.settings import Settings
-from jobs.status_store import InMemoryJobStatusStore
+from poolq.api.devstack.ports import free_port
+from poolq.api.server.app import create_app
+from poolq.engine import ModelRegistry
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import InMemoryLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import Enqueuer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

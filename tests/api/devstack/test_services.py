@@ -21,10 +21,10 @@ from botocore.exceptions import ClientError
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from api.devstack.ports import free_port, port_is_free
-from api.devstack.process import ServiceError, pid_alive, read_pid, spawn, stop_pid, wait_until
-from api.devstack.redis_server import RedisConfig, RedisServer
-from api.devstack.seaweed import SeaweedConfig, SeaweedServer
+from poolq.api.devstack.ports import free_port, port_is_free
+from poolq.api.devstack.process import ServiceError, pid_alive, read_pid, spawn, stop_pid, wait_until
+from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
 
 pytestmark = pytest.mark.integration
 

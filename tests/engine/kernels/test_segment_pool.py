@@ -10,8 +10,8 @@ import torch
 
 pytest.importorskip("triton", reason="triton is not installed (optional at run time)")
 
-from engine.kernels import segment_pool as sp  # noqa: E402  (after the skip)
-from engine.kernels import segment_pool_ref as ref  # noqa: E402
+from poolq.engine.kernels import segment_pool as sp  # noqa: E402  (after the skip)
+from poolq.engine.kernels import segment_pool_ref as ref  # noqa: E402
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 KERNELS = {"mean": sp.segment_mean, "first": sp.segment_first, "last": sp.segment_last}

@@ -70,7 +70,7 @@ def compile_all(capability: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from engine.kernels import segment_pool as sp
+    from poolq.engine.kernels import segment_pool as sp
 
     assert not os.environ.get("TRITON_INTERPRET"), "the AOT check must run without the interpreter"
     target = GPUTarget("cuda", capability, 32)
@@ -85,8 +85,8 @@ def compile_all(capability: int) -> dict:
 
 def run_on_gpu() -> dict:
     """Compiled kernels on CUDA vs the reference: every dtype x mode x normalize, plus spans."""
-    from engine.kernels import segment_pool as sp
-    from engine.kernels import segment_pool_ref as ref
+    from poolq.engine.kernels import segment_pool as sp
+    from poolq.engine.kernels import segment_pool_ref as ref
 
     gen = torch.Generator().manual_seed(0)
     lengths = torch.randint(0, 300, (64,), generator=gen)

@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from api.devstack.ports import free_port
-from api.devstack.process import pid_alive, spawn, stop_pid
-from api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.api.devstack.ports import free_port
+from poolq.api.devstack.process import pid_alive, spawn, stop_pid
+from poolq.api.devstack.redis_server import RedisConfig, RedisServer
 
 LAUNCHER = Path(__file__).with_name("launch_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -211,7 +211,7 @@ class Deployment:
 
     @property
     def settings(self):
-        from jobs.settings import Settings
+        from poolq.jobs.settings import Settings
 
         return Settings(**{**BASE_SETTINGS, **self.overrides}, redis_url=self.redis.url, store="s3", bucket=BUCKET,
                         output_prefix=self.prefix, s3_endpoint_url=self.s3_config.endpoint_url,
@@ -220,8 +220,8 @@ class Deployment:
 
     def new_ctx(self):
         """A job context in the test process, built as a worker builds its own."""
-        from jobs.celery_app import create_celery_app
-        from jobs.tasks import build_worker_context
+        from poolq.jobs.worker.celery_app import create_celery_app
+        from poolq.jobs.worker.tasks import build_worker_context
 
         settings = self.settings
         return build_worker_context(create_celery_app(settings), settings)
@@ -234,8 +234,8 @@ class Deployment:
         return self._ctx
 
     def run_reconciler(self) -> None:
-        """Run ``jobs.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
-        from jobs.reconciler import reconcile
+        """Run ``poolq.jobs.worker.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
+        from poolq.jobs.worker.reconciler import reconcile
 
         ctx, interval = self.new_ctx(), self.settings.reconcile_interval_s
 
@@ -291,7 +291,7 @@ class Deployment:
             assert needle in proc.log(), f"{proc.name} exited ({proc.exit_code}) before it was ready{self.logs()}"
 
     def start_beat(self, *, wait: bool = True) -> Proc:
-        proc = self.spawn_process("beat", [sys.executable, "-m", "api", "beat"], "beat")
+        proc = self.spawn_process("beat", [sys.executable, "-m", "poolq.api", "beat"], "beat")
         if wait:
             self.wait_ready(proc)
         return proc
@@ -300,7 +300,7 @@ class Deployment:
         import httpx
 
         port = free_port()
-        argv = [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
         proc = self.spawn_process("api", argv, "uvicorn")
         self.api_url = f"http://127.0.0.1:{port}"
 
@@ -315,7 +315,7 @@ class Deployment:
         return self.api_url
 
     def client(self):
-        from api.client import PoolqClient
+        from poolq.api.client.poolq_client import PoolqClient
 
         return PoolqClient(self.api_url, self.api_key)
 
@@ -323,7 +323,7 @@ class Deployment:
     def api_key(self) -> str:
         """A key of this deployment's test tenant, created on first use (the API requires one)."""
         if getattr(self, "_api_key", None) is None:
-            from api.keys import ApiKeyStore
+            from poolq.api.server.api_keys import ApiKeyStore
 
             self._api_key, _ = ApiKeyStore(self.ctx.store, self.prefix).create("faults", admin=True)
         return self._api_key
@@ -366,8 +366,8 @@ class Deployment:
         if self.api_url:
             with self.client() as client:
                 return client.submit(self.spec(documents), idempotency_key=idempotency_key)["id"]
-        from jobs.job import JobSpec
-        from jobs.submit import submit_job
+        from poolq.jobs.job import JobSpec
+        from poolq.jobs.steps.submit import submit_job
 
         return submit_job(JobSpec.model_validate(self.spec(documents)), self.ctx, idempotency_key).id
 
@@ -422,8 +422,8 @@ class Deployment:
         final = self.wait_state(job_id, {"succeeded", "partially_succeeded", "failed", "cancelled"}, timeout)
         ctx = self.ctx
         layout = ctx.layout(job_id)
-        manifest = ctx.ledger(job_id).manifest()
-        assert manifest is not None, f"job {job_id} is {final['status']} but has no manifest"
+        assert ctx.store.exists(layout.manifest), f"job {job_id} is {final['status']} but has no manifest"
+        manifest = json.loads(ctx.store.get(layout.manifest))  # the bucket's JSON, as its readers see it
         assert (final["status"], manifest["status"]) == (state, state), (final, manifest["status"], self.logs())
 
         # Every record exactly once: in a listed part, in errors.jsonl, or (cancelled) not processed.
@@ -482,7 +482,7 @@ class Deployment:
 @pytest.fixture(scope="session")
 def fault_bucket(seaweed):
     """A bucket of the session's SeaweedFS for this suite (each test works under its own prefix)."""
-    from storage import make_s3_client
+    from poolq.storage import make_s3_client
 
     client = make_s3_client(seaweed.s3_config)
     try:
@@ -495,9 +495,9 @@ def fault_bucket(seaweed):
 @pytest.fixture(scope="session")
 def reference(sample_documents) -> dict[str, np.ndarray]:
     """Each sample document's vector from a clean engine run (settings' engine config, truncate)."""
-    from engine import PoolingEngine, PoolingRequest
-    from jobs.job import LongDocuments
-    from jobs.settings import Settings
+    from poolq.engine import PoolingEngine, PoolingRequest
+    from poolq.jobs.job import LongDocuments
+    from poolq.jobs.settings import Settings
 
     engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
     requests = (PoolingRequest(key=d["id"], text=d["text"]) for d in sample_documents)

@@ -78,7 +78,7 @@ def _claim_one_of(prefix: str, count: int) -> bool:
 
 def _patch_engine() -> None:
     """Record every model run (which documents, in which process); slow it down; poison it."""
-    from engine import PoolingEngine
+    from poolq.engine import PoolingEngine
 
     original_run = PoolingEngine.run
     slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_S", "0"))
@@ -103,7 +103,7 @@ def _patch_commit() -> None:
     marker = _ENV.get("POOLQ_FAULT_EXIT_AFTER_COMMIT")
     if not marker:
         return
-    from jobs.ledger import JobLedger
+    from poolq.jobs.ledger.job_ledger import JobLedger
 
     original_commit = JobLedger.commit
 
@@ -119,9 +119,9 @@ def _patch_commit() -> None:
 
 def _patch_deliveries() -> None:
     """Record each delivery of a shard task and what it returned (None: no commit by this delivery)."""
-    import jobs.tasks
+    from poolq.jobs.worker import tasks
 
-    original_run_shard = jobs.tasks.run_shard
+    original_run_shard = tasks.run_shard
 
     def run_shard(job_id, shard, ctx):
         _record("deliveries", job_id=job_id, shard=shard)
@@ -129,7 +129,7 @@ def _patch_deliveries() -> None:
         _record("delivery_results", job_id=job_id, shard=shard, attempt=commit.attempt if commit else None)
         return commit
 
-    jobs.tasks.run_shard = run_shard
+    tasks.run_shard = run_shard
 
 
 class _Body:
@@ -182,11 +182,11 @@ def _patch_s3() -> None:
     handler = _s3_fault_handler()
     if handler is None:
         return
-    import jobs.settings
-    import storage
-    import storage.s3_store
+    import poolq.storage
+    from poolq.jobs import settings
+    from poolq.storage import s3_store
 
-    original_make = storage.s3_store.make_s3_client
+    original_make = s3_store.make_s3_client
 
     def make_s3_client(config):
         client = original_make(config)
@@ -194,17 +194,17 @@ def _patch_s3() -> None:
         return client
 
     # Every name the worker's code reaches the factory by.
-    storage.s3_store.make_s3_client = make_s3_client
-    storage.make_s3_client = make_s3_client
-    jobs.settings.make_s3_client = make_s3_client
+    s3_store.make_s3_client = make_s3_client
+    poolq.storage.make_s3_client = make_s3_client
+    settings.make_s3_client = make_s3_client
 
 
 def _patch_broker() -> None:
-    import jobs.worker
+    from poolq.jobs.worker import worker_startup
 
     visibility_s = _ENV.get("POOLQ_FAULT_BROKER_VISIBILITY_S")
     restore_s = _ENV.get("POOLQ_FAULT_RESTORE_INTERVAL_S")
-    original_create = jobs.worker.create_celery_app
+    original_create = worker_startup.create_celery_app
 
     def create_celery_app(settings):
         app = original_create(settings)
@@ -217,7 +217,7 @@ def _patch_broker() -> None:
         app.conf.broker_transport_options = transport
         return app
 
-    jobs.worker.create_celery_app = create_celery_app
+    worker_startup.create_celery_app = create_celery_app
 
 
 def _wait_for_orders(path: Path) -> None:
@@ -248,8 +248,8 @@ def main() -> None:
     # The model code's imports (transformers' BERT is most of a model load), done once before the fork.
     import transformers.models.bert.modeling_bert  # noqa: F401
 
-    from jobs.settings import Settings
-    from jobs.worker import WorkerOptions, run_worker
+    from poolq.jobs.settings import Settings
+    from poolq.jobs.worker.worker_startup import WorkerOptions, run_worker
 
     if sys.argv[1:2] == ["--standby"]:
         _wait_for_orders(Path(sys.argv[2]))

@@ -16,7 +16,7 @@ def environ(pid: int) -> dict[str, str]:
 
 def test_gpus_0_1_starts_one_worker_per_gpu_and_sigterm_stops_both(deployment):
     # Given `poolq worker --gpus 0,1` (no work is sent: this machine has no CUDA)
-    supervisor = deployment.spawn_process("gpus", [sys.executable, "-m", "api", "worker", "--gpus", "0,1"], "worker")
+    supervisor = deployment.spawn_process("gpus", [sys.executable, "-m", "poolq.api", "worker", "--gpus", "0,1"], "worker")
     # When both per-GPU workers are up
     deployment.wait(lambda: supervisor.log().count(" ready.") == 2 or not supervisor.alive(), 120,
                     "both per-GPU workers to be ready")

@@ -43,5 +43,5 @@ def test_s3_failing_for_good_for_one_shards_parts(deployment, documents, referen
                              failed={i: "shard_failed" for i in shard_1})
     errors = deployment.ctx.store.get(deployment.ctx.layout(job_id).errors).decode()
     assert "shard 1 failed: StorageError" in errors and "SlowDown" in errors
-    from jobs.failures import MAX_RETRIES
+    from poolq.jobs.steps.failures import MAX_RETRIES
     assert len(deployment.events("s3_faults")) == (MAX_RETRIES + 1) * 2  # 6 task attempts x 2 tries each

@@ -1,5 +1,5 @@
 """Scheduled reindex with real processes: Redis, SeaweedFS, the API (uvicorn), a Celery worker and
-two ``python -m api beat`` processes.
+two ``python -m poolq.api beat`` processes.
 
 (a) Two beats for one schedule: one job per slot. RedBeat lets one beat fire at a time (the
     other waits on its lock and takes over when the first stops); duplicates still come from
@@ -31,18 +31,18 @@ from celery.schedules import schedule as interval
 from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf
 
-from api.client import PoolqClient
-from api.keys import ApiKeyStore
-from api.devstack.ports import free_port
-from api.devstack.process import spawn, stop_pid, wait_until
-from api.devstack.redis_server import RedisConfig, RedisServer
-from jobs.celery_app import create_celery_app
-from jobs.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
-from jobs.layout import ServiceLayout
-from jobs.schedule_beat import entry_name
-from jobs.schedule_store import ScheduleStore
-from jobs.settings import Settings
-from storage import read_embeddings
+from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.devstack.ports import free_port
+from poolq.api.devstack.process import spawn, stop_pid, wait_until
+from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.api.server.api_keys import ApiKeyStore
+from poolq.jobs.ledger.layout import ServiceLayout
+from poolq.jobs.schedules.beat_entries import entry_name
+from poolq.jobs.schedules.schedule_store import ScheduleStore
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
+from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.storage import read_embeddings
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -110,14 +110,14 @@ def stack(seaweed, tmp_path_factory):
                             tenant_input_prefixes=json.loads(values["POOLQ_TENANT_INPUT_PREFIXES"]))
         stack = Stack(root, {**os.environ, **values}, settings, input_prefix=f"{prefix}/inputs")
         try:
-            stack.start("worker", [sys.executable, "-m", "api", "worker", "--hostname", "sched@%h"], " ready.")
+            stack.start("worker", [sys.executable, "-m", "poolq.api", "worker", "--hostname", "sched@%h"], " ready.")
             port = free_port()
             stack.api_url = f"http://127.0.0.1:{port}"
-            stack.start("api", [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory",
+            stack.start("api", [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
                                 "--host", "127.0.0.1", "--port", str(port)], "Application startup complete")
             # Two beats: the first takes RedBeat's lock; the second starts and waits on the lock
-            stack.start("beat-a", [sys.executable, "-m", "api", "beat"], "beat: Acquired lock")
-            stack.start("beat-b", [sys.executable, "-m", "api", "beat"], "beat: Starting")
+            stack.start("beat-a", [sys.executable, "-m", "poolq.api", "beat"], "beat: Acquired lock")
+            stack.start("beat-b", [sys.executable, "-m", "poolq.api", "beat"], "beat: Starting")
             yield stack
         finally:
             stack.stop_all()

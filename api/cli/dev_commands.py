@@ -1,0 +1,73 @@
+"""`poolq dev up | status | down`: the local stack, for development and the demo."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+DEFAULT_DIR = Path(".poolq")
+_dir_option = click.option(
+    "--dir", "state_dir", default=DEFAULT_DIR, show_default=True, type=click.Path(file_okay=False, path_type=Path),
+    help="where the stack keeps its state, data, logs and pids",
+)
+
+
+@click.group()
+def dev() -> None:
+    """Manage a local stack: Redis, SeaweedFS (S3), the API and one worker."""
+
+
+@dev.command()
+@_dir_option
+@click.option("--redis-port", default=6390, show_default=True, type=int)
+@click.option("--s3-port", default=8333, show_default=True, type=int)
+@click.option("--api-port", default=8000, show_default=True, type=int)
+def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
+    """Start the stack (idempotent: running services are left as they are)."""
+    from poolq.api.devstack.process import ServiceError
+    from poolq.api.devstack.stack import LocalStack, StackPorts
+
+    stack = LocalStack(state_dir, StackPorts(redis=redis_port, s3=s3_port, api=api_port))
+    try:
+        state, started = stack.up(log=click.echo)
+    except ServiceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    click.echo(f"stack {'started' if started else 'already running'}: API {state.api_url}, S3 {state.s3_endpoint} "
+               f"(bucket {state.bucket}), Redis {state.redis_url}; details: poolq dev status --dir {state_dir} --json")
+
+
+@dev.command()
+@_dir_option
+@click.option("--json", "as_json", is_flag=True, help="machine-readable: endpoints, credentials, pids")
+def status(state_dir: Path, as_json: bool) -> None:
+    """Show the stack's endpoints, credentials and processes. Exit 1 if it is not running."""
+    from poolq.api.devstack.stack import LocalStack
+
+    stack = LocalStack(state_dir)
+    state = stack.load()
+    if state is None:
+        click.echo(json.dumps({"running": False}) if as_json else f"no stack under {stack.state_dir}")
+        sys.exit(1)
+    alive = stack.running(state)
+    if as_json:
+        click.echo(json.dumps({"running": all(alive.values()), **asdict(state), "alive": alive}, indent=2))
+    else:
+        for name, is_alive in alive.items():
+            click.echo(f"{name:8} {'running' if is_alive else 'stopped'}  pid {state.pids.get(name, '-')}")
+        click.echo(f"API {state.api_url}  S3 {state.s3_endpoint} bucket {state.bucket}  Redis {state.redis_url}")
+    if not all(alive.values()):
+        sys.exit(1)
+
+
+@dev.command()
+@_dir_option
+def down(state_dir: Path) -> None:
+    """Stop the processes `up` started (by pid); data stays in the directory."""
+    from poolq.api.devstack.stack import LocalStack
+
+    stopped = LocalStack(state_dir).down()
+    click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")

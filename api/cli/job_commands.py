@@ -1,0 +1,176 @@
+"""``poolq submit | status | wait | results | cancel | jobs``: jobs on a poolq API, over HTTP.
+
+Exit codes: see :class:`poolq.api.cli.output.ExitCode`. stdout carries what scripts read (the job id,
+summaries, ``--json``); progress and errors go to stderr.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summary, print_json, with_client
+from poolq.api.cli.progress import job_progress
+from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.server.schemas import JobResults
+
+DTYPES = ("float32", "float16", "int8", "binary")
+_poll_option = click.option("--poll-interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
+                            help="seconds between polls")
+_timeout_option = click.option("--timeout", default=None, type=click.FloatRange(min=0),
+                               help=f"give up waiting after this many seconds (exit {int(ExitCode.TIMED_OUT)}); the job goes on")
+_json_option = click.option("--json", "as_json", is_flag=True, help="print the job status as JSON")
+
+
+@click.command()
+@click.argument("source")
+@click.option("--model", default=None, help="model name (default: the server's, all-MiniLM-L6-v2)")
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--long-documents", default=None, help='JSON, e.g. \'{"mode": "chunked"}\'')
+@click.option("--dtype", type=click.Choice(DTYPES), default=None, help="embedding column type (default float32)")
+@click.option("--dimensions", type=click.IntRange(min=1), default=None, help="keep the first N dimensions (Matryoshka)")
+@click.option("--idempotency-key", default=None, help="the same key returns the same job (safe retries)")
+@click.option("--wait", "wait_", is_flag=True, help="wait for the job to finish (exit code by its outcome)")
+@_poll_option
+@_timeout_option
+@_json_option
+@with_client
+def submit(client: PoolqClient, source: str, model: str | None, id_field: str, text_field: str,
+           long_documents: str | None, dtype: str | None, dimensions: int | None, idempotency_key: str | None,
+           wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
+    """Submit SOURCE: a local JSONL file (uploaded first) or an s3:// URI. Prints the job id."""
+    spec = _spec(model, id_field, text_field, long_documents, dtype, dimensions)  # bad options fail before uploading
+    spec["input"]["uri"] = _input_uri(client, source)
+    job = client.submit(spec, idempotency_key=idempotency_key)
+    if as_json and not wait_:
+        print_json(job)
+    elif not as_json:
+        click.echo(job["id"])
+    if wait_:
+        _wait_and_exit(client, job["id"], poll_interval, timeout, as_json)
+
+
+@click.command()
+@click.argument("job_id")
+@_json_option
+@with_client
+def status(client: PoolqClient, job_id: str, as_json: bool) -> None:
+    """Show a job: status, counts, tokens, times. Exit 1/6 if it failed/partially succeeded."""
+    job = client.get(job_id)
+    if as_json:
+        print_json(job)
+    else:
+        click.echo("\n".join(job_details(job)))
+    sys.exit(int(job_exit_code(job)))
+
+
+@click.command()
+@click.argument("job_id")
+@_poll_option
+@_timeout_option
+@_json_option
+@with_client
+def wait(client: PoolqClient, job_id: str, poll_interval: float, timeout: float | None, as_json: bool) -> None:
+    """Wait for a job with a progress bar (documents, tokens/s, ETA); exit code by its outcome."""
+    _wait_and_exit(client, job_id, poll_interval, timeout, as_json)
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="directory for manifest.json, parts/*.parquet and errors.jsonl")
+@with_client
+def results(client: PoolqClient, job_id: str, out_dir: Path) -> None:
+    """Download a finished job's results: every part, the error file and the manifest."""
+    paths = client.download(job_id, out_dir)
+    answer = JobResults.model_validate_json(paths[-1].read_text(encoding="utf-8"))
+    for part, path in zip(answer.parts, paths):
+        click.echo(f"part      {path}  ({part.rows} rows)")
+    click.echo(f"errors    {paths[-2]}  ({answer.errors.count} records)")
+    click.echo(f"manifest  {paths[-1]}")
+    counts = answer.counts
+    click.echo(f"job {job_id} {answer.status}: {sum(p.rows for p in answer.parts)} rows in {len(answer.parts)} parts; "
+               f"{counts.completed} documents embedded, {counts.failed} failed")
+
+
+@click.command()
+@click.argument("job_id")
+@_json_option
+@with_client
+def cancel(client: PoolqClient, job_id: str, as_json: bool) -> None:
+    """Cancel a job: running shards stop between batches; committed parts stay."""
+    job = client.cancel(job_id)
+    if as_json:
+        print_json(job)
+    else:
+        click.echo(f"job {job['id']} {job['status']}")
+
+
+@click.command()
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
+@click.option("--before", default=None, help="a job id: list jobs older than it")
+@click.option("--json", "as_json", is_flag=True, help="print the page as JSON")
+@with_client
+def jobs(client: PoolqClient, limit: int, before: str | None, as_json: bool) -> None:
+    """List your jobs, newest first."""
+    page = client.jobs(limit=limit, before=before)
+    if as_json:
+        print_json(page)
+        return
+    for job in page["jobs"]:
+        total = "?" if job["counts"].get("total") is None else job["counts"]["total"]
+        done = job["counts"]["completed"] + job["counts"]["failed"]
+        click.echo(f"{job['id']}  {job['status']:<19}  {done:>6}/{total:<6}  {job['usage']['tokens']:>10,} tokens  {job['created_at']}")
+    if page.get("next_before"):
+        click.echo(f"more: poolq jobs --before {page['next_before']}", err=True)
+
+
+JOB_COMMANDS = (submit, status, wait, results, cancel, jobs)
+
+
+def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeout: float | None, as_json: bool) -> None:
+    progress = job_progress()
+    try:
+        job = client.wait(job_id, poll_interval=poll_interval, timeout=timeout, on_progress=progress.update)
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo(f"stopped waiting; job {job_id} goes on (poolq cancel {job_id} stops it)", err=True)
+        sys.exit(int(ExitCode.INTERRUPTED))
+    finally:
+        progress.close()  # closing twice is harmless
+    if as_json:
+        print_json(job)
+    else:
+        click.echo(job_summary(job))
+    sys.exit(int(job_exit_code(job)))
+
+
+def _input_uri(client: PoolqClient, source: str) -> str:
+    if "://" in source:
+        return source  # the server checks what it may read
+    path = Path(source)
+    if not path.is_file():
+        raise click.BadParameter(f"{source!r} is not a file (give a JSONL file or an s3:// URI)", param_hint="SOURCE")
+    uri = client.upload(path)
+    click.echo(f"uploaded {path} ({path.stat().st_size:,} bytes) to {uri}", err=True)
+    return uri
+
+
+def _spec(model: str | None, id_field: str, text_field: str, long_documents: str | None,
+          dtype: str | None, dimensions: int | None) -> dict:
+    """The job body, without ``input.uri``."""
+    spec: dict = {"input": {"id_field": id_field, "text_field": text_field}}
+    if model:
+        spec["model"] = model
+    if long_documents:
+        try:
+            spec["long_documents"] = json.loads(long_documents)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
+    output = {name: value for name, value in (("dtype", dtype), ("dimensions", dimensions)) if value is not None}
+    if output:
+        spec["output"] = output
+    return spec

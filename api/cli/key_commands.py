@@ -1,0 +1,61 @@
+"""`poolq keys create | list | revoke`: API keys, per tenant (settings from POOLQ_* env)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+def _keys():
+    from poolq.api.server.api_keys import ApiKeyStore
+    from poolq.jobs.settings import Settings
+
+    settings = Settings()
+    return ApiKeyStore(settings.object_store(), settings.output_prefix, cache_s=0)
+
+
+@click.group()
+def keys() -> None:
+    """Create, list and revoke API keys (stored hashed in the object store)."""
+
+
+@keys.command()
+@click.option("--tenant", required=True, help="the tenant the key acts for")
+@click.option("--admin", is_flag=True, help="also allow schedules and operations")
+@click.option("--name", default="", help="a note, e.g. who uses it")
+def create(tenant: str, admin: bool, name: str) -> None:
+    """Create a key; it is printed once, on the last line, and never stored in clear."""
+    from poolq.api.server.api_keys import InvalidTenant
+
+    try:
+        key, record = _keys().create(tenant, admin=admin, name=name)
+    except InvalidTenant as exc:
+        raise click.BadParameter(str(exc), param_hint="--tenant") from None
+    click.echo(f"key {record.key_id} for tenant {tenant} ({', '.join(record.scopes)}); store it now, it is not shown again:",
+               err=True)
+    click.echo(key)
+
+
+@keys.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+def list_keys(as_json: bool) -> None:
+    """Key ids, tenants, scopes, creation and revocation times (never the keys)."""
+    records = _keys().list()
+    if as_json:
+        click.echo(json.dumps([{k: v for k, v in vars(r).items() if k != "secret_sha256"} for r in records], indent=2))
+        return
+    for r in records:
+        state = f"revoked {r.revoked_at}" if r.revoked_at else "active"
+        click.echo(f"{r.key_id}  {r.tenant:20} {','.join(r.scopes):12} {r.created_at}  {state}  {r.name}")
+
+
+@keys.command()
+@click.argument("key_id")
+def revoke(key_id: str) -> None:
+    """Revoke KEY_ID (API processes notice within POOLQ_API_KEY_CACHE_S seconds)."""
+    record = _keys().revoke(key_id)
+    if record is None:
+        click.echo(f"error: no key {key_id!r}", err=True)
+        sys.exit(4)
+    click.echo(f"revoked {key_id} (tenant {record.tenant})")

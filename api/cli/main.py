@@ -1,0 +1,175 @@
+"""The ``poolq`` command line."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+from poolq.api.cli.dev_commands import dev
+from poolq.api.cli.job_commands import JOB_COMMANDS
+from poolq.api.cli.key_commands import keys
+from poolq.api.cli.schedule_commands import schedules
+
+
+@click.group()
+def main() -> None:
+    """poolq: async jobs for pooling models (embeddings of long documents, as Parquet)."""
+
+
+main.add_command(dev)
+main.add_command(keys)
+for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
+    main.add_command(_command)
+main.add_command(schedules)
+
+
+@main.command()
+@click.argument("input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="output directory")
+@click.option("--model", default=None, help="model name or local model directory (default: all-MiniLM-L6-v2)")
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@click.option("--long-documents", "long_documents", default=None, help='JSON, e.g. \'{"mode": "truncate"}\'')
+def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None) -> None:
+    """Embed INPUT_PATH (JSONL) in this process, no services, into OUT's Parquet layout."""
+    from poolq.jobs.job import JobSpec
+    from poolq.jobs.local_runner import local_context, run_job_locally
+    from poolq.jobs.steps.submit import JobRejected
+
+    body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
+    if model:
+        body["model"] = model
+    try:
+        if long_documents:
+            body["long_documents"] = json.loads(long_documents)
+        spec = JobSpec.model_validate(body)
+        status = run_job_locally(spec, local_context(out_dir.resolve()))
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
+    except ValidationError as exc:
+        raise click.UsageError(_first_errors(exc)) from None
+    except JobRejected as exc:
+        raise click.UsageError(f"{exc.field}: {exc}") from None
+    click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
+    if status.status.value not in ("succeeded", "partially_succeeded"):
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def serve(host: str, port: int) -> None:
+    """Run the HTTP API (settings from POOLQ_* environment variables); logs per POOLQ_LOG_FORMAT."""
+    import uvicorn
+
+    from poolq.jobs.observability.log_format import configure_logging
+    from poolq.jobs.settings import Settings
+
+    configure_logging(Settings().log_format, "INFO")
+    # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
+    # (client, method, path, status), never headers: API keys do not reach the log.
+    uvicorn.run("poolq.api.server.app:create_app", factory=True, host=host, port=port, log_level="info", log_config=None)
+
+
+@main.command()
+@click.option("--concurrency", default=1, show_default=True, type=int)
+@click.option("--hostname", default=None, help="Celery node name")
+@click.option("--queues", default="control,gpu", show_default=True, help="comma-separated queues to consume")
+@click.option("--gpus", default=None, help="e.g. 0,1: one worker per GPU (CUDA_VISIBLE_DEVICES), concurrency 1 each")
+@click.option("--max-tasks-per-child", default=None, type=int, help="replace a pool child after this many tasks")
+@click.option("--loglevel", default="INFO", show_default=True)
+def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None, max_tasks_per_child: int | None,
+           loglevel: str) -> None:
+    """Run Celery worker(s) on the control and gpu queues (settings from POOLQ_* env)."""
+    from poolq.jobs.settings import Settings
+    from poolq.jobs.worker.worker_startup import WorkerOptions, run_gpu_workers, run_worker
+    from poolq.storage import StorageError
+
+    queue_names = tuple(name.strip() for name in queues.split(",") if name.strip())
+    settings = Settings()
+    try:
+        if gpus is None:
+            options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
+            run_worker(settings, options)
+            return
+        gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
+        if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
+            raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")
+        options = WorkerOptions(1, loglevel, hostname, queue_names, max_tasks_per_child or 100)
+        sys.exit(run_gpu_workers(settings, gpu_ids, options))
+    except StorageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(3)
+
+
+@main.command()
+@click.option("--loglevel", default="INFO", show_default=True)
+def beat(loglevel: str) -> None:
+    """Run the scheduler (celery beat with RedBeat): the reconciler and the reindex schedules."""
+    from poolq.jobs.settings import Settings
+    from poolq.jobs.worker.beat import run_beat
+
+    run_beat(Settings(), loglevel=loglevel)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--port", default=5555, show_default=True, type=int)
+@click.option("--address", default="127.0.0.1", show_default=True, help="listen address (Flower has no auth of its own)")
+@click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
+def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
+    """Run Flower on poolq's broker; extra options go to Flower (e.g. --basic-auth=user:password)."""
+    from poolq.jobs.observability.log_format import configure_logging
+    from poolq.jobs.settings import Settings
+    from poolq.jobs.worker.celery_app import create_celery_app
+
+    settings = Settings()
+    configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
+    argv = ["flower", f"--port={port}", f"--address={address}", "--logging=none", *flower_args]
+    sys.exit(create_celery_app(settings).start(argv=argv) or 0)
+
+
+@main.command()
+@click.option("--dir", "state_dir", default=".poolq-demo", show_default=True, type=click.Path(path_type=Path))
+@click.option("--keep", is_flag=True, help="leave the stack running afterwards")
+@click.option("--redis-port", default=6390, show_default=True, type=int)
+@click.option("--s3-port", default=8333, show_default=True, type=int)
+@click.option("--api-port", default=8000, show_default=True, type=int)
+def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
+    """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
+    from poolq.api.demo import run_demo
+    from poolq.api.devstack.stack import StackPorts
+
+    sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
+
+
+@main.command()
+@click.option("--model", default="all-MiniLM-L6-v2", show_default=True)
+@click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
+@click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
+@click.option("--threads", default=None, type=int, help="torch threads (default: torch's)")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def bench(model: str, rounds: int, num_mixed: int, threads: int | None, as_json: bool) -> None:
+    """poolq's engine vs sentence-transformers encode: same model, texts and token counts."""
+    from poolq.api.bench import run_benchmark
+
+    report = run_benchmark(model, rounds=rounds, num_mixed=num_mixed, threads=threads)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(f"{report['model']}  runner={report['runner']}  threads={report['threads']}  "
+               f"fp32 matmul peak {report['matmul_peak_gflops']:.0f} GFLOP/s  (medians of {report['rounds']} rounds)")
+    click.echo(f"{'corpus':8} {'texts':>5} {'tokens':>7} {'poolq tok/s':>12} {'ST tok/s':>10} {'ratio':>6} "
+               f"{'poolq %peak':>11} {'ST %peak':>8} {'min cos':>9}")
+    for r in report["corpora"]:
+        click.echo(f"{r['corpus']:8} {r['texts']:>5} {r['tokens']:>7} {r['poolq_tokens_per_s']:>12.0f} "
+                   f"{r['baseline_tokens_per_s']:>10.0f} {r['ratio']:>6.2f} {100 * r['poolq_peak_fraction']:>10.0f}% "
+                   f"{100 * r['baseline_peak_fraction']:>7.0f}% {r['min_cosine']:>9.6f}")
+
+
+def _first_errors(exc: ValidationError, limit: int = 5) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()[:limit]
+    )

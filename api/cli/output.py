@@ -1,0 +1,148 @@
+"""How the client verbs of the ``poolq`` CLI report: exit codes, error messages, job summaries.
+
+Every verb that talks to the API is wrapped by :func:`with_client`, which adds ``--api-url`` /
+``--api-key`` (``POOLQ_API_URL``, ``POOLQ_API_KEY``), builds the client and turns every expected
+failure into one ``error: ...`` message on stderr and an exit code of :class:`ExitCode`; never a
+traceback, never the API key.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from contextlib import contextmanager
+from datetime import datetime
+from enum import IntEnum
+from typing import Callable, Iterator
+
+import click
+
+from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
+from poolq.api.client.result_files import DownloadError
+
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+
+
+class ExitCode(IntEnum):
+    """The exit codes of the client verbs (documented in the README)."""
+
+    OK = 0  # done; the job succeeded
+    JOB_FAILED = 1  # the job failed or was cancelled
+    USAGE = 2  # bad arguments (click's own code)
+    UNAVAILABLE = 3  # cannot reach the server, or it failed (5xx, 501)
+    NOT_FOUND = 4  # 404: no such job or schedule (or another tenant's)
+    REFUSED = 5  # 401, 403, 409, 413, 422, 429 and other 4xx: the server said no
+    PARTIAL = 6  # the job partially succeeded (some records failed)
+    TIMED_OUT = 7  # --timeout passed while the job was still running
+    INTERRUPTED = 130  # Ctrl-C while waiting (the job goes on)
+
+
+JOB_EXIT_CODES = {"succeeded": ExitCode.OK, "partially_succeeded": ExitCode.PARTIAL,
+                  "failed": ExitCode.JOB_FAILED, "cancelled": ExitCode.JOB_FAILED}
+
+
+def job_exit_code(job: dict) -> ExitCode:
+    """The exit code for a job's state: terminal states as in :class:`ExitCode`, others 0."""
+    return JOB_EXIT_CODES.get(job["status"], ExitCode.OK)
+
+
+def exit_code_for(error: PoolqError) -> ExitCode:
+    """The exit code for an HTTP refusal."""
+    if error.status_code == 404:
+        return ExitCode.NOT_FOUND
+    if error.status_code >= 500:
+        return ExitCode.UNAVAILABLE
+    return ExitCode.REFUSED
+
+
+def error_message(error: PoolqError, *, api_key_given: bool = True) -> str:
+    """One readable message for an HTTP refusal: the server's detail, 422's fields one per line."""
+    detail = error.detail
+    if isinstance(detail, list):
+        lines = [f"  {_loc(item)}: {item.get('msg', item)}" if isinstance(item, dict) else f"  {item}" for item in detail]
+        text = "the request was invalid:\n" + "\n".join(lines)
+    else:
+        text = str(detail).strip() or "(no detail)"
+    if error.status_code == 401 and not api_key_given:
+        text += " (no API key given: set POOLQ_API_KEY or pass --api-key)"
+    if error.retry_after is not None:
+        text += f" (retry after {error.retry_after:g} s)"
+    return f"HTTP {error.status_code}: {text}"
+
+
+def fail(message: str, code: ExitCode) -> None:
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(int(code))
+
+
+@contextmanager
+def reporting_errors(*, api_key_given: bool) -> Iterator[None]:
+    """Turn the client's expected failures into a message and an exit code."""
+    try:
+        yield
+    except PoolqError as exc:
+        fail(error_message(exc, api_key_given=api_key_given), exit_code_for(exc))
+    except PoolqConnectionError as exc:
+        fail(f"{exc} (is it running? set POOLQ_API_URL or pass --api-url; `poolq dev up` starts a local one)",
+             ExitCode.UNAVAILABLE)
+    except DownloadError as exc:
+        fail(str(exc), ExitCode.UNAVAILABLE)
+    except TimeoutError as exc:
+        fail(str(exc), ExitCode.TIMED_OUT)
+    except OSError as exc:  # local files: unreadable input, unwritable --out
+        fail(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc), ExitCode.USAGE)
+
+
+def with_client(command: Callable) -> Callable:
+    """Add ``--api-url``/``--api-key`` and pass a connected ``client`` as the first argument.
+    Put it right above the ``def`` (below the command's own options)."""
+
+    @click.option("--api-url", envvar="POOLQ_API_URL", default=DEFAULT_API_URL, show_default=True,
+                  help="the poolq API (env POOLQ_API_URL)")
+    @click.option("--api-key", envvar="POOLQ_API_KEY", default=None, show_default=False,
+                  help="API key (env POOLQ_API_KEY); never printed")
+    @functools.wraps(command)
+    def wrapper(api_url: str, api_key: str | None, **kwargs: object) -> object:
+        with reporting_errors(api_key_given=bool(api_key)), PoolqClient(api_url, api_key) as client:
+            return command(client, **kwargs)
+
+    return wrapper
+
+
+def print_json(value: object) -> None:
+    """Pretty JSON on stdout."""
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def job_summary(job: dict) -> str:
+    """One line: ``job ID succeeded: 40/40 documents, 0 failed, 12,345 tokens in 8.1 s``."""
+    counts, tokens = job["counts"], job["usage"]["tokens"]
+    total = "?" if counts.get("total") is None else counts["total"]
+    line = f"job {job['id']} {job['status']}: {counts['completed']}/{total} documents, {counts['failed']} failed, {tokens:,} tokens"
+    took = seconds_between(job.get("started_at"), job.get("finished_at"))
+    if took is not None:
+        line += f" in {took:.1f} s"
+    return line + (f"; error: {job['error']}" if job.get("error") else "")
+
+
+def job_details(job: dict) -> list[str]:
+    """``poolq status``: the summary, then timestamps, the manifest and the error, one per line."""
+    lines = [job_summary(job), f"  model      {job['model']}"]
+    for field in ("created_at", "started_at", "finished_at"):
+        if job.get(field):
+            lines.append(f"  {field.removesuffix('_at'):10} {job[field]}")
+    if job.get("result"):
+        lines.append(f"  manifest   {job['result']['manifest_uri']}")
+    return lines
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    """Seconds between two ISO timestamps of the API, None if either is missing."""
+    if not start or not end:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def _loc(item: dict) -> str:
+    return ".".join(str(part) for part in item.get("loc", ())) or "(request)"

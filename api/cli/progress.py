@@ -1,0 +1,126 @@
+"""Progress of a job while the CLI waits for it: documents done/total, tokens/s, ETA.
+
+On a terminal (stderr is a TTY) a rich progress bar; otherwise a plain line whenever the
+status changes and at most every ``every_s`` seconds while counts move. Both go to stderr, so
+stdout keeps only the job id / summary for scripts.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Callable
+
+import click
+
+from poolq.api.cli.output import seconds_between
+
+
+@dataclass
+class Throughput:
+    """Rates seen from the client: the change in tokens and documents since the first poll of
+    the running job; for a finished job, its tokens over the server's start-to-finish time."""
+
+    clock: Callable[[], float] = time.monotonic
+    _first: tuple[float, int, int] | None = field(default=None, init=False)  # (time, tokens, documents)
+    tokens_per_s: float | None = field(default=None, init=False)
+    documents_per_s: float | None = field(default=None, init=False)
+
+    def observe(self, job: dict) -> None:
+        now, tokens, done = self.clock(), job["usage"]["tokens"], _done(job)
+        took = seconds_between(job.get("started_at"), job.get("finished_at"))
+        if took:
+            self.tokens_per_s, self.documents_per_s = tokens / took, done / took
+        elif job["status"] == "running" and self._first is None:
+            self._first = (now, tokens, done)
+        elif self._first is not None and now > self._first[0]:
+            elapsed = now - self._first[0]
+            self.tokens_per_s = (tokens - self._first[1]) / elapsed
+            self.documents_per_s = (done - self._first[2]) / elapsed
+
+    def eta_s(self, job: dict) -> float | None:
+        """Seconds left at the current document rate; 0 once finished, None while unknown."""
+        total = job["counts"].get("total")
+        if job["status"] in ("succeeded", "partially_succeeded", "failed", "cancelled"):
+            return 0.0
+        if total is None or not self.documents_per_s:
+            return None
+        return max(0.0, (total - _done(job)) / self.documents_per_s)
+
+
+def format_rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:,.0f}"
+
+
+def format_eta(seconds: float | None) -> str:
+    return "-:--:--" if seconds is None else str(timedelta(seconds=round(seconds)))
+
+
+class RichJobProgress:
+    """A rich progress bar on stderr: ``status ━━━━━━╸━━━ 12/40 documents  1,234 tokens/s  ETA 0:00:08``."""
+
+    def __init__(self, console) -> None:
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self.rate = Throughput()
+        self.progress = Progress(
+            TextColumn("{task.description:<12}"), BarColumn(), TextColumn("{task.fields[done]} documents"),
+            TextColumn("{task.fields[rate]} tokens/s"), TextColumn("ETA {task.fields[eta]}"),
+            console=console, refresh_per_second=8,
+        )
+        self.task = self.progress.add_task("waiting", total=None, done="0/?", rate="-", eta="-:--:--")
+        self.progress.start()
+
+    def update(self, job: dict) -> None:
+        self.rate.observe(job)
+        total = job["counts"].get("total")
+        self.progress.update(
+            self.task, description=job["status"], total=total, completed=_done(job),
+            done=f"{_done(job)}/{'?' if total is None else total}",
+            rate=format_rate(self.rate.tokens_per_s), eta=format_eta(self.rate.eta_s(job)),
+        )
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+class PlainJobProgress:
+    """Plain lines on stderr: on every status change, else at most every ``every_s`` seconds."""
+
+    def __init__(self, every_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = Throughput(clock)
+        self.every_s = every_s
+        self.clock = clock
+        self._last: tuple[str, int] | None = None
+        self._last_time = 0.0
+
+    def update(self, job: dict) -> None:
+        self.rate.observe(job)
+        state = (job["status"], _done(job))
+        now = self.clock()
+        changed_status = self._last is None or state[0] != self._last[0]
+        if changed_status or (state != self._last and now - self._last_time >= self.every_s):
+            click.echo(self.line(job), err=True)
+            self._last, self._last_time = state, now
+
+    def line(self, job: dict) -> str:
+        total = job["counts"].get("total")
+        return (f"{job['id']} {job['status']}: {_done(job)}/{'?' if total is None else total} documents, "
+                f"{format_rate(self.rate.tokens_per_s)} tokens/s, ETA {format_eta(self.rate.eta_s(job))}")
+
+    def close(self) -> None:
+        pass
+
+
+def job_progress(every_s: float = 5.0) -> RichJobProgress | PlainJobProgress:
+    """A bar when stderr is a terminal, plain lines otherwise."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if console.is_terminal:
+        return RichJobProgress(console)
+    return PlainJobProgress(every_s)
+
+
+def _done(job: dict) -> int:
+    return job["counts"]["completed"] + job["counts"]["failed"]

@@ -1,0 +1,227 @@
+"""A small Python client for poolq's HTTP API.
+
+``PoolqClient(base_url, api_key)`` sends ``Authorization: Bearer <api_key>`` on every call; with
+no ``api_key`` it uses the ``POOLQ_API_KEY`` environment variable (if set). A refused request
+raises :class:`PoolqError` (``status_code``, ``detail``, ``retry_after`` for 429/503); a server
+that cannot be reached raises :class:`PoolqConnectionError`. Nothing is retried, except
+:meth:`PoolqClient.wait`'s polling (a bounded number of 429/503 answers, see there).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from poolq.api.client.result_files import decode_vectors, fetch_bytes, save_url
+from poolq.api.server.schemas import JobResults
+
+TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
+API_KEY_ENV = "POOLQ_API_KEY"
+RETRYABLE_POLL_STATUSES = {429, 503}
+MAX_RETRY_WAIT_S = 60.0
+
+
+class PoolqError(RuntimeError):
+    """The server refused a request; ``status_code`` and ``detail`` say why. ``retry_after``: the
+    seconds its ``Retry-After`` header asked for (429, 503), else None."""
+
+    def __init__(self, status_code: int, detail: Any, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status_code}: {detail}")
+        self.status_code = status_code
+        self.detail = detail
+        self.retry_after = retry_after
+
+
+class PoolqConnectionError(ConnectionError):
+    """The API could not be reached (refused, DNS, timeout, dropped connection)."""
+
+
+class PoolqClient:
+    """Submit jobs, poll them, fetch their results; manage schedules."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        api_key = api_key or os.environ.get(API_KEY_ENV) or None
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport, headers=headers)
+        self._files = httpx.Client(timeout=max(timeout, 60.0), follow_redirects=True)  # presigned URLs: no API key
+
+    def close(self) -> None:
+        self._http.close()
+        self._files.close()
+
+    def __enter__(self) -> "PoolqClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise PoolqConnectionError(f"cannot reach the poolq API at {self.base_url}: {exc or type(exc).__name__}") from exc
+        if response.status_code >= 400:
+            raise _error_from(response)
+        if response.status_code == 204:
+            return {}
+        return response.json()
+
+    # -- jobs --------------------------------------------------------------------------------
+    def submit(self, spec: dict, *, idempotency_key: str | None = None) -> dict:
+        """``POST /v1/jobs``; returns the queued job. The same ``idempotency_key`` returns the same job."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        return self._call("POST", "/v1/jobs", json=spec, headers=headers)
+
+    def upload(self, source: str | os.PathLike | bytes) -> str:
+        """Upload a JSONL file (a path, or its bytes) through a presigned PUT (``POST /v1/uploads``);
+        returns the ``s3://`` URI to submit as ``{"input": {"uri": ...}}``. 501 on a local-store server."""
+        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+        ticket = self._call("POST", "/v1/uploads")
+        try:
+            response = self._files.request(ticket.get("method", "PUT"), ticket["url"], content=data)
+        except httpx.TransportError as exc:
+            raise PoolqConnectionError(f"cannot reach the upload URL's store: {exc or type(exc).__name__}") from exc
+        if response.status_code >= 400:
+            raise PoolqError(response.status_code, f"the store refused the upload: {response.text[:300]}")
+        return ticket["uri"]
+
+    def get(self, job_id: str) -> dict:
+        """``GET /v1/jobs/{id}``: status, counts, usage, timestamps, result, error."""
+        return self._call("GET", f"/v1/jobs/{job_id}")
+
+    def jobs(self, limit: int = 50, before: str | None = None) -> dict:
+        """``GET /v1/jobs``: ``{"jobs": [...], "next_before"}``, newest first; pass ``next_before``
+        as ``before`` for the next (older) page."""
+        params: dict[str, Any] = {"limit": limit}
+        if before:
+            params["before"] = before
+        return self._call("GET", "/v1/jobs", params=params)
+
+    def cancel(self, job_id: str) -> dict:
+        """``POST /v1/jobs/{id}/cancel``: stop the job; committed parts stay in its manifest."""
+        return self._call("POST", f"/v1/jobs/{job_id}/cancel")
+
+    def wait(
+        self,
+        job_id: str,
+        *,
+        poll_interval: float = 1.0,
+        timeout: float | None = None,
+        on_progress: Callable[[dict], None] | None = None,
+        max_retries: int = 5,
+    ) -> dict:
+        """Poll until the job reaches a terminal state; ``on_progress`` sees every poll.
+
+        A poll answered 429 or 503 is retried after its ``Retry-After`` (else ``poll_interval``;
+        at most 60 s), at most ``max_retries`` times in a row; then the PoolqError is raised. TimeoutError after
+        ``timeout`` seconds (None: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = 0
+        while True:
+            try:
+                job = self.get(job_id)
+                failures = 0
+            except PoolqError as exc:
+                failures += 1
+                if exc.status_code not in RETRYABLE_POLL_STATUSES or failures > max_retries:
+                    raise
+                _check_deadline(deadline, job_id, "unknown", timeout)
+                time.sleep(min(exc.retry_after if exc.retry_after is not None else poll_interval, MAX_RETRY_WAIT_S))
+                continue
+            if on_progress:
+                on_progress(job)
+            if job["status"] in TERMINAL_STATES:
+                return job
+            _check_deadline(deadline, job_id, job["status"], timeout)
+            time.sleep(poll_interval)
+
+    # -- results -----------------------------------------------------------------------------
+    def results(self, job_id: str) -> dict:
+        """The manifest of a finished job, with presigned part URLs (409 while it runs)."""
+        return self._call("GET", f"/v1/jobs/{job_id}/results")
+
+    def download(self, job_id: str, out_dir: str | os.PathLike) -> list[Path]:
+        """Write the job's result files under ``out_dir``: ``parts/<name>.parquet`` for every part
+        the manifest lists, ``errors.jsonl`` and ``manifest.json`` (the ``/results`` answer, last).
+        Returns the paths written, in that order."""
+        out = Path(out_dir)
+        answer = self.results(job_id)
+        results = JobResults.model_validate(answer)
+        written = [save_url(part.url, out / "parts" / part.key.rsplit("/", 1)[-1], self._files) for part in results.parts]
+        written.append(save_url(results.errors.url, out / "errors.jsonl", self._files))
+        (out / "manifest.json").write_text(json.dumps(answer, indent=2), encoding="utf-8")
+        return [*written, out / "manifest.json"]
+
+    def read_table(self, job_id: str):
+        """All result parts of a finished job, downloaded and concatenated as one pyarrow Table
+        (None if it has no parts)."""
+        return self._read_parts(JobResults.model_validate(self.results(job_id)))
+
+    def read_numpy(self, job_id: str):
+        """``(ids, vectors)``: the ids (a list of str, one per row: chunk modes repeat a document's
+        id) and the vectors as float32 ``[rows, d]``, decoded from the job's output dtype (a job
+        with no parts: ``[0, d]``, or ``[0, 0]`` when nothing was ever embedded)."""
+        import numpy as np
+
+        results = JobResults.model_validate(self.results(job_id))
+        table = self._read_parts(results)
+        if table is None:
+            return [], np.zeros((0, results.dimensions or 0), dtype=np.float32)
+        return table.column("id").to_pylist(), decode_vectors(table, results)
+
+    def _read_parts(self, results: JobResults):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(io.BytesIO(fetch_bytes(part.url, self._files))) for part in results.parts]
+        return pa.concat_tables(tables, promote_options="default") if tables else None
+
+    # -- schedules ---------------------------------------------------------------------------
+    def create_schedule(self, schedule: dict) -> dict:
+        """``POST /v1/schedules``: ``{"cron": "0 3 * * *", "input": {"uri": "s3://b/docs/"}, "template": {...}}``."""
+        return self._call("POST", "/v1/schedules", json=schedule)
+
+    def list_schedules(self) -> list[dict]:
+        """``GET /v1/schedules``: the caller's schedules."""
+        return self._call("GET", "/v1/schedules")["schedules"]
+
+    def get_schedule(self, schedule_id: str) -> dict:
+        """The schedule with its recent runs (slot, job_id, status), newest first."""
+        return self._call("GET", f"/v1/schedules/{schedule_id}")
+
+    def delete_schedule(self, schedule_id: str) -> None:
+        """``DELETE /v1/schedules/{id}``: the jobs it ran stay."""
+        self._call("DELETE", f"/v1/schedules/{schedule_id}")
+
+    def run_schedule(self, schedule_id: str) -> dict:
+        """``POST /v1/schedules/{id}/run``: run it now (incrementally); returns the run (its ``job_id``)."""
+        return self._call("POST", f"/v1/schedules/{schedule_id}/run")
+
+
+def _error_from(response: httpx.Response) -> PoolqError:
+    try:
+        body = response.json()
+        detail = body.get("detail", response.text) if isinstance(body, dict) else body
+    except ValueError:
+        detail = response.text
+    return PoolqError(response.status_code, detail, _retry_after(response))
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: not used by poolq
+
+
+def _check_deadline(deadline: float | None, job_id: str, status: str, timeout: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeoutError(f"job {job_id} still {status} after {timeout}s")

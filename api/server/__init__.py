@@ -1,0 +1,1 @@
+"""The HTTP server: the FastAPI app, its services, authentication, limits and request parsing."""

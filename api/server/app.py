@@ -1,0 +1,71 @@
+"""The FastAPI application."""
+from __future__ import annotations
+
+from typing import Callable
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from poolq.api.server.api_keys import ApiKeyStore
+from poolq.api.server.body_limit import BodySizeLimitMiddleware
+from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
+from poolq.api.server.routes import jobs, schedules, uploads
+from poolq.api.server.routes.metrics import install_metrics
+from poolq.jobs.context import JobContext
+from poolq.jobs.observability.gauges import SystemGauges, gauges_for
+from poolq.jobs.settings import Settings
+
+Check = tuple[str, Callable[[], object]]
+
+
+def create_app(
+    settings: Settings | None = None,
+    ctx: JobContext | None = None,
+    *,
+    limiter: RateLimiter | None = None,
+    auth_failures: RateLimiter | None = None,
+    checks: list[Check] | None = None,
+    gauges: SystemGauges | None = None,
+) -> FastAPI:
+    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``, the limiters, ``checks`` and
+    ``gauges`` replace the Redis-backed defaults (in-process use and tests)."""
+    settings = settings or Settings()
+    if ctx is None:
+        from poolq.api.server.services import api_services
+
+        services = api_services(settings)
+        ctx, limiter, auth_failures, checks = services.ctx, services.limiter, services.auth_failures, services.checks
+    app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
+    app.state.ctx = ctx
+    app.state.keys = ApiKeyStore(ctx.store, settings.output_prefix, cache_s=settings.api_key_cache_s)
+    app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    app.state.auth_failures = auth_failures or InMemoryRateLimiter(settings.auth_failure_rate_per_s,
+                                                                   settings.auth_failure_burst)
+    readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
+    app.include_router(jobs.router)
+    app.include_router(uploads.router)
+    app.include_router(schedules.router)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], responses={503: {"description": "a dependency is unreachable"}})
+    def readyz() -> JSONResponse:
+        """Redis and the object store answer."""
+        results = {name: _probe(check) for name, check in readiness}
+        ready = all(result == "ok" for result in results.values())
+        return JSONResponse({"status": "ok" if ready else "unavailable", **results}, status_code=200 if ready else 503)
+
+    return app
+
+
+def _probe(check: Callable[[], object]) -> str:
+    try:
+        check()
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
+        return f"error: {type(exc).__name__}"
+    return "ok"

@@ -1,0 +1,107 @@
+"""``GET /metrics``: Prometheus' text format, read from Redis (or memory) when scraped.
+
+Families (``rate()`` of a counter gives a per-second figure, e.g. tokens/s is
+``rate(poolq_tokens_total[5m])``):
+
+- ``poolq_jobs{state}``: unfinished jobs by state (queued, running, cancelling), gauge
+- ``poolq_jobs_finished_total{state}``: jobs that reached a final state, counter
+- ``poolq_queue_depth{queue}``: messages waiting in the ``control`` and ``gpu`` queues, gauge
+- ``poolq_shards_in_flight``: shards an attempt is working on now (live leases), gauge
+- ``poolq_tokens_total``, ``poolq_documents_embedded_total``: work done by committed shards
+- ``poolq_shard_duration_seconds``: wall time of each shard's winning attempt, histogram
+- ``poolq_record_errors_total{code}``: records that failed (planning or embedding), by error code
+
+Every value is global to the deployment (shared Redis), so every API replica serves the same
+numbers: scrape one, or aggregate replicas with ``max``, not ``sum``. The registry is the app's
+own (never prometheus_client's global one). Served without a key when ``metrics_public`` (the
+default: aggregates only, no tenant data; keep the port inside the cluster), else admin keys only.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from fastapi import Depends, FastAPI, Request, Response
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+
+from poolq.api.server.security import admin_caller
+from poolq.jobs.job import JobState
+from poolq.jobs.observability.gauges import SystemGauges
+from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, JobMetrics, MetricsTotals
+from poolq.jobs.settings import Settings
+
+FINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
+
+
+class PoolqCollector(Collector):
+    """Reads the recorded counters and the live gauges at each scrape; holds no values itself."""
+
+    def __init__(self, metrics: JobMetrics, gauges: SystemGauges) -> None:
+        self.metrics = metrics
+        self.gauges = gauges
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._live()
+        totals = self.metrics.totals()
+        yield from self._work(totals)
+        yield _shard_histogram(totals)
+
+    def _live(self) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("poolq_jobs", "Unfinished jobs, by state.", labels=["state"])
+        for state, count in self.gauges.jobs_by_state().items():
+            jobs.add_metric([state], count)
+        depth = GaugeMetricFamily("poolq_queue_depth", "Messages waiting in a Celery queue.", labels=["queue"])
+        for queue, count in self.gauges.queue_depths().items():
+            depth.add_metric([queue], count)
+        in_flight = GaugeMetricFamily("poolq_shards_in_flight", "Shards with a live lease (being embedded now).",
+                                      value=self.gauges.shards_in_flight())
+        return iter((jobs, depth, in_flight))
+
+    @staticmethod
+    def _work(totals: MetricsTotals) -> Iterator[Metric]:
+        finished = CounterMetricFamily("poolq_jobs_finished", "Jobs that reached a final state.", labels=["state"])
+        for state in FINAL_STATES:
+            finished.add_metric([state], totals.finished.get(state, 0))
+        errors = CounterMetricFamily("poolq_record_errors", "Records that failed, by error code.", labels=["code"])
+        for code, count in sorted(totals.errors.items()):
+            errors.add_metric([code], count)
+        tokens = CounterMetricFamily("poolq_tokens", "Tokens processed by committed shards (rate() is tokens/s).",
+                                     value=totals.tokens)
+        documents = CounterMetricFamily("poolq_documents_embedded", "Documents embedded by committed shards.",
+                                        value=totals.documents)
+        return iter((finished, errors, tokens, documents))
+
+
+def _shard_histogram(totals: MetricsTotals) -> HistogramMetricFamily:
+    buckets, cumulative = [], 0
+    for bound, count in zip(LATENCY_BUCKETS_S, totals.shard_buckets):
+        cumulative += count
+        buckets.append(("+Inf" if bound == float("inf") else repr(float(bound)), cumulative))
+    return HistogramMetricFamily("poolq_shard_duration_seconds", "Wall time of each committed shard's attempt.",
+                                 buckets=buckets, sum_value=totals.shard_latency_sum_s)
+
+
+_RESPONSES = {
+    200: {"content": {"text/plain": {}, "application/openmetrics-text": {}}},
+    503: {"description": "Redis is unreachable", "content": {"text/plain": {}}},
+}
+
+
+def install_metrics(app: FastAPI, settings: Settings, metrics: JobMetrics, gauges: SystemGauges) -> None:
+    """Add ``GET /metrics`` to ``app``, over a registry of its own."""
+    registry = CollectorRegistry()
+    registry.register(PoolqCollector(metrics, gauges))
+    app.state.metrics_registry = registry
+    guard = [] if settings.metrics_public else [Depends(admin_caller)]
+
+    @app.get("/metrics", tags=["ops"], dependencies=guard, response_class=Response, responses=_RESPONSES)
+    def metrics_endpoint(request: Request) -> Response:
+        """Prometheus metrics: text format 0.0.4, or what the scraper's Accept header asks for."""
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        try:
+            body = encode(registry)
+        except Exception as exc:  # noqa: BLE001 - a failed read means no scrape; say which
+            return Response(f"metrics unavailable: {type(exc).__name__}\n", status_code=503, media_type="text/plain")
+        return Response(body, headers={"Content-Type": content_type})

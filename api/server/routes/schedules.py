@@ -1,0 +1,90 @@
+"""``/v1/schedules``: scheduled (incremental) reindex. Routes only translate HTTP <-> plain functions."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+
+from poolq.api.server.api_keys import Principal
+from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.security import ADMIN_RESPONSES, admin_caller
+from poolq.api.server.strict_json import StrictJsonRoute
+from poolq.jobs.context import JobContext
+from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
+from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule, get_schedule, list_schedules
+from poolq.jobs.schedules.schedule_runner import RunView, recent_runs, run_schedule, run_view
+from poolq.jobs.steps.submit import JobRejected
+
+# Schedules need an admin key; each tenant still sees only its own (others': 404).
+router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute, responses=ADMIN_RESPONSES)
+_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such schedule (or another tenant's)"}}
+
+
+class ScheduleList(BaseModel):
+    schedules: list[Schedule]
+
+
+class ScheduleDetail(Schedule):
+    """A schedule with its recent runs, newest first."""
+
+    runs: list[RunView]
+
+
+def _ctx(request: Request) -> JobContext:
+    return request.app.state.ctx
+
+
+def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) -> Schedule:
+    schedule = get_schedule(schedule_id, ctx, tenant=principal.tenant)
+    if schedule is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
+    return schedule
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
+             responses={413: {"model": ErrorBody, "description": "body too large"}})
+def create(body: ScheduleRequest, request: Request, response: Response,
+           principal: Principal = Depends(admin_caller)) -> Schedule:
+    """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
+    try:
+        schedule = create_schedule(body, _ctx(request), tenant=principal.tenant)
+    except JobRejected as exc:
+        loc = ("body", *exc.field.split("."))
+        raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
+    response.headers["Location"] = str(request.url_for("get_one", schedule_id=schedule.id))
+    return schedule
+
+
+@router.get("", response_model=ScheduleList)
+def list_all(request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleList:
+    return ScheduleList(schedules=list_schedules(_ctx(request), tenant=principal.tenant))
+
+
+@router.get("/{schedule_id}", response_model=ScheduleDetail, responses=_NOT_FOUND)
+def get_one(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleDetail:
+    ctx = _ctx(request)
+    schedule = _schedule_or_404(ctx, schedule_id, principal)
+    return ScheduleDetail(**dict(schedule), runs=recent_runs(schedule_id, ctx))
+
+
+@router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
+def delete(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> Response:
+    """Delete the schedule and its run records; jobs it ran stay."""
+    if not delete_schedule(schedule_id, _ctx(request), tenant=principal.tenant):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{schedule_id}/run", status_code=status.HTTP_202_ACCEPTED, response_model=RunView,
+             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the template no longer fits this server"}})
+def run_now(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> RunView:
+    """Run the schedule now (its slot is this second), incrementally like a scheduled run."""
+    ctx = _ctx(request)
+    _schedule_or_404(ctx, schedule_id, principal)
+    try:
+        run = run_schedule(schedule_id, ctx, manual=True)
+    except JobRejected as exc:  # the template no longer fits this server (e.g. a model was removed)
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    if run is None:  # deleted in the meantime
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
+    return run_view(run, ctx)

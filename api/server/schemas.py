@@ -1,0 +1,62 @@
+"""Response schemas of the HTTP API that are not the job model itself."""
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from poolq.jobs.job import JobStatus
+from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
+from poolq.storage import ObjectStore
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer except 422: what went wrong, in words."""
+
+    detail: str
+
+
+class ResultPart(ManifestPart):
+    url: str  # presigned GET, short-lived
+
+
+class ResultErrors(ManifestErrors):
+    url: str  # presigned GET, short-lived
+
+
+class JobResults(BaseModel):
+    """``GET /v1/jobs/{id}/results``: the manifest's outcome, with presigned download URLs."""
+
+    job_id: str
+    status: str
+    manifest_key: str
+    manifest_uri: str
+    dimensions: int | None
+    columns: list[str]
+    counts: ManifestCounts
+    error: str | None = None
+    output: OutputEncoding | None = None  # dtype, dimensions and how to decode them
+    usage: ManifestUsage
+    parts: list[ResultPart]
+    errors: ResultErrors
+    url_expires_in_s: int
+
+    @classmethod
+    def from_manifest(cls, manifest: JobManifest, manifest_key: str, store: ObjectStore, expires_s: int) -> "JobResults":
+        """The answer for ``manifest`` (stored at ``manifest_key``), its URLs signed for ``expires_s``."""
+        def sign(key: str) -> str:
+            return store.presigned_get_url(key, expires_s)
+
+        return cls(
+            job_id=manifest.job_id, status=manifest.status.value, manifest_key=manifest_key,
+            manifest_uri=store.uri(manifest_key), dimensions=manifest.dimensions, columns=manifest.columns,
+            counts=manifest.counts, error=manifest.error, usage=manifest.usage, output=manifest.output,
+            parts=[ResultPart(**part.model_dump(), url=sign(part.key)) for part in manifest.parts],
+            errors=ResultErrors(**manifest.errors.model_dump(), url=sign(manifest.errors.key)),
+            url_expires_in_s=expires_s,
+        )
+
+
+class JobList(BaseModel):
+    """``GET /v1/jobs``: the caller's jobs, newest first; ``next_before`` pages further back."""
+
+    jobs: list[JobStatus]
+    next_before: str | None = None

@@ -1,0 +1,46 @@
+"""The API process's services: Redis status and leases, the Celery enqueuer, the store, limits."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
+from poolq.engine import ModelRegistry
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import RedisLeaseStore
+from poolq.jobs.coordination.status_store import RedisJobStatusStore
+from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CeleryEnqueuer
+from poolq.jobs.worker.celery_app import create_celery_app
+
+
+@dataclass(frozen=True)
+class ApiServices:
+    ctx: JobContext
+    limiter: RateLimiter  # per tenant
+    auth_failures: RateLimiter  # failed authentications per client address
+    checks: list  # (name, probe) pairs for /readyz
+
+
+def api_services(settings: Settings) -> ApiServices:
+    """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
+    client = redis.Redis.from_url(settings.redis_url)
+    store = settings.object_store()
+    ctx = JobContext(
+        settings=settings,
+        store=store,
+        status=RedisJobStatusStore(client),
+        leases=RedisLeaseStore(client),
+        enqueuer=CeleryEnqueuer(create_celery_app(settings)),
+        registry=ModelRegistry.with_packaged_models(settings.models),
+        metrics=RedisJobMetrics(client),
+    )
+    return ApiServices(
+        ctx=ctx,
+        limiter=RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst),
+        auth_failures=RedisRateLimiter(client, settings.auth_failure_rate_per_s, settings.auth_failure_burst,
+                                       namespace="authfail"),
+        checks=[("redis", client.ping), ("store", lambda: store.exists("_readyz"))],
+    )

@@ -1,0 +1,84 @@
+"""Loading a model directory: weights with the right HF head class, tokenizer, runner, poolers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from poolq.engine.config import EngineConfig
+from poolq.engine.loading.model_spec import ModelKind, ModelSpec, read_model_spec
+from poolq.engine.loading.projector import load_projector
+from poolq.engine.packed_runner import PackedRunner
+from poolq.engine.pooling.classifier_heads import Calibration
+from poolq.engine.pooling.dispatcher import PoolerDispatcher
+from poolq.engine.pooling.factory import build_dispatcher
+from poolq.engine.runner import ModelRunner, torch_dtype
+from poolq.engine.tokenizer import TextTokenizer
+
+# The transformers auto class each kind of model is loaded with.
+_AUTO_CLASSES = {
+    ModelKind.ENCODER: "AutoModel",
+    ModelKind.SEQUENCE_CLASSIFIER: "AutoModelForSequenceClassification",
+    ModelKind.TOKEN_CLASSIFIER: "AutoModelForTokenClassification",
+    ModelKind.SPARSE_ENCODER: "AutoModelForMaskedLM",
+}
+
+
+Runner = ModelRunner | PackedRunner  # both: forward(BatchMetadata) -> [num_tokens, hidden]
+
+
+@dataclass
+class LoadedModel:
+    spec: ModelSpec
+    tokenizer: TextTokenizer
+    runner: "Runner"
+    dispatcher: PoolerDispatcher
+    output_dim: int  # of embed outputs (after any projector)
+    hf_config: object  # the transformers config (FLOP accounting, introspection)
+
+
+def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration | None = None) -> LoadedModel:
+    """Load everything a PoolingEngine needs from ``model_dir``; never touches the network."""
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
+    spec = read_model_spec(model_dir, is_causal=_is_decoder(model_dir))
+    device, dtype = torch.device(config.device), torch_dtype(config.dtype)
+    auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
+    model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
+    model.eval().to(device)
+    tokenizer = TextTokenizer(model_dir)
+    projector = load_projector(model_dir, spec.dense_dirs)
+    if projector is not None:
+        projector.to(device=device, dtype=dtype)
+    dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration)
+    runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
+    output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, model.config)
+
+
+def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:
+    """The native packed forward for the BERT family; the generic padded path for the rest."""
+    from poolq.engine.models import PackedBertEncoder, supports
+
+    if packed and supports(base_model):
+        return PackedRunner(PackedBertEncoder(base_model), device)
+    return ModelRunner(base_model, device, pad_token_id)
+
+
+def _is_decoder(model_dir: Path) -> bool:
+    """A model type with a causal-LM class and no masked-LM class is a decoder."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = AutoConfig.from_pretrained(str(model_dir), local_files_only=True).model_type
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def _last_linear(projector: torch.nn.Module) -> torch.nn.Linear:
+    return [m for m in projector.modules() if isinstance(m, torch.nn.Linear)][-1]

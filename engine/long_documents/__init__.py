@@ -1,0 +1,1 @@
+"""Long documents: the policy checks, chunk boundaries, and how one request becomes model windows."""

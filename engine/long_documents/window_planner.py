@@ -1,0 +1,130 @@
+"""Planning each request by the long-document policy: windows, chunks and their spans."""
+# PolicyError is re-exported here: it is what WindowPlanner raises for a policy it cannot follow.
+from __future__ import annotations
+
+from poolq.engine.loading.model_spec import ModelSpec, PoolingType
+from poolq.engine.long_documents.chunking import (
+    ChunkBoundary,
+    ChunkingError,
+    char_spans_to_token_chunks,
+    describe_chunks,
+    sentence_char_spans,
+    token_chunks,
+)
+from poolq.engine.long_documents.policy_check import PolicyError, check_policy, default_overlap
+from poolq.engine.long_documents.window_plans import (
+    ChunkedPlan,
+    DocumentPlan,
+    LateChunksPlan,
+    NaiveChunksPlan,
+    SinglePlan,
+    Window,
+)
+from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, PoolingTask, RequestError
+from poolq.engine.tokenizer import TextTokenizer
+
+
+class WindowPlanner:
+    """Turns a request and its content tokens into a :class:`DocumentPlan` (or a per-record error)."""
+
+    def __init__(self, tokenizer: TextTokenizer, spec: ModelSpec, policy: LongDocumentPolicy, window: int, embed_head) -> None:
+        self.tokenizer, self.spec, self.policy, self.window, self.embed_head = tokenizer, spec, policy, window, embed_head
+        self.prefix, self.suffix = tokenizer.special_ids
+        specials = spec.pooling in (PoolingType.CLS, PoolingType.LAST)
+        self.window_specials = specials if policy.window_specials is None else policy.window_specials
+        self.overlap = default_overlap(policy, window)
+        self._check_policy()
+
+    def _check_policy(self) -> None:
+        check_policy(self.spec, self.policy)
+        if self.window <= len(self.prefix) + len(self.suffix):
+            raise PolicyError("window_tokens", f"a window of {self.window} tokens leaves no room next to the special tokens")
+
+    def plan(self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None) -> DocumentPlan | RequestError:
+        mode = self.policy.mode
+        if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
+            item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
+            return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
+        if request.task is not PoolingTask.EMBED:
+            return RequestError(request.key, "unsupported_mode", f"long_documents.mode={mode.value!r} supports the embed task only")
+        num_tokens = len(content_ids) + len(self.prefix) + len(self.suffix)
+        if not content_ids:
+            return RequestError(request.key, "empty_text", "the text has no tokens")
+        try:
+            if mode is LongDocumentMode.CHUNKED:
+                return self._chunked(request, content_ids, num_tokens)
+            chunks = self._content_chunks(request, content_ids, offsets)
+        except ChunkingError as exc:
+            return RequestError(request.key, "invalid_chunks", str(exc))
+        if mode is LongDocumentMode.NAIVE_CHUNKS:
+            return self._naive(request, content_ids, offsets, chunks, num_tokens)
+        return self._late(request, content_ids, offsets, chunks, num_tokens)
+
+    # -- chunked: one vector ---------------------------------------------------------------
+    def _chunked(self, request: PoolingRequest, content_ids: list[int], num_tokens: int) -> DocumentPlan | RequestError:
+        limit = self.policy.max_embed_len
+        if limit is not None and num_tokens > limit:
+            return RequestError(request.key, "document_too_long",
+                                f"document has {num_tokens} tokens; this job accepts at most max_embed_len={limit}")
+        if self.window_specials:
+            step = self.window - len(self.prefix) - len(self.suffix)
+            pieces = [content_ids[i : i + step] for i in range(0, max(len(content_ids), 1), step)]
+            windows = [Window([*self.prefix, *piece, *self.suffix]) for piece in pieces]
+        else:
+            full = [*self.prefix, *content_ids, *self.suffix]
+            windows = [Window(full[i : i + self.window]) for i in range(0, len(full), self.window)]
+        normalize = self.spec.normalize if request.params.normalize is None else request.params.normalize
+        return ChunkedPlan(windows, num_tokens, normalize=normalize)
+
+    # -- chunk rows --------------------------------------------------------------------------
+    def _content_chunks(self, request: PoolingRequest, content_ids: list[int], offsets) -> list[tuple[int, int]]:
+        by = self.policy.chunk_by
+        if by is ChunkBoundary.TOKENS:
+            return token_chunks(len(content_ids), self.policy.chunk_tokens)
+        if by is ChunkBoundary.SENTENCES:
+            spans = sentence_char_spans(request.text, self.policy.chunk_sentences)
+        elif request.chunk_spans is None:
+            raise ChunkingError("chunk_by='spans' needs chunk spans for every document")
+        else:
+            spans = list(request.chunk_spans)
+        return char_spans_to_token_chunks(offsets, spans, len(request.text))
+
+    def _spans(self, content_chunks, offsets, first_start: int, last_end: int) -> tuple[ChunkSpan, ...]:
+        """Content chunks in full-sequence coordinates; the first/last chunk reach ``first_start``/``last_end``."""
+        described = describe_chunks(content_chunks, offsets)
+        prefix = len(self.prefix)
+        spans = []
+        for index, chunk in enumerate(described):
+            start = first_start if index == 0 else chunk.token_start + prefix
+            end = last_end if index == len(described) - 1 else chunk.token_end + prefix
+            spans.append(ChunkSpan(index, start, end, chunk.char_start, chunk.char_end))
+        return tuple(spans)
+
+    def _naive(self, request, content_ids, offsets, chunks, num_tokens) -> DocumentPlan | RequestError:
+        room = self.window - len(self.prefix) - len(self.suffix)
+        for index, (start, end) in enumerate(chunks):
+            if end - start > room:
+                return RequestError(request.key, "chunk_too_long",
+                                    f"chunk {index} has {end - start} tokens; a window holds {room} besides its special tokens")
+        windows = [Window([*self.prefix, *content_ids[s:e], *self.suffix]) for s, e in chunks]
+        prefix = len(self.prefix)
+        spans = self._spans(chunks, offsets, chunks[0][0] + prefix, chunks[-1][1] + prefix)
+        return NaiveChunksPlan(windows, num_tokens, chunks=spans)
+
+    def _late(self, request, content_ids, offsets, chunks, num_tokens) -> DocumentPlan:
+        full = [*self.prefix, *content_ids, *self.suffix]  # one pass over exactly these tokens
+        spans = self._spans(chunks, offsets, 0, len(full))
+        return LateChunksPlan(self._macro_windows(full), num_tokens, chunks=spans, head=self.embed_head, params=request.params)
+
+    def _macro_windows(self, full: list[int]) -> list[Window]:
+        """Windows of the model's length stepping by window - overlap; every window after the
+        first keeps only its states after the overlap, so each token has exactly one state."""
+        if len(full) <= self.window:
+            return [Window(full)]
+        step, windows, start = self.window - self.overlap, [], 0
+        while True:
+            end = min(start + self.window, len(full))
+            windows.append(Window(full[start:end], doc_offset=start, keep_start=0 if start == 0 else self.overlap))
+            if end == len(full):
+                return windows
+            start += step

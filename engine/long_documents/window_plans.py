@@ -1,0 +1,148 @@
+"""How one request becomes model sequences, and how their results become its output.
+
+Every request is planned into one or more sequences (windows). The scheduler batches the
+windows of all documents together under the token budget; each plan folds its windows'
+results into a bounded accumulator as batches finish, so a long document never needs more
+than one batch of token states at a time.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Hashable
+
+import numpy as np
+import torch
+
+from poolq.engine.request import ChunkSpan, PooledData, PoolingOutput, PoolingParams
+
+
+@dataclass(frozen=True)
+class Window:
+    """A model sequence. ``keep_start``/``keep_end`` say which of its token states (in window
+    coordinates) a late-chunking plan uses; ``doc_offset`` is where the window starts in the
+    document's full token sequence."""
+
+    token_ids: list[int]
+    token_type_ids: list[int] | None = None
+    doc_offset: int = 0
+    keep_start: int = 0
+    keep_end: int | None = None
+
+
+@dataclass
+class DocumentPlan(ABC):
+    windows: list[Window]
+    num_tokens: int  # the whole document, special tokens included
+    truncated: bool = False
+    #: True: ``add`` receives the window's raw token states; False: its pooled output.
+    wants_states: bool = field(default=False, init=False)
+
+    @abstractmethod
+    def add(self, window_index: int, value) -> None: ...
+
+    @abstractmethod
+    def output(self, key: Hashable) -> PoolingOutput: ...
+
+    @property
+    def processed_tokens(self) -> int:
+        return sum(len(window.token_ids) for window in self.windows)
+
+
+@dataclass
+class SinglePlan(DocumentPlan):
+    """One window, one output: the ordinary case (and truncation)."""
+
+    _data: PooledData | None = None
+
+    def add(self, window_index: int, value: PooledData) -> None:
+        self._data = value
+
+    def output(self, key: Hashable) -> PoolingOutput:
+        return PoolingOutput(key, self._data, self.num_tokens, self.truncated, self.processed_tokens)
+
+
+@dataclass
+class ChunkedPlan(DocumentPlan):
+    """vLLM's chunked processing: token-weighted mean of the windows' vectors, then normalize
+    again (the mean of unit vectors is shorter than 1 and would skew dot-product ranking)."""
+
+    normalize: bool = True
+    _sum: np.ndarray | None = None  # [dim] float32
+    _weight: int = 0
+
+    def add(self, window_index: int, value: np.ndarray) -> None:
+        weight = len(self.windows[window_index].token_ids)
+        weighted = value.astype(np.float32) * np.float32(weight)
+        self._sum = weighted if self._sum is None else self._sum + weighted
+        self._weight += weight
+
+    def output(self, key: Hashable) -> PoolingOutput:
+        vector = self._sum / np.float32(self._weight)
+        if self.normalize:
+            vector = vector / np.linalg.norm(vector)
+        return PoolingOutput(key, vector.astype(np.float32), self.num_tokens, False, self.processed_tokens)
+
+
+@dataclass
+class NaiveChunksPlan(DocumentPlan):
+    """Each chunk embedded on its own: one row per chunk."""
+
+    chunks: tuple[ChunkSpan, ...] = ()
+    _rows: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def add(self, window_index: int, value: np.ndarray) -> None:
+        self._rows[window_index] = value
+
+    def output(self, key: Hashable) -> PoolingOutput:
+        data = np.stack([self._rows[i] for i in range(len(self.windows))])  # [num_chunks, dim]
+        return PoolingOutput(key, data, self.num_tokens, False, self.processed_tokens, self.chunks)
+
+
+@dataclass
+class LateChunksPlan(DocumentPlan):
+    """Late chunking: chunk means over token states of one pass over the whole document
+    (macro windows beyond the model's window), then the model's head per chunk."""
+
+    chunks: tuple[ChunkSpan, ...] = ()
+    head: object = None  # EmbeddingHead: projector, Matryoshka, normalize
+    params: PoolingParams = field(default_factory=PoolingParams)
+    _sums: torch.Tensor | None = None  # [num_chunks, hidden] float32
+
+    def __post_init__(self) -> None:
+        self.wants_states = True
+
+    def add(self, window_index: int, value: torch.Tensor) -> None:
+        window = self.windows[window_index]
+        states = value  # [window_len, hidden]
+        if self._sums is None:
+            self._sums = torch.zeros(len(self.chunks), states.shape[1], dtype=torch.float32)
+        keep_end = window.keep_end if window.keep_end is not None else len(window.token_ids)
+        kept_from, kept_to = window.doc_offset + window.keep_start, window.doc_offset + keep_end
+        rows, starts, ends = [], [], []  # chunk rows overlapping this window's kept states
+        for row, chunk in enumerate(self.chunks):
+            start, end = max(chunk.token_start, kept_from), min(chunk.token_end, kept_to)
+            if start < end:
+                rows.append(row)
+                starts.append(start - window.doc_offset)
+                ends.append(end - window.doc_offset)
+        if rows:
+            self._sums[rows] += _span_sums(states, starts, ends)
+    def output(self, key: Hashable) -> PoolingOutput:
+        lengths = torch.tensor([c.token_end - c.token_start for c in self.chunks], dtype=torch.float32)
+        means = self._sums / lengths.unsqueeze(1)  # [num_chunks, hidden]
+        with torch.inference_mode():
+            rows = self.head.forward(means, (self.params,) * len(self.chunks))
+        return PoolingOutput(key, np.stack(rows), self.num_tokens, False, self.processed_tokens, self.chunks)
+
+
+def _span_sums(states: torch.Tensor, starts: list[int], ends: list[int]) -> torch.Tensor:
+    """fp32 sums of ``states[start:end]`` per span, on the CPU: ``[num_spans, hidden]``."""
+    if states.is_cuda:  # one Triton launch for all spans of the window
+        from poolq.engine.kernels.segment_pool import span_mean
+
+        starts_dev = torch.tensor(starts, dtype=torch.int32, device=states.device)
+        ends_dev = torch.tensor(ends, dtype=torch.int32, device=states.device)
+        lengths = (ends_dev - starts_dev).unsqueeze(1).float()
+        return (span_mean(states, starts_dev, ends_dev) * lengths).cpu()
+    return torch.stack([torch.sum(states[s:e], dim=0, dtype=torch.float32) for s, e in zip(starts, ends)])

@@ -1,0 +1,1 @@
+"""Shared live state in Redis (or memory): the job status cache and leases on units of work."""

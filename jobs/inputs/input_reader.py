@@ -1,0 +1,73 @@
+"""Reading a job's input: inline documents, one JSONL object, or every ``*.jsonl`` under a prefix.
+
+A URI ending in ``/`` is a prefix: its ``.jsonl`` objects are read one after another in key
+order, each line tagged with the object it came from, so errors can say ``<uri>: line 7``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.job import InlineInput, JobSpec
+from poolq.storage import (
+    JsonlLineError,
+    JsonlObject,
+    LocalObjectStore,
+    ObjectNotFoundError,
+    ObjectStore,
+    ObjectURI,
+    S3Config,
+    open_uri,
+    parse_uri,
+    read_jsonl,
+)
+
+INPUT_SUFFIX = ".jsonl"
+
+
+def is_prefix(uri: str) -> bool:
+    """A URI that names every ``*.jsonl`` object under it rather than one object."""
+    return uri.endswith("/")
+
+
+def parse_input_uri(uri: str) -> ObjectURI:
+    """Parse an input URI, object or prefix (``InvalidURIError`` if it is neither)."""
+    return parse_uri(uri.rstrip("/") if is_prefix(uri) else uri)
+
+
+def input_lines(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, JsonlObject | JsonlLineError]]:
+    """Every line of the job's input as ``(source, line)``; ``source`` is the object's URI for a
+    prefix input and None otherwise (a single object needs no name in its errors)."""
+    if isinstance(spec.input, InlineInput):
+        yield from _object_lines(ctx.store, ctx.layout(job_id).inline_input, None)
+        return
+    uri = spec.input.uri
+    if not is_prefix(uri):
+        store, key = open_uri(uri, ctx.settings.s3_config())
+        yield from _object_lines(store, key, None)
+        return
+    store, prefix = _open_prefix(uri, ctx.settings.s3_config())
+    keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIX)]
+    if not keys:
+        raise ObjectNotFoundError(f"{uri} holds no *{INPUT_SUFFIX} objects")
+    for key in keys:
+        yield from _object_lines(store, key, store.uri(key))
+
+
+def _object_lines(store: ObjectStore, key: str, source: str | None) -> Iterator[tuple[str | None, JsonlObject | JsonlLineError]]:
+    with store.open(key) as stream:
+        for item in read_jsonl(stream):
+            yield source, item
+
+
+def _open_prefix(uri: str, s3_config: S3Config) -> tuple[ObjectStore, str]:
+    """The store a prefix URI points into and the key prefix to list there (``""``: all of it)."""
+    target = parse_input_uri(uri)
+    if target.scheme == "file":  # the directory itself is the store: listing never walks its parents
+        directory = Path(target.container) / target.key
+        if not directory.is_dir():
+            raise ObjectNotFoundError(f"{uri} is not a directory")
+        return LocalObjectStore(directory), ""
+    store, key = open_uri(uri.rstrip("/"), s3_config)
+    return store, key + "/"

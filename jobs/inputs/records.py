@@ -1,0 +1,78 @@
+"""Input records: one JSONL line -> a document to embed, or a per-record error."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from poolq.storage import JsonlLineError, JsonlObject
+
+MAX_ID_LENGTH = 512
+# No control character (C0, DEL, C1) in an id: ids end up in Parquet, error files and log lines,
+# where a newline or escape sequence would forge or garble a row. Inline ids match it as a pattern.
+ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    id: str
+    text: str
+    line: int  # 1-based line of the input
+    chunk_spans: list[list[int]] | None = None  # caller-given character spans
+
+    def to_json(self) -> dict:
+        row = {"id": self.id, "text": self.text, "line": self.line}
+        if self.chunk_spans is not None:
+            row["chunk_spans"] = self.chunk_spans
+        return row
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """One line of the job's error file."""
+
+    id: str | None
+    line: int
+    code: str
+    message: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str,
+              spans_field: str = "chunk_spans") -> InputRecord | RecordError:
+    """Validate one parsed line against the job's field names."""
+    if isinstance(item, JsonlLineError):
+        return RecordError(None, item.line, item.code, item.message)
+    line, value = item.line, item.value
+    raw_id = value.get(id_field)
+    if raw_id is None:
+        return RecordError(None, line, "missing_id", f"line {line}: field {id_field!r} is missing")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
+        return RecordError(None, line, "invalid_id", f"line {line}: field {id_field!r} must be a string or integer")
+    record_id = str(raw_id)
+    if not record_id or len(record_id) > MAX_ID_LENGTH:
+        return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id", f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
+    if (control := _CONTROL_CHARACTER.search(record_id)) is not None:
+        return RecordError(None, line, "invalid_id", f"line {line}: id {ascii(record_id[:80])} contains control character "
+                           f"U+{ord(control.group()):04X} at position {control.start()}")
+    text = value.get(text_field)
+    if text is None:
+        return RecordError(record_id, line, "missing_text", f"line {line} (id {record_id!r}): field {text_field!r} is missing")
+    if not isinstance(text, str):
+        return RecordError(record_id, line, "invalid_text", f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
+    if not text.strip():
+        return RecordError(record_id, line, "empty_text", f"line {line} (id {record_id!r}): text is empty")
+    spans = value.get(spans_field)
+    if spans is not None and not _is_span_list(spans):
+        return RecordError(record_id, line, "invalid_chunk_spans",
+                           f"line {line} (id {record_id!r}): field {spans_field!r} must be a list of [start, end] integer pairs")
+    return InputRecord(record_id, text, line, spans)
+
+
+def _is_span_list(spans: object) -> bool:
+    return isinstance(spans, list) and all(
+        isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in span)
+        for span in spans
+    )

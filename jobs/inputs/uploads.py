@@ -1,0 +1,29 @@
+"""Presigned uploads: a tenant PUTs a large input straight to the store, then names it in a job."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from poolq.jobs.context import JobContext
+from poolq.storage import join_key
+
+
+@dataclass(frozen=True)
+class UploadTicket:
+    upload_id: str
+    uri: str  # what to pass as the job's input.uri
+    url: str  # HTTP PUT here, body = the JSONL file
+    expires_in_s: int
+
+
+def create_upload(tenant: str, ctx: JobContext) -> UploadTicket:
+    """A fresh key in the tenant's uploads area and a short-lived PUT URL for it.
+
+    The server picks the key, so nothing the caller sends becomes part of a key.
+    Raises ``storage.UnsupportedOperation`` on a store that cannot presign (local).
+    """
+    upload_id = secrets.token_hex(16)
+    key = join_key(ctx.service_layout.uploads_prefix(tenant), f"{upload_id}.jsonl")
+    expires = ctx.settings.upload_expires_s
+    url = ctx.store.presigned_put_url(key, expires)
+    return UploadTicket(upload_id=upload_id, uri=f"s3://{ctx.settings.bucket}/{key}", url=url, expires_in_s=expires)

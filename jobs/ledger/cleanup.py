@@ -1,0 +1,77 @@
+"""Removing what a job's attempts left behind: losing attempts' objects, open multipart uploads."""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.job_ledger import JobLedger
+from poolq.jobs.ledger.layout import ShardObjectKind, parse_shard_object
+from poolq.jobs.ledger.manifest import JobManifest
+
+
+def delete_losing_attempts(job_id: str, ctx: JobContext, keep: set[str]) -> int:
+    """A finished job: delete every attempt part and error file not in ``keep``."""
+    doomed = [key for attempts in _attempt_objects(ctx, job_id).values() for keys in attempts.values()
+              for key in keys if key not in keep]
+    for key in doomed:
+        ctx.store.delete(key)
+    return len(doomed)
+
+
+def delete_dead_attempts(job_id: str, ctx: JobContext, ledger: JobLedger, committed: set[int]) -> int:
+    """A running job: of each committed shard, delete the objects of attempts other than the winner.
+
+    A shard's winner always wrote its error file, so a shard whose objects name one attempt holds
+    only the winner's: its commit marker is read only when they name several (a crash or a lost
+    race left some), and a pass over a healthy job reads none. Uncommitted shards are left alone:
+    their attempts may be running.
+    """
+    deleted = 0
+    for shard, attempts in _attempt_objects(ctx, job_id).items():
+        if shard not in committed or len(attempts) < 2:
+            continue
+        winner = ledger.shard_commit(shard)
+        for attempt, keys in attempts.items():
+            if winner is not None and attempt != winner.attempt:
+                for key in keys:
+                    ctx.store.delete(key)
+                deleted += len(keys)
+    return deleted
+
+
+def _attempt_objects(ctx: JobContext, job_id: str) -> dict[int, dict[str, list[str]]]:
+    """shard -> attempt -> its objects: ``parts/part-00001.<attempt>.parquet`` and
+    ``work/shard-00001.<attempt>.errors.jsonl`` (from two listings; nothing is read)."""
+    layout = ctx.layout(job_id)
+    found: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for prefix in (layout.parts_prefix, layout.work_prefix):
+        for key in ctx.store.list(prefix):
+            shard_object = parse_shard_object(key)
+            if shard_object is not None and shard_object.kind in _ATTEMPT_KINDS and shard_object.attempt:
+                found[shard_object.shard][shard_object.attempt].append(key)
+    return found
+
+
+_ATTEMPT_KINDS = (ShardObjectKind.ATTEMPT_PART, ShardObjectKind.ATTEMPT_ERRORS)
+
+
+def abort_stale_uploads(job_id: str, ctx: JobContext, older_than_s: float) -> int:
+    cutoff = datetime.now(timezone.utc) - timedelta(seconds=older_than_s)
+    uploads = [u for u in ctx.store.pending_uploads(ctx.layout(job_id).root + "/") if u.initiated <= cutoff]
+    for upload in uploads:
+        ctx.store.abort_upload(upload)
+    return len(uploads)
+
+
+def clean_finished_job(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
+    """After the manifest: drop unlisted attempt objects, abort uploads, forget run-time state,
+    and finally take the job off the active list."""
+    ledger = ctx.ledger(job_id)
+    keep = {part.key for part in manifest.parts}
+    keep |= {commit.errors_key for commit in ledger.commits().values()}
+    delete_losing_attempts(job_id, ctx, keep)
+    abort_stale_uploads(job_id, ctx, older_than_s=0)
+    ctx.leases.forget(job_id)
+    ctx.status.forget(job_id)
+    ctx.store.delete(ctx.service_layout.active(job_id))

@@ -1,0 +1,124 @@
+"""The manifest: a finished job's public record, written last (conditionally) beside its parts.
+
+Defined once, here. The finalizer builds it, the ledger parses it once, and every reader (the
+results route, recovery, incremental baselines, cleanup, schedules) reads its fields. Readers of
+the bucket rely on it, so fields are only ever added: ``version`` says which were written.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+
+from poolq.jobs.job import JobState
+
+MANIFEST_VERSION = 2
+
+
+class _ManifestBlock(BaseModel):
+    # Unknown fields are kept, not refused: a manifest written by a newer poolq still loads.
+    model_config = ConfigDict(extra="allow")
+    # Optional fields written only when they apply (absent, not null, as the bucket always had them).
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_fields_that_do_not_apply(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {key: value for key, value in data.items() if not (value is None and key in self._omitted_when_none)}
+
+
+class ManifestPart(_ManifestBlock):
+    """One Parquet part of the output."""
+
+    key: str
+    uri: str
+    rows: int
+    shard: int | None = None  # absent for rows carried over from an earlier run
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("shard",)
+
+
+class ManifestErrors(_ManifestBlock):
+    """The job's error file: one JSON line per record that failed."""
+
+    key: str
+    uri: str
+    count: int
+
+
+class ManifestCounts(_ManifestBlock):
+    """Documents (not rows), except ``rows``: Parquet rows over all parts."""
+
+    total: int
+    completed: int
+    failed: int
+    not_processed: int = 0  # a cancelled job's documents that were never embedded
+    carried: int = 0  # unchanged documents copied from an earlier run
+    rows: int = 0
+
+
+class ManifestShards(_ManifestBlock):
+    total: int
+    committed: int
+    gave_up: int = 0
+
+
+class ManifestUsage(_ManifestBlock):
+    tokens: int
+
+
+class ManifestTimings(_ManifestBlock):
+    """Seconds queued (created -> started) and running (started -> finished); None if unknown."""
+
+    queued_s: float | None = None
+    running_s: float | None = None
+
+
+class OutputEncoding(_ManifestBlock):
+    """How the ``embedding`` column is stored and what decoding it needs.
+
+    ``int8``: ``x = (q - zero_point) * scale`` over ``[min, max]``; ``binary``: ``threshold`` and
+    ``bit_order``. Parameters of other dtypes are absent rather than null."""
+
+    format: str
+    dimensions: int | None
+    dtype: str
+    min: float | None = None
+    max: float | None = None
+    scale: float | None = None
+    zero_point: int | None = None
+    threshold: str | None = None
+    bit_order: str | None = None
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order")
+
+
+class JobManifest(_ManifestBlock):
+    """``manifest.json``: what a finished job produced, where it is, and how it was made."""
+
+    version: int = MANIFEST_VERSION
+    job_id: str
+    status: JobState
+    model: str
+    task: str
+    options: dict[str, Any]  # the job spec without its input: what the output depends on
+    engines: list[str] = []  # engine identities that made the vectors (model files + dtype)
+    columns: list[str]
+    dimensions: int | None
+    output: OutputEncoding | None = None
+    counts: ManifestCounts
+    shards: ManifestShards
+    usage: ManifestUsage
+    parts: list[ManifestPart]
+    errors: ManifestErrors
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime
+    timings: ManifestTimings = ManifestTimings()
+    error: str | None = None  # why the job failed as a whole (None when records failed one by one)
+
+    def to_json_bytes(self) -> bytes:
+        return self.model_dump_json(indent=2).encode()
+
+    @classmethod
+    def from_json_bytes(cls, raw: bytes) -> "JobManifest":
+        return cls.model_validate_json(raw)

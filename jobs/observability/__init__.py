@@ -1,0 +1,1 @@
+"""What operators see: counters of work done, live gauges, structured JSON logs."""

@@ -1,0 +1,1 @@
+"""Scheduled (incremental) reindex: schedules, their store, their RedBeat entries, their runs."""

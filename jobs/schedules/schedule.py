@@ -1,0 +1,123 @@
+"""Reindex schedules: a cron expression, an input (object or prefix) and a job template.
+
+Every cron time is a *slot*; a schedule runs at most one job per slot (see
+``schedule_runner``). Only standard 5-field cron in UTC is accepted, and only what both
+croniter (slots) and Celery's crontab (RedBeat, which fires them) read the same way.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from celery.schedules import crontab
+from croniter import croniter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from poolq.engine import DEFAULT_MODEL
+from poolq.jobs.job import LOCAL_TENANT, JobSpec, LongDocuments, OutputOptions, UriInput
+
+CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+class JobTemplate(BaseModel):
+    """The job a schedule submits, besides its input: JobSpec's other fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    task: Literal["embed"] = "embed"
+    output: OutputOptions = Field(default_factory=OutputOptions)
+    long_documents: LongDocuments = Field(default_factory=LongDocuments)
+
+
+class ScheduleRequest(BaseModel):
+    """The body of ``POST /v1/schedules``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cron: str = Field(description="5-field cron expression, UTC (minute hour day-of-month month day-of-week)")
+    timezone: Literal["UTC"] = "UTC"
+    input: UriInput = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
+    template: JobTemplate = Field(default_factory=JobTemplate)
+    enabled: bool = Field(True, description="false: never fires on its own (runs only when triggered)")
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        return validate_cron(value)
+
+
+class Schedule(ScheduleRequest):
+    """A stored schedule; its runs are jobs of ``tenant``."""
+
+    id: str
+    tenant: str = LOCAL_TENANT
+    created_at: datetime
+
+    def job_spec(self, incremental_from: str | None) -> JobSpec:
+        """The job of one run: the template, the input, and the run to carry documents from."""
+        return JobSpec(input=self.input, incremental_from=incremental_from, **dict(self.template))
+
+    def slot_at(self, now: datetime) -> datetime:
+        """The slot a trigger at ``now`` belongs to: the latest cron time at or before it."""
+        return latest_slot(self.cron, now)
+
+
+class ScheduleRun(BaseModel):
+    """What one (schedule, slot) ran. Claimed before its job exists, so every racer submits the
+    same job (same ``incremental_from``); ``job_id`` is filled in once the job is submitted."""
+
+    schedule_id: str
+    slot: datetime
+    incremental_from: str | None = None
+    job_id: str | None = None
+    manual: bool = False
+
+    @property
+    def slot_name(self) -> str:
+        return slot_name(self.slot)
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"schedule:{self.schedule_id}:{self.slot.isoformat()}"
+
+
+def validate_cron(expression: str) -> str:
+    """Return ``expression`` normalized (single spaces) or raise ValueError saying what is wrong."""
+    fields = expression.split()
+    if len(fields) != len(CRON_FIELDS):
+        raise ValueError(f"expected 5 fields ({' '.join(CRON_FIELDS)}), got {len(fields)}")
+    normalized = " ".join(fields)
+    try:
+        croniter(normalized, datetime(2000, 1, 1, tzinfo=timezone.utc)).get_next(datetime)
+    except (ValueError, KeyError) as exc:  # croniter's errors subclass ValueError
+        raise ValueError(f"invalid cron expression {normalized!r}: {exc}") from None
+    if fields[2] != "*" and fields[4] != "*":
+        raise ValueError("restrict day_of_month or day_of_week, not both (cron and Celery combine them differently)")
+    try:
+        to_crontab(normalized)
+    except ValueError as exc:
+        raise ValueError(f"cron expression {normalized!r} is not supported by the scheduler: {exc}") from None
+    return normalized
+
+
+def to_crontab(expression: str) -> crontab:
+    """The Celery crontab that fires ``expression`` (UTC)."""
+    return crontab(**dict(zip(CRON_FIELDS, expression.split())))
+
+
+def latest_slot(expression: str, now: datetime) -> datetime:
+    """The latest time matching ``expression`` at or before ``now`` (UTC, whole minutes)."""
+    minute = now.astimezone(timezone.utc).replace(second=0, microsecond=0)
+    return croniter(expression, minute + timedelta(seconds=1)).get_prev(datetime).astimezone(timezone.utc)
+
+
+def manual_slot(now: datetime) -> datetime:
+    """The slot of a run triggered by hand: ``now`` to the second (a double click is one run)."""
+    return now.astimezone(timezone.utc).replace(microsecond=0)
+
+
+def slot_name(slot: datetime) -> str:
+    """``20240501T120000Z``: a key-safe name that sorts in time order."""
+    return slot.astimezone(timezone.utc).strftime(SLOT_NAME_FORMAT)

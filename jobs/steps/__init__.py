@@ -1,0 +1,1 @@
+"""A job's steps as plain functions: submit, plan, run shards, finalize, dispatch, cancel, give up."""

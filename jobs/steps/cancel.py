@@ -1,0 +1,29 @@
+"""Cancelling a job: a durable request in the ledger; running shards stop between batches."""
+from __future__ import annotations
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.job import JobNotFound, JobState, JobStatus
+from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.steps.dispatch import finalize_if_ready
+
+
+class JobAlreadyFinished(RuntimeError):
+    def __init__(self, status: JobStatus) -> None:
+        super().__init__(f"job {status.id} already finished: {status.status.value}")
+        self.status = status
+
+
+def cancel_job(job_id: str, ctx: JobContext) -> JobStatus:
+    """Ask ``job_id`` to stop. Committed shards stay and are listed in its manifest."""
+    status = ctx.status.get(job_id) or recover_status(job_id, ctx)
+    if status is None:
+        raise JobNotFound(job_id)
+    if status.status.is_terminal:
+        raise JobAlreadyFinished(status)
+    ctx.ledger(job_id).request_cancel()
+    ctx.status.advance_to(job_id, JobState.CANCELLING)
+    finalize_if_ready(job_id, ctx)  # nothing running: finish now; otherwise the last shard to stop does
+    current = ctx.status.get(job_id)
+    if current is None:  # pragma: no cover - created above
+        raise JobNotFound(job_id)
+    return current

@@ -1,0 +1,78 @@
+"""Handing work on: send a unit's task (noting when), count finished units, start finalizing.
+
+Units of work are named ``plan``, ``shard-00007`` and ``finalize``; leases, dispatch times and
+counters all use these names.
+"""
+from __future__ import annotations
+
+import time
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import LeaseStore
+from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+
+PLAN_UNIT = "plan"
+FINALIZE_UNIT = "finalize"
+_SHARD_PREFIX = "shard-"
+
+
+def shard_unit(shard: int) -> str:
+    return f"{_SHARD_PREFIX}{shard:05d}"
+
+
+def queue_of(unit: str) -> str:
+    """The queue a unit's task is sent to: shards to the GPU workers, plan and finalize to control."""
+    return GPU_QUEUE if unit.startswith(_SHARD_PREFIX) else CONTROL_QUEUE
+
+
+def dispatch_plan(job_id: str, ctx: JobContext) -> None:
+    ctx.status.note_dispatch(job_id, [PLAN_UNIT], time.time())
+    ctx.enqueuer.plan(job_id)
+
+
+def dispatch_shards(job_id: str, shards: list[int], ctx: JobContext) -> None:
+    ctx.status.note_dispatch(job_id, [shard_unit(shard) for shard in shards], time.time())
+    for shard in shards:
+        ctx.enqueuer.run_shard(job_id, shard)
+
+
+def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
+    ctx.status.note_dispatch(job_id, [FINALIZE_UNIT], time.time())
+    ctx.enqueuer.finalize(job_id)
+
+
+def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:
+    """Count a committed shard once; the count that completes the job sends the finalizer."""
+    counted = ctx.status.count_unit(
+        job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens
+    )
+    expected = ctx.status.field(job_id, "expected_units")
+    if expected is not None and counted >= int(expected):
+        dispatch_finalize(job_id, ctx)
+
+
+def ready_to_finalize(ledger: JobLedger, leases: LeaseStore) -> bool:
+    """True when the ledger says nothing more will be committed.
+
+    Every shard is committed, or a cancel was requested and no shard (or plan) is still running.
+    """
+    cancelled = ledger.cancel_requested()
+    plan = ledger.plan()
+    job_id = ledger.layout.job_id
+    if plan is None:
+        return cancelled and leases.holder(job_id, PLAN_UNIT) is None
+    committed = ledger.committed_shards()
+    if len(committed) >= plan.num_shards:
+        return True
+    if not cancelled:
+        return False
+    running = set(leases.live_units(job_id))
+    return not any(shard_unit(shard) in running for shard in range(plan.num_shards) if shard not in committed)
+
+
+def finalize_if_ready(job_id: str, ctx: JobContext) -> bool:
+    if ready_to_finalize(ctx.ledger(job_id), ctx.leases):
+        dispatch_finalize(job_id, ctx)
+        return True
+    return False

@@ -1,0 +1,56 @@
+"""Which errors are worth retrying and what a step does when it gives up: declared once."""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.job import JobState
+from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
+
+log = logging.getLogger(__name__)
+
+# Transient: the same call may succeed later (throttling, a restarting service, the network).
+RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (StorageError, ConnectionError, TimeoutError)
+# Permanent even though they are StorageErrors: retrying reads the same missing/invalid input.
+FATAL_ERRORS: tuple[type[BaseException], ...] = (ObjectNotFoundError, InvalidURIError, ConditionalWritesUnsupported)
+
+MAX_RETRIES = 5
+
+
+def is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, RETRYABLE_ERRORS) and not isinstance(exc, FATAL_ERRORS)
+
+
+def retry_delay_s(retries: int, jitter: float, base_s: float, max_s: float) -> float:
+    """Exponential backoff with jitter (``jitter`` in [0, 1)): base * 2**retries, capped, then x0.5-1.5.
+
+    ``base_s`` and ``max_s`` come from Settings (``task_retry_backoff_s``, ``task_retry_backoff_max_s``).
+    """
+    return min(max_s, base_s * 2**retries) * (0.5 + jitter)
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def fail_job(job_id: str, exc: BaseException, ctx: JobContext) -> None:
+    """Planning failed for good: record a failed manifest (the ledger's verdict), else at least the status."""
+    from poolq.jobs.steps.finalizer import finalize_failed
+
+    try:
+        finalize_failed(job_id, describe(exc), ctx)
+    except Exception as store_exc:  # noqa: BLE001 - the store itself is failing: say so on the status
+        log.error("job %s: cannot record its failure in the store: %s", job_id, describe(store_exc))
+        ctx.status.advance_to(job_id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))
+
+
+def fail_shard(job_id: str, shard: int, exc: BaseException, ctx: JobContext) -> None:
+    """A shard failed for good: commit its records as errors so the rest of the job can finish."""
+    from poolq.jobs.steps.shard_runner import abandon_shard
+
+    try:
+        abandon_shard(job_id, shard, f"shard {shard} failed: {describe(exc)}", ctx)
+    except Exception as store_exc:  # noqa: BLE001
+        log.error("job %s shard %s: cannot record its failure: %s", job_id, shard, describe(store_exc))
+        ctx.status.advance_to(job_id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))

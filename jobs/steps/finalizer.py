@@ -1,0 +1,174 @@
+"""Finalizing: when the ledger says nothing more will be committed, write the error file, then
+the manifest (conditionally, last), bring the cached status in line, and clean up."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
+from poolq.jobs.ledger.cleanup import clean_finished_job
+from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
+from poolq.jobs.ledger.manifest import (
+    JobManifest,
+    ManifestCounts,
+    ManifestErrors,
+    ManifestPart,
+    ManifestShards,
+    ManifestTimings,
+    ManifestUsage,
+    OutputEncoding,
+)
+from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
+from poolq.storage import embedding_schema
+
+
+def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
+    """Finish ``job_id`` if it is ready; returns its final state, or None if it is not ready."""
+    ledger = ctx.ledger(job_id)
+    manifest = ledger.manifest()
+    if manifest is None:
+        lease = ctx.leases.acquire(job_id, FINALIZE_UNIT, ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None  # another finalizer holds it
+        try:
+            manifest = ledger.manifest()
+            if manifest is None:
+                if not ready_to_finalize(ledger, ctx.leases):
+                    return None
+                _write_manifest(ledger, _build_manifest(job_id, ledger, ctx), ctx)
+                manifest = ledger.manifest()
+        finally:
+            ctx.leases.release(lease)
+    return _conclude(job_id, manifest, ctx)
+
+
+def finalize_failed(job_id: str, error: str, ctx: JobContext) -> JobState:
+    """The job cannot go on (its input is unreadable, ...): write a failed manifest with ``error``."""
+    ledger = ctx.ledger(job_id)
+    _write_manifest(ledger, _build_manifest(job_id, ledger, ctx, failure=error), ctx)
+    return _conclude(job_id, ledger.manifest(), ctx)
+
+
+def _write_manifest(ledger: JobLedger, manifest: JobManifest, ctx: JobContext) -> None:
+    """Write the manifest unless one exists; the writer that wins counts the job as finished."""
+    if ledger.write_manifest(manifest):
+        ctx.metrics.job_finished(manifest.status.value)
+
+
+def _conclude(job_id: str, manifest: JobManifest | None, ctx: JobContext) -> JobState:
+    if manifest is None:  # written a moment ago: only a store that loses objects gets here
+        raise RuntimeError(f"job {job_id}: the manifest just written cannot be read back")
+    sync_status(job_id, manifest, ctx)
+    clean_finished_job(job_id, manifest, ctx)
+    return manifest.status
+
+
+def sync_status(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
+    """Make the cached status say what the manifest says (counts, state, result)."""
+    counts = manifest.counts
+    # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
+    units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).committed_shards())]
+    ctx.status.set_counts(job_id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens)
+    ctx.status.update(job_id, total=counts.total, manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
+    tenant = ctx.tenant_of(job_id)
+    if tenant is not None:
+        ctx.status.remove_active(tenant, job_id)
+    extra = {"error": manifest.error} if manifest.error else {}
+    ctx.status.advance_to(job_id, manifest.status, finished_at=manifest.finished_at, **extra)
+
+
+def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> JobManifest:
+    layout = ctx.layout(job_id)
+    spec = ledger.spec()
+    plan = ledger.plan() or Plan(num_shards=0, total=_known_total(spec), plan_errors=0)
+    commits = ledger.commits()
+    cancelled = ledger.cancel_requested()
+    error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)
+    documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
+    tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
+    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, error_count)
+    status = ctx.status.get(job_id)
+    parts = [ManifestPart(key=part.key, uri=ctx.store.uri(part.key), rows=part.rows) for part in plan.carried]
+    parts += [
+        ManifestPart(key=commit.part_key, uri=ctx.store.uri(commit.part_key), rows=commit.rows, shard=shard)
+        for shard, commit in sorted(commits.items())
+        if commit.part_key
+    ]
+    dimensions = max([c.dimensions for c in commits.values() if c.dimensions]
+                     + [part.dimensions for part in plan.carried if part.dimensions], default=None)
+    finished_at = datetime.now(timezone.utc)
+    return JobManifest(
+        job_id=job_id,
+        status=state,
+        model=spec.model,
+        task=spec.task,
+        options=spec.model_dump(mode="json", exclude={"input"}),
+        engines=_engines(plan, commits),
+        columns=embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
+        dimensions=dimensions,
+        output=_output_block(spec, dimensions),
+        counts=ManifestCounts(
+            total=plan.total, completed=documents, failed=error_count,
+            not_processed=max(0, plan.total - documents - error_count) if cancelled else 0,
+            carried=plan.carried_records, rows=sum(part.rows for part in parts),
+        ),
+        shards=ManifestShards(total=plan.num_shards, committed=len(commits),
+                              gave_up=sum(c.gave_up for c in commits.values())),
+        usage=ManifestUsage(tokens=tokens),
+        parts=parts,
+        errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count),
+        created_at=status.created_at if status else None,
+        started_at=status.started_at if status else None,
+        finished_at=finished_at,
+        timings=_timings(status, finished_at),
+        error=failure,
+    )
+
+
+def _known_total(spec: JobSpec) -> int:
+    """Records of an input never planned: inline ones are in the spec; a URI's were never read (0)."""
+    return len(spec.input.documents) if isinstance(spec.input, InlineInput) else 0
+
+
+def _engines(plan: Plan, commits: dict) -> list[str]:
+    """The engine identities that made the output's vectors (one, unless workers differed)."""
+    made = {commit.engine for commit in commits.values() if commit.rows and commit.engine}
+    if plan.carried_records and plan.engine:
+        made.add(plan.engine)
+    return sorted(made)
+
+
+def _output_block(spec: JobSpec, dimensions: int | None) -> OutputEncoding:
+    """How ``embedding`` is stored: dtype, the vectors' dimensions, and what decoding needs (int8:
+    ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when no row was written.
+
+    A job passed ``validate_spec``, so int8 without ``int8_range`` means a normalized model: [-1, 1].
+    """
+    codec = spec.output.codec(normalized=True)
+    return OutputEncoding(format=spec.output.format, dimensions=dimensions or spec.output.dimensions,
+                          **codec.manifest_info())
+
+
+def _timings(status: JobStatus | None, finished_at: datetime) -> ManifestTimings:
+    started = status.started_at if status else None
+    if status is None or started is None:
+        return ManifestTimings()
+    return ManifestTimings(queued_s=(started - status.created_at).total_seconds(),
+                           running_s=(finished_at - started).total_seconds())
+
+
+def _write_errors(ctx: JobContext, plan_errors_key: str | None, commits: dict[int, ShardCommit], target: str) -> int:
+    """Concatenate planning's and each committed shard's error lines into ``target``."""
+    keys = ([plan_errors_key] if plan_errors_key else []) + [commit.errors_key for _, commit in sorted(commits.items())]
+    lines: list[bytes] = []
+    for key in keys:
+        with ctx.store.open(key) as stream:
+            lines.extend(raw if raw.endswith(b"\n") else raw + b"\n" for raw in stream if raw.strip())
+    ctx.store.put(target, b"".join(lines))
+    return len(lines)
+
+
+def _final_state(documents: int, errors: int) -> JobState:
+    if errors == 0:
+        return JobState.SUCCEEDED
+    return JobState.PARTIALLY_SUCCEEDED if documents else JobState.FAILED

@@ -1,0 +1,150 @@
+"""Planning: stream the input (inline, one object or a prefix) once, validate each record, set
+aside the documents an incremental job carries from its baseline, cut the rest into bounded
+shards, and write the plan to the ledger. Deterministic: a repeated planning writes the same
+shard inputs and carried parts."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterator
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_reader import input_lines
+from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
+from poolq.jobs.job import InlineInput, JobSpec, JobState
+from poolq.jobs.ledger.job_ledger import Plan
+from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, dispatch_shards, finalize_if_ready, shard_unit
+from poolq.jobs.steps.incremental import Baseline
+from poolq.storage import dump_jsonl
+
+
+@dataclass
+class _ShardBuffer:
+    max_documents: int
+    max_chars: int
+    rows: list[dict] = field(default_factory=list)
+    chars: int = 0
+
+    def would_overflow(self, record: InputRecord) -> bool:
+        too_many = len(self.rows) >= self.max_documents
+        too_long = self.chars + len(record.text) > self.max_chars
+        return bool(self.rows) and (too_many or too_long)
+
+    def add(self, record: InputRecord) -> None:
+        self.rows.append(record.to_json())
+        self.chars += len(record.text)
+
+
+def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
+    """Plan ``job_id`` (once) and send its shards' tasks. Returns the plan, or None if not planned now."""
+    ledger = ctx.ledger(job_id)
+    if ledger.cancel_requested():
+        finalize_if_ready(job_id, ctx)
+        return None
+    plan = ledger.plan()
+    if plan is None:
+        lease = ctx.leases.acquire(job_id, PLAN_UNIT, ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None  # another planner is at it
+        try:
+            ctx.status.transition(job_id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
+            plan = _write_plan(job_id, ctx)
+        finally:
+            ctx.leases.release(lease)
+    _publish(job_id, plan, ctx)
+    return plan
+
+
+def _write_plan(job_id: str, ctx: JobContext) -> Plan:
+    """Stream the input once: errors aside, carried documents aside (incremental), shards for the
+    rest; then carried parts, the error file and, last, ``plan.json`` (the commit point)."""
+    spec = ctx.spec(job_id)
+    baseline = Baseline.load(spec, ctx)
+    shards = _ShardWriter(ctx, job_id)
+    errors: list[dict] = []
+    seen_ids: set[str] = set()
+    carried_ids: set[str] = set()
+    total = 0
+    for source, record in _records(spec, job_id, ctx):
+        total += 1
+        if isinstance(record, InputRecord) and record.id in seen_ids:
+            record = RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before")
+        if isinstance(record, RecordError):
+            errors.append(_error_line(record, source))
+            continue
+        seen_ids.add(record.id)
+        if baseline is not None and baseline.unchanged(record):
+            carried_ids.add(record.id)
+        else:
+            shards.add(record)
+    num_shards = shards.close()
+    carried = baseline.write_carried(job_id, carried_ids, ctx) if baseline is not None else ()
+    ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(errors))
+    plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors), carried=carried, carried_records=len(carried_ids),
+                engine=ctx.engine_identity(spec.model) if carried_ids else None)  # what Baseline.load checked
+    ledger = ctx.ledger(job_id)
+    if not ledger.write_plan(plan):
+        plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
+    else:  # this planner's plan counts: its rejected records, once
+        ctx.metrics.plan_errors(Counter(error["code"] for error in errors))
+    return plan
+
+
+class _ShardWriter:
+    """Cuts records into bounded shards and writes each shard's input as it fills."""
+
+    def __init__(self, ctx: JobContext, job_id: str) -> None:
+        self.ctx = ctx
+        self.layout = ctx.layout(job_id)
+        self.num_shards = 0
+        self.buffer = self._new_buffer()
+
+    def _new_buffer(self) -> _ShardBuffer:
+        return _ShardBuffer(self.ctx.settings.shard_max_documents, self.ctx.settings.shard_max_chars)
+
+    def add(self, record: InputRecord) -> None:
+        if self.buffer.would_overflow(record):
+            self._flush()
+        self.buffer.add(record)
+
+    def _flush(self) -> None:
+        self.ctx.store.put(self.layout.shard_input(self.num_shards), dump_jsonl(self.buffer.rows))
+        self.num_shards += 1
+        self.buffer = self._new_buffer()
+
+    def close(self) -> int:
+        """Write the last shard; returns how many shards there are."""
+        if self.buffer.rows:
+            self._flush()
+        return self.num_shards
+
+
+def _error_line(error: RecordError, source: str | None) -> dict:
+    """A plan error as written to the error file; a prefix input's errors name their object."""
+    if source is None:
+        return error.to_json()
+    return {**error.to_json(), "message": f"{source}: {error.message}", "source": source}
+
+
+def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
+    """Cache the plan in the status store and send the tasks of shards not yet committed or running."""
+    ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
+    if plan.num_shards == 0:
+        dispatch_finalize(job_id, ctx)
+        return
+    committed = ctx.ledger(job_id).committed_shards()
+    running = set(ctx.leases.live_units(job_id))
+    todo = [shard for shard in range(plan.num_shards) if shard not in committed and shard_unit(shard) not in running]
+    dispatch_shards(job_id, todo, ctx)
+
+
+def _records(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, InputRecord | RecordError]]:
+    """Each input line validated, with the object it came from (prefix inputs; else None)."""
+    inline = isinstance(spec.input, InlineInput)
+    id_field = "id" if inline else spec.input.id_field
+    text_field = "text" if inline else spec.input.text_field
+    spans_field = "chunk_spans" if inline else spec.input.spans_field
+    for source, item in input_lines(spec, job_id, ctx):
+        yield source, to_record(item, id_field, text_field, spans_field)

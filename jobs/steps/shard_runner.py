@@ -1,0 +1,220 @@
+"""Running one shard: under a lease, embed its records, write this attempt's objects, commit.
+
+The commit marker (a conditional write) decides which attempt's part counts. A delivery for a
+committed, leased or cancelled shard does no model work.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+
+from poolq.engine import PoolingOutput, PoolingParams, PoolingRequest, RequestError
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import Lease, LeaseKeeper
+from poolq.jobs.inputs.records import RecordError
+from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
+from poolq.jobs.steps.content_hash import row_content_hash
+from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
+from poolq.storage import EmbeddingRows, JsonlObject, dump_jsonl, read_jsonl
+
+GAVE_UP_CODE = "shard_failed"
+
+log = logging.getLogger(__name__)
+
+
+class ShardCancelled(Exception):
+    """The job was cancelled while this shard ran; nothing of this attempt is committed."""
+
+
+def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
+    """Run shard ``shard`` of ``job_id`` unless it is done, taken or cancelled; returns its commit."""
+    ledger = ctx.ledger(job_id)
+    committed = ledger.shard_commit(shard)
+    if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
+        record_shard(job_id, shard, committed, ctx)
+        return committed
+    if ledger.cancel_requested() or ledger.manifest() is not None:
+        finalize_if_ready(job_id, ctx)
+        return None
+    lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+    if lease is None:
+        return None  # another attempt is running it; the reconciler steps in if that one dies
+    try:
+        # Look again under the lease: a finalizer that saw no lease may have finished the job
+        # (after a cancel) between our first look and the lease; then nothing may be committed.
+        if ledger.cancel_requested() or ledger.manifest() is not None:
+            raise ShardCancelled()
+        commit = _attempt(job_id, shard, lease, ctx)
+    except ShardCancelled:
+        commit = None
+    finally:
+        ctx.leases.release(lease)
+    if commit is None:
+        finalize_if_ready(job_id, ctx)
+        return None
+    record_shard(job_id, shard, commit, ctx)
+    return commit
+
+
+def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCommit:
+    """Produce this attempt's outputs and try to commit them; returns the commit that won."""
+    started = time.monotonic()
+    ledger = ctx.ledger(job_id)
+    records = _read_shard(job_id, shard, ctx)
+    if lease.crashes_before >= ctx.settings.max_shard_crashes:
+        message = (
+            f"shard {shard} was abandoned after {lease.crashes_before} attempts that crashed or killed "
+            "their worker; its records were not embedded"
+        )
+        commit = _give_up(job_id, shard, lease, records, message, ctx)
+    else:
+        with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+            commit = _embed(job_id, shard, lease, records, ctx)
+    winner = _commit(ledger, shard, commit, ctx)
+    if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
+        raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
+    if winner.attempt == commit.attempt:
+        _record_metrics(ctx, commit, time.monotonic() - started)
+    return winner
+
+
+def _commit(ledger: JobLedger, shard: int, commit: ShardCommit, ctx: JobContext) -> ShardCommit | None:
+    """Commit this attempt's outputs; returns the commit that counts (this one or an earlier one).
+
+    A refused write means the marker exists: another attempt's (drop this attempt's objects), or
+    this attempt's own, when its write landed but the answer was lost and the retry found it.
+    """
+    if ledger.commit(shard, commit):
+        return commit
+    winner = ledger.shard_commit(shard)
+    if winner is None or winner.attempt != commit.attempt:
+        _delete_attempt(ctx, commit)
+    return winner
+
+
+def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
+    records = {}
+    with ctx.store.open(ctx.layout(job_id).shard_input(shard)) as stream:
+        for item in read_jsonl(stream):
+            records[item.value["id"]] = item.value
+    return records
+
+
+def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx: JobContext) -> ShardCommit:
+    spec = ctx.spec(job_id)
+    engine = ctx.engine(spec.model)
+    policy = spec.long_documents.policy()
+    dimensions = spec.output.dimensions or engine.dimensions  # the engine fails records asking for more
+    codec = spec.output.codec(engine.spec.normalize)  # fixed for the job: same range in every shard
+    rows = EmbeddingRows(dimensions, with_chunks=policy.mode.chunk_rows, codec=codec)
+    params = PoolingParams(dimensions=spec.output.dimensions)
+    errors: list[RecordError] = []
+    tokens = documents = 0
+    cancel_check = _CancelCheck(ctx, job_id)
+    requests = (
+        PoolingRequest(key=record_id, text=row["text"], params=params, chunk_spans=_spans(row.get("chunk_spans")))
+        for record_id, row in records.items()
+    )
+    for result in engine.run(requests, policy):
+        cancel_check()
+        if isinstance(result, RequestError):
+            errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
+            continue
+        _append_rows(rows, result, row_content_hash(records[result.key]))
+        tokens += result.processed_tokens
+        documents += 1
+    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents,
+                          engine=ctx.engine_identity(spec.model))
+
+
+def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
+    """Commit ``shard`` as failed (its records become errors) unless it is committed or running."""
+    ledger = ctx.ledger(job_id)
+    if ledger.shard_commit(shard) is None:
+        lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+        if lease is None:
+            return None
+        try:
+            started = time.monotonic()
+            commit = _give_up(job_id, shard, lease, _read_shard(job_id, shard, ctx), reason, ctx)
+            winner = _commit(ledger, shard, commit, ctx)
+            if winner is not None and winner.attempt == commit.attempt:
+                _record_metrics(ctx, commit, time.monotonic() - started)
+        finally:
+            ctx.leases.release(lease)
+    winner = ledger.shard_commit(shard)
+    if winner is not None:
+        record_shard(job_id, shard, winner, ctx)
+    return winner
+
+
+def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], message: str, ctx: JobContext) -> ShardCommit:
+    """The shard cannot be embedded: its records go to the error file, with ``message``."""
+    errors = [RecordError(record_id, row["line"], GAVE_UP_CODE, message) for record_id, row in records.items()]
+    return _write_attempt(job_id, shard, lease, ctx, None, errors, 0, None, gave_up=True)
+
+
+def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, documents=0, gave_up=False,
+                   engine=None) -> ShardCommit:
+    layout = ctx.layout(job_id)
+    part_key = None
+    if rows is not None and len(rows):
+        part_key = layout.attempt_part(shard, lease.attempt)
+        ctx.store.put(part_key, rows.to_parquet_bytes())
+    errors_key = layout.attempt_errors(shard, lease.attempt)
+    ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in errors]))
+    return ShardCommit(
+        attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
+        documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up, engine=engine,
+    )
+
+
+def _record_metrics(ctx: JobContext, commit: ShardCommit, latency_s: float) -> None:
+    """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
+    try:
+        codes: Counter = Counter()
+        if commit.errors:  # the codes are in the attempt's error file (one small read, only then)
+            with ctx.store.open(commit.errors_key) as stream:
+                lines = [item.value for item in read_jsonl(stream) if isinstance(item, JsonlObject)]
+            codes.update(line.get("code") or "unknown" for line in lines)
+        ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, codes)
+    except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
+        log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)
+
+
+def _delete_attempt(ctx: JobContext, commit: ShardCommit) -> None:
+    for key in (commit.part_key, commit.errors_key):
+        if key is not None:
+            ctx.store.delete(key)
+
+
+class _CancelCheck:
+    """Looks for the job's cancel request at most every ``cancel_check_interval_s`` (between batches)."""
+
+    def __init__(self, ctx: JobContext, job_id: str) -> None:
+        self.ledger = ctx.ledger(job_id)
+        self.interval_s = ctx.settings.cancel_check_interval_s
+        self.next_check = time.monotonic() + self.interval_s
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now < self.next_check:
+            return
+        self.next_check = now + self.interval_s
+        if self.ledger.cancel_requested():
+            raise ShardCancelled()
+
+
+def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
+    return None if raw is None else tuple((start, end) for start, end in raw)
+
+
+def _append_rows(rows: EmbeddingRows, result: PoolingOutput, content_hash: str) -> None:
+    """One row per document, or one per chunk in the chunk modes; each names the document's content hash."""
+    if result.chunks is None:
+        rows.append(result.key, result.data, result.num_tokens, result.truncated, content_hash=content_hash)
+        return
+    for vector, chunk in zip(result.data, result.chunks):
+        values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
+        rows.append(result.key, vector, result.num_tokens, result.truncated, values, content_hash=content_hash)

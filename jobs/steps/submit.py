@@ -1,0 +1,194 @@
+"""Accepting a job: validate against the server's models, persist the spec, enqueue planning."""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+
+from poolq.engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy
+from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_access import InputNotAllowed, check_input_access
+from poolq.jobs.inputs.input_reader import parse_input_uri
+from poolq.jobs.job import LOCAL_TENANT, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
+from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.steps.dispatch import dispatch_plan
+from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
+
+
+class JobRejected(ValueError):
+    """The spec is well-formed but this server cannot run it; ``field`` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
+    """Checks that need the server's state: known model, window within limits, input URI."""
+    if spec.model not in ctx.registry and not ctx.settings.allow_file_inputs:
+        # A model named by its directory is for in-process runs only (like file:// inputs): over the
+        # API it would let a tenant load, or probe for, any directory on the server.
+        raise JobRejected("model", f"unknown model {spec.model!r}; known models: {', '.join(ctx.registry.names())}")
+    try:
+        model_spec = ctx.registry.spec(spec.model)  # never loads or converts weights
+    except UnknownModelError as exc:
+        raise JobRejected("model", str(exc)) from None
+    except ModelSpecError as exc:
+        raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
+    try:
+        check_policy(model_spec, spec.long_documents.policy())
+    except PolicyError as exc:
+        raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None
+    _check_output(spec, model_spec)
+    if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
+        raise JobRejected(
+            "input.documents",
+            f"{len(spec.input.documents)} inline documents; at most {ctx.settings.max_inline_documents} "
+            "are accepted inline (upload a JSONL file and pass its s3:// URI)",
+        )
+    if isinstance(spec.input, UriInput):
+        try:
+            target = parse_input_uri(spec.input.uri)
+        except InvalidURIError as exc:
+            raise JobRejected("input.uri", str(exc)) from None
+        if target.scheme != "s3" and ctx.settings.store == "s3":
+            raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
+
+
+def _check_output(spec: JobSpec, model_spec: ModelSpec) -> None:
+    """Output options against the model: ``dimensions`` within its vectors, int8 calibrated."""
+    output = spec.output
+    model_dimensions = _output_dimensions(model_spec)
+    if output.dimensions is not None and output.dimensions > model_dimensions:
+        raise JobRejected(
+            "output.dimensions",
+            f"dimensions={output.dimensions} exceeds the {model_dimensions} dimensions of model {spec.model!r}",
+        )
+    try:
+        output.codec(model_spec.normalize)
+    except ValueError as exc:
+        raise JobRejected("output.int8_range", str(exc)) from None
+
+
+def _output_dimensions(model_spec: ModelSpec) -> int:
+    """The size of the model's embed vectors, without its weights: the last sentence-transformers
+    Dense module's ``out_features``, else the hidden size (what the loaded engine reports)."""
+    if not model_spec.dense_dirs:
+        return model_spec.hidden_size
+    path = model_spec.path / model_spec.dense_dirs[-1] / "config.json"
+    try:
+        return int(json.loads(path.read_text(encoding="utf-8"))["out_features"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise JobRejected("model", f"the model cannot be loaded: {path}: {exc}") from None
+
+
+class IdempotencyConflict(ValueError):
+    """The Idempotency-Key was used before with a different request body."""
+
+
+class TooManyActiveJobs(RuntimeError):
+    """The tenant already has its cap of unfinished jobs."""
+
+
+def submit_job(
+    spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None, *, tenant: str = LOCAL_TENANT
+) -> JobStatus:
+    """Persist ``tenant``'s job and queue it; returns its status (``queued`` when new).
+
+    With ``idempotency_key`` the same key returns the same job, however often it is sent, even
+    if an earlier submission died half-way (it is completed now). Keys are per tenant.
+    """
+    validate_spec(spec, ctx)
+    check_submission(spec, tenant, ctx)
+    body = spec.model_dump(mode="json")
+    job_id = new_job_id()
+    if idempotency_key is not None:
+        job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
+        existing = ctx.status.get(job_id) or recover_status(job_id, ctx)
+        # A queued job missing from the active list died before its marker: nothing would ever plan it.
+        if existing is not None and (
+            existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
+        ):
+            return existing
+    _check_active_cap(tenant, ctx)
+    return _persist_and_queue(job_id, tenant, spec, body, ctx)
+
+
+def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+    """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
+    if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
+        raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
+    if isinstance(spec.input, UriInput):
+        try:
+            check_input_access(spec.input.uri, tenant, ctx.settings)
+        except (InvalidURIError, InputNotAllowed) as exc:
+            raise JobRejected("input.uri", str(exc)) from None
+    else:
+        limit = ctx.settings.max_document_chars
+        for index, document in enumerate(spec.input.documents):
+            if len(document.text) > limit:
+                raise JobRejected(
+                    f"input.documents.{index}.text",
+                    f"document {document.id!r} has {len(document.text)} characters; at most {limit} are accepted",
+                )
+
+
+def _check_active_cap(tenant: str, ctx: JobContext) -> None:
+    """At most ``max_active_jobs_per_tenant`` unfinished jobs; finished ones are pruned on the way."""
+    active = 0
+    for job_id in ctx.status.active_ids(tenant):
+        status = ctx.status.get(job_id)
+        if status is None or status.status.is_terminal:
+            ctx.status.remove_active(tenant, job_id)
+        else:
+            active += 1
+    if active >= ctx.settings.max_active_jobs_per_tenant:
+        raise TooManyActiveJobs(
+            f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
+        )
+
+
+def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -> str:
+    """The job id the key stands for: ours if this is its first use, else the first one's."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    marker = ctx.service_layout.idempotency(digest)
+    claim = {"job_id": job_id, "request_sha256": request_hash}
+    try:
+        ctx.store.put(marker, json.dumps(claim).encode("utf-8"), if_absent=True)
+        return job_id
+    except ObjectExistsError:
+        earlier = json.loads(ctx.store.get(marker))
+    if earlier["request_sha256"] != request_hash:
+        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
+    return earlier["job_id"]
+
+
+def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx: JobContext) -> JobStatus:
+    """Tenant index, input, spec (the ledger's first entry), active marker, status, then the plan task.
+
+    Every write is create-if-absent or idempotent, so a retried submission completes a half-done one.
+    """
+    ctx.register_job(job_id, tenant)
+    layout = ctx.layout(job_id)
+    created_at = datetime.now(timezone.utc)
+    if isinstance(spec.input, InlineInput):
+        rows = [document.model_dump(exclude_none=True) for document in spec.input.documents]
+        _put_once(ctx, layout.inline_input, dump_jsonl(rows))
+    _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
+    _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
+    status = JobStatus(
+        id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at
+    )
+    ctx.status.add_active(tenant, job_id)
+    created = ctx.status.create(status)
+    existing = None if created else ctx.status.get(job_id)
+    dispatch_plan(job_id, ctx)
+    return existing or status
+
+
+def _put_once(ctx: JobContext, key: str, data: bytes) -> None:
+    try:
+        ctx.store.put(key, data, if_absent=True)
+    except ObjectExistsError:
+        pass

@@ -1,0 +1,52 @@
+"""The Celery app: one configuration for API, workers (and, later, beat)."""
+from __future__ import annotations
+
+from celery import Celery
+
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
+
+
+def create_celery_app(settings: Settings) -> Celery:
+    """A Celery app for ``settings``; producers and workers must build it from the same values."""
+    app = Celery("poolq", broker=settings.redis_url, backend=None)
+    transport = {"visibility_timeout": settings.visibility_timeout_s}
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.task_soft_time_limit_s,
+        task_time_limit=settings.task_time_limit_s,
+        broker_transport_options=transport,
+        visibility_timeout=settings.visibility_timeout_s,
+        broker_connection_retry_on_startup=True,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        task_default_queue=CONTROL_QUEUE,
+        task_create_missing_queues=True,
+        worker_hijack_root_logger=False,
+        # Task events (received/started/succeeded/failed, and sent by producers) for Flower.
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time;
+        # PoolqBeatScheduler rides out Redis restarts and wipes instead of exiting.
+        beat_scheduler="poolq.jobs.worker.beat_scheduler.PoolqBeatScheduler",
+        redbeat_redis_url=settings.redis_url,
+        redbeat_key_prefix="poolq:redbeat:",
+        redbeat_redis_options={"health_check_interval": 30},
+        redbeat_lock_timeout=max(30, int(settings.reconcile_interval_s * 5)),
+        beat_max_loop_interval=min(5.0, settings.reconcile_interval_s),
+        beat_schedule={
+            "poolq-reconcile": {
+                "task": RECONCILE_TASK,
+                "schedule": settings.reconcile_interval_s,
+                "options": {"queue": CONTROL_QUEUE, "expires": settings.reconcile_interval_s * 2},
+            }
+        },
+    )
+    app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE)
+    return app

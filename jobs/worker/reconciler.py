@@ -1,0 +1,133 @@
+"""The reconciler: a periodic pass that makes Redis agree with the ledger and keeps jobs moving.
+
+For every active job it rebuilds a lost status, re-sends tasks whose messages were lost (a unit
+neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
+are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
+simply expire (they carry a TTL), after which their units count as not running.
+
+A task sent long ago and never consumed is re-sent only while its queue holds nothing: under a
+backlog it is most likely still waiting there, and re-sending every waiting task on each pass
+would grow the backlog with duplicates. A message truly lost behind a backlog is re-sent once
+the queue drains.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job, delete_dead_attempts
+from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.schedules.beat_entries import sync_beat_entries
+from poolq.jobs.steps.dispatch import (
+    FINALIZE_UNIT,
+    PLAN_UNIT,
+    dispatch_finalize,
+    dispatch_plan,
+    dispatch_shards,
+    queue_of,
+    ready_to_finalize,
+    shard_unit,
+)
+from poolq.jobs.steps.finalizer import sync_status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReconcileReport:
+    jobs: int = 0
+    recovered: list[str] = field(default_factory=list)  # statuses rebuilt from the ledger
+    resent: list[str] = field(default_factory=list)  # "<job>/<unit>" tasks sent again
+    finalized: list[str] = field(default_factory=list)
+    deleted_objects: int = 0
+    aborted_uploads: int = 0
+
+
+def active_jobs(ctx: JobContext) -> list[str]:
+    prefix = ctx.service_layout.active_prefix
+    return [key[len(prefix):] for key in ctx.store.list(prefix)]
+
+
+def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
+    """One pass over every active job. Safe to run anywhere, any number of times, concurrently."""
+    report = ReconcileReport()
+    now = time.time() if now is None else now
+    sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
+    queues = _QueueDepths(ctx)
+    for job_id in active_jobs(ctx):
+        report.jobs += 1
+        try:
+            _reconcile_job(job_id, ctx, now, queues, report)
+        except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
+            log.exception("reconciling job %s failed", job_id)
+    return report
+
+
+class _QueueDepths:
+    """Each queue's depth, asked at most once per pass (and only when a decision needs it)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self._ctx = ctx
+        self._depths: dict[str, int | None] = {}
+
+    def backlogged(self, queue: str) -> bool:
+        if queue not in self._depths:
+            try:
+                self._depths[queue] = self._ctx.enqueuer.waiting(queue)
+            except Exception:  # noqa: BLE001 - unknown depth: fall back to the time rule alone
+                log.warning("reading the depth of queue %s failed", queue, exc_info=True)
+                self._depths[queue] = None
+        return bool(self._depths[queue])
+
+
+def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepths, report: ReconcileReport) -> None:
+    ledger = ctx.ledger(job_id)
+    manifest = ledger.manifest()
+    if manifest is not None:  # finished, but its status or clean-up may not have caught up
+        if ctx.status.get(job_id) is None:
+            recover_status(job_id, ctx)
+        sync_status(job_id, manifest, ctx)
+        clean_finished_job(job_id, manifest, ctx)
+        report.finalized.append(job_id)
+        return
+    if ledger.spec() is None:
+        return  # submission still in flight (or abandoned before its spec was written)
+    if ctx.status.get(job_id) is None:
+        recover_status(job_id, ctx)
+        report.recovered.append(job_id)
+    report.aborted_uploads += abort_stale_uploads(job_id, ctx, ctx.settings.stale_upload_s)
+    sent = ctx.status.dispatches(job_id)
+    started = ctx.leases.last_started(job_id)
+    running = set(ctx.leases.live_units(job_id))
+
+    def lost(unit: str) -> bool:
+        """Not running, and its task is not waiting in a queue: consumed since it was last sent
+        (its attempt died) or never sent as far as Redis knows, or sent long ago to a queue that
+        now holds nothing."""
+        if unit in running:
+            return False
+        if unit not in sent or started.get(unit, -1.0) >= sent[unit]:
+            return True
+        return now - sent[unit] >= ctx.settings.requeue_after_s and not queues.backlogged(queue_of(unit))
+
+    if ready_to_finalize(ledger, ctx.leases):
+        if lost(FINALIZE_UNIT):
+            dispatch_finalize(job_id, ctx)
+            report.resent.append(f"{job_id}/{FINALIZE_UNIT}")
+        return
+    if ledger.cancel_requested():
+        return  # running shards stop on their own; the last one to stop sends the finalizer
+    plan = ledger.plan()
+    if plan is None:
+        if lost(PLAN_UNIT):
+            dispatch_plan(job_id, ctx)
+            report.resent.append(f"{job_id}/{PLAN_UNIT}")
+        return
+    committed = ledger.committed_shards()  # a listing: no commit marker is read on a healthy pass
+    report.deleted_objects += delete_dead_attempts(job_id, ctx, ledger, committed)
+    missing = [shard for shard in range(plan.num_shards) if shard not in committed and lost(shard_unit(shard))]
+    if missing:
+        dispatch_shards(job_id, missing, ctx)
+        report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in missing]

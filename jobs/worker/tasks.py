@@ -1,0 +1,120 @@
+"""Celery tasks: deserialize, call the plain function, record the outcome. Nothing else.
+
+Retry policy lives in ``failures.py``: retryable errors are retried with backoff and jitter a
+bounded number of times; anything else (or retries used up) fails the step for good.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Callable
+
+import redis
+from celery import Celery, Task
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import RedisLeaseStore
+from poolq.jobs.coordination.status_store import RedisJobStatusStore
+from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.observability.log_format import log_context
+from poolq.jobs.schedules.schedule_runner import run_schedule
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from poolq.jobs.steps.enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SCHEDULE_TASK, SHARD_TASK, CeleryEnqueuer
+from poolq.jobs.steps.failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
+from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.worker.reconciler import reconcile
+
+log = logging.getLogger(__name__)
+
+
+def build_worker_context(app: Celery, settings: Settings) -> JobContext:
+    from poolq.engine import ModelRegistry
+
+    client = redis.Redis.from_url(settings.redis_url)
+    return JobContext(
+        settings=settings,
+        store=settings.object_store(),
+        status=RedisJobStatusStore(client),
+        leases=RedisLeaseStore(client),
+        enqueuer=CeleryEnqueuer(app),
+        registry=ModelRegistry.with_packaged_models(settings.models),
+        metrics=RedisJobMetrics(client),
+    )
+
+
+def register_tasks(app: Celery, settings: Settings) -> None:
+    """Register poolq's tasks on ``app``; the context is built lazily in the worker process.
+
+    ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
+    also attach them to every app made later in the process, where the first registration wins."""
+    holder: dict[str, JobContext] = {}
+
+    def context() -> JobContext:
+        if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
+            holder["ctx"] = build_worker_context(app, settings)
+        return holder["ctx"]
+
+    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None],
+            unit: str | None = None, **ids: object) -> None:
+        """Run the task's step; everything it logs carries the task, its id and ``ids`` (job_id, shard).
+        ``unit`` names the job's unit of work the task runs, if any (its retries are noted as sends)."""
+        with log_context(task=task.name, task_id=task.request.id, **ids):
+            run_step(task, step, give_up, unit, ids.get("job_id"))
+
+    def run_step(task: Task, step: Callable[[JobContext], object],
+                 give_up: Callable[[JobContext, Exception], None], unit: str | None, job_id: object) -> None:
+        ctx = context()
+        try:
+            step(ctx)
+        except Exception as exc:
+            if is_retryable(exc) and task.request.retries < MAX_RETRIES:
+                log.warning("%s %s: %s; retrying", task.name, task.request.args, describe(exc))
+                delay = retry_delay_s(task.request.retries, random.random(), settings.task_retry_backoff_s,
+                                      settings.task_retry_backoff_max_s)
+                if unit is not None:
+                    note_retry_sent(ctx, str(job_id), unit)
+                # max_retries: Celery's own default (3) would end the retries before MAX_RETRIES,
+                # re-raising instead of giving up (the shard would never be committed as failed).
+                raise task.retry(exc=exc, countdown=delay, max_retries=MAX_RETRIES)
+            log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
+            give_up(ctx, exc)
+
+    @app.task(name=PLAN_TASK, bind=True, shared=False)
+    def plan_task(self: Task, job_id: str) -> None:
+        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
+            job_id=job_id)
+
+    @app.task(name=SHARD_TASK, bind=True, shared=False)
+    def shard_task(self: Task, job_id: str, shard: int) -> None:
+        run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx),
+            shard_unit(shard), job_id=job_id, shard=shard)
+
+    @app.task(name=FINALIZE_TASK, bind=True, shared=False)
+    def finalize_task(self: Task, job_id: str) -> None:
+        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), FINALIZE_UNIT,
+            job_id=job_id)
+
+    @app.task(name=SCHEDULE_TASK, bind=True, shared=False)
+    def schedule_task(self: Task, schedule_id: str) -> None:
+        # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
+        run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None, schedule_id=schedule_id)
+
+    @app.task(name=RECONCILE_TASK, bind=True, shared=False)
+    def reconcile_task(self: Task) -> None:
+        report = reconcile(context())
+        if report.recovered or report.resent or report.aborted_uploads:
+            log.info("reconcile: %s", report)
+
+
+def note_retry_sent(ctx: JobContext, job_id: str, unit: str) -> None:
+    """A retry is a new message: note its sending, or the reconciler, seeing the unit consumed and
+    not running during the countdown, would send a duplicate. Best effort: if Redis is down, the
+    reconciler's duplicate is the (harmless) fallback."""
+    try:
+        ctx.status.note_dispatch(job_id, [unit], time.time())
+    except Exception:  # noqa: BLE001 - never let the bookkeeping stop the retry itself
+        log.warning("noting the retry of %s/%s failed", job_id, unit, exc_info=True)

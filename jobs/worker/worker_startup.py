@@ -1,0 +1,88 @@
+"""Starting poolq's Celery worker processes: one worker, or one per GPU.
+
+``--gpus 0,1`` starts one prefork worker per GPU, each with ``CUDA_VISIBLE_DEVICES`` set to its
+GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's GPU memory is returned now and
+then). CUDA is first touched in the pool child, when the first shard loads its model. SIGTERM
+is passed to every worker, which finishes its current shard (Celery's warm shutdown) and exits.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from poolq.jobs.observability.log_format import use_celery_logging
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.jobs.worker.tasks import register_tasks
+from poolq.storage import verify_conditional_writes
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    concurrency: int = 1
+    loglevel: str = "INFO"
+    hostname: str | None = None
+    queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE)
+    max_tasks_per_child: int | None = None
+
+
+def check_store(settings: Settings) -> None:
+    """Refuse to start against a store that ignores conditional writes (the ledger needs them)."""
+    if settings.require_conditional_writes:
+        verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
+
+
+def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> None:
+    """Run one prefork worker in this process until it is told to stop."""
+    check_store(settings)
+    use_celery_logging(settings.log_format)
+    app = create_celery_app(settings)
+    register_tasks(app, settings)
+    argv = [
+        "worker",
+        f"--loglevel={options.loglevel}",
+        "--pool=prefork",
+        f"--concurrency={options.concurrency}",
+        f"--queues={','.join(options.queues)}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if options.hostname:
+        argv.append(f"--hostname={options.hostname}")
+    if options.max_tasks_per_child:
+        argv.append(f"--max-tasks-per-child={options.max_tasks_per_child}")
+    app.worker_main(argv=argv)
+
+
+def gpu_worker_commands(gpus: list[str], options: WorkerOptions, executable: str = sys.executable) -> list[tuple[list[str], dict[str, str]]]:
+    """The command line and extra environment of each per-GPU worker."""
+    commands = []
+    for gpu in gpus:
+        argv = [executable, "-m", "poolq.api", "worker", "--concurrency", "1", "--queues", ",".join(options.queues),
+                "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-gpu{gpu}@%h"]
+        if options.max_tasks_per_child:
+            argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
+        commands.append((argv, {"CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}))
+    return commands
+
+
+def run_gpu_workers(settings: Settings, gpus: list[str], options: WorkerOptions) -> int:
+    """Start one worker per GPU and supervise them; SIGTERM/SIGINT are passed on. Returns the exit code."""
+    check_store(settings)
+    children = [
+        subprocess.Popen(argv, env={**os.environ, **env}) for argv, env in gpu_worker_commands(gpus, options)
+    ]
+
+    def forward(signum, _frame) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [child.wait() for child in children]
+    return max(codes, default=0)
