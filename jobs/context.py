@@ -7,17 +7,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from poolq.engine import ModelRegistry
-from poolq.jobs.coordination.leases import LeaseStore
-from poolq.jobs.coordination.status_store import JobStatusStore
+from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
+from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, JobStatusStore, RedisJobStatusStore
 from poolq.jobs.job import JobNotFound, JobSpec, is_job_id
 from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.ledger.layout import JobLayout, ServiceLayout
-from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics
+from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
 
 if TYPE_CHECKING:
+    import redis
+
     from poolq.engine import PoolingEngine
 
 
@@ -95,3 +97,16 @@ class JobContext:
         if model not in self._engine_identities:
             self._engine_identities[model] = f"{self.registry.fingerprint(model)}/{self.settings.dtype}"
         return self._engine_identities[model]
+
+
+def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.Redis | None" = None) -> JobContext:
+    """The one way a process gets its context. With ``redis_client`` (the API, workers, beat) the
+    status cache, leases and counters are shared in Redis; without it (a job run in this process)
+    they live in memory. Either way the store is the ledger."""
+    registry = ModelRegistry.with_packaged_models(settings.models)
+    if redis_client is None:
+        return JobContext(settings=settings, store=settings.object_store(), status=InMemoryJobStatusStore(),
+                          leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry)
+    return JobContext(settings=settings, store=settings.object_store(), status=RedisJobStatusStore(redis_client),
+                      leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry,
+                      metrics=RedisJobMetrics(redis_client))

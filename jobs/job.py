@@ -9,8 +9,9 @@ from enum import Enum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from poolq.engine import DEFAULT_MODEL, ChunkBoundary, LongDocumentMode, LongDocumentPolicy, TruncationSide
+from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.inputs.records import ID_PATTERN, MAX_ID_LENGTH
 from poolq.storage import EmbeddingCodec, codec_for
 
@@ -83,22 +84,13 @@ class OutputOptions(_Strict):
             ) from None
 
 
-class LongDocuments(_Strict):
-    """What to do with documents longer than the model's window (see engine.LongDocumentPolicy)."""
-
-    mode: LongDocumentMode = LongDocumentMode.ERROR
-    side: TruncationSide = TruncationSide.END
-    window_tokens: int | None = Field(None, ge=1, description="raise the window up to the model's position limit")
-    max_embed_len: int | None = Field(None, ge=1, description="chunked: longest document accepted, in tokens")
-    window_specials: bool | None = Field(None, description="chunked: re-add special tokens to every window")
-    chunk_by: ChunkBoundary = ChunkBoundary.TOKENS
-    chunk_tokens: int = Field(256, ge=1)
-    chunk_sentences: int = Field(3, ge=1)
-    overlap_tokens: int | None = Field(None, ge=0, description="late_chunks: macro-window overlap (default window/4)")
-    allow_any_pooling: bool = Field(False, description="late_chunks with a model that is not MEAN-pooled")
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class LongDocuments(LongDocumentPolicy):
+    """What to do with documents longer than the model's window: the engine's LongDocumentPolicy
+    itself (fields, defaults and checks are declared there, once), validated as part of a job."""
 
     def policy(self) -> LongDocumentPolicy:
-        return LongDocumentPolicy(**self.model_dump())
+        return self
 
 
 class JobSpec(_Strict):

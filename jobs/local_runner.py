@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from poolq.engine import ModelRegistry
-from poolq.jobs.context import JobContext
-from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.job import JobSpec, JobStatus
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import InlineEnqueuer
@@ -24,14 +21,7 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
         update={"store": "local", "local_store_root": out_dir, "output_prefix": "", "allow_file_inputs": True}
     )
     enqueuer = InlineEnqueuer()
-    ctx = JobContext(
-        settings=settings,
-        store=settings.object_store(),
-        status=InMemoryJobStatusStore(),
-        leases=InMemoryLeaseStore(),
-        enqueuer=enqueuer,
-        registry=ModelRegistry.with_packaged_models(settings.models),
-    )
+    ctx = build_context(settings, enqueuer)
     # In process there is nobody to retry: a failing step fails for good, with its message.
     enqueuer.bind(
         plan=lambda job_id: _guarded(lambda: plan_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),

@@ -1,4 +1,5 @@
-"""`poolq bench`: poolq's engine against sentence-transformers on the same texts, in one process."""
+"""Benchmarks, all in one home: `poolq bench` (poolq vs sentence-transformers, same texts, one process) and
+the scripts behind `infra/bench/` (packed vs padded, long-document memory), which only call in here."""
 from poolq.api.bench.benchmark import run_benchmark
 
 __all__ = ["run_benchmark"]

@@ -79,5 +79,6 @@ def _time_rounds(corpus: Corpus, rounds: int, ours, theirs) -> tuple[float, floa
                 ours_vectors = vectors
             else:
                 theirs_vectors = vectors
-    cosines = (ours_vectors * theirs_vectors).sum(1) / np.linalg.norm(theirs_vectors, axis=1) / np.linalg.norm(ours_vectors, axis=1)
+    norms = np.linalg.norm(theirs_vectors, axis=1) * np.linalg.norm(ours_vectors, axis=1)
+    cosines = (ours_vectors * theirs_vectors).sum(1) / norms
     return statistics.median(ours_s), statistics.median(theirs_s), float(cosines.min())

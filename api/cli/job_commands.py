@@ -123,7 +123,8 @@ def jobs(client: PoolqClient, limit: int, before: str | None, as_json: bool) -> 
     for job in page["jobs"]:
         total = "?" if job["counts"].get("total") is None else job["counts"]["total"]
         done = job["counts"]["completed"] + job["counts"]["failed"]
-        click.echo(f"{job['id']}  {job['status']:<19}  {done:>6}/{total:<6}  {job['usage']['tokens']:>10,} tokens  {job['created_at']}")
+        tokens = job["usage"]["tokens"]
+        click.echo(f"{job['id']}  {job['status']:<19}  {done:>6}/{total:<6}  {tokens:>10,} tokens  {job['created_at']}")
     if page.get("next_before"):
         click.echo(f"more: poolq jobs --before {page['next_before']}", err=True)
 

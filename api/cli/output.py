@@ -119,7 +119,8 @@ def job_summary(job: dict) -> str:
     """One line: ``job ID succeeded: 40/40 documents, 0 failed, 12,345 tokens in 8.1 s``."""
     counts, tokens = job["counts"], job["usage"]["tokens"]
     total = "?" if counts.get("total") is None else counts["total"]
-    line = f"job {job['id']} {job['status']}: {counts['completed']}/{total} documents, {counts['failed']} failed, {tokens:,} tokens"
+    line = (f"job {job['id']} {job['status']}: {counts['completed']}/{total} documents, {counts['failed']} failed, "
+            f"{tokens:,} tokens")
     took = seconds_between(job.get("started_at"), job.get("finished_at"))
     if took is not None:
         line += f" in {took:.1f} s"

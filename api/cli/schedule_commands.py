@@ -24,7 +24,8 @@ def schedules() -> None:
 @click.option("--input", "input_uri", required=True, help="s3://bucket/key.jsonl, or s3://bucket/prefix/")
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
-@click.option("--template", default=None, help='the job\'s other fields as JSON, e.g. \'{"long_documents": {"mode": "truncate"}}\'')
+@click.option("--template", default=None,
+              help='the job\'s other fields as JSON, e.g. \'{"long_documents": {"mode": "truncate"}}\'')
 @click.option("--disabled", is_flag=True, help="never fire on its own (run it with `poolq schedules run`)")
 @_json_option
 @with_client

@@ -151,7 +151,8 @@ class LocalStack:
     def _start_api(self, state: StackState) -> int:
         port = state.ports["api"]
         self._require_free(port, "the API")
-        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)
@@ -162,7 +163,8 @@ class LocalStack:
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker", log_path=log_path)
+        wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker",
+                   log_path=log_path)
         return pid
 
 
@@ -171,7 +173,8 @@ class LocalStack:
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "beat"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5, what="beat", log_path=log_path)
+        wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5, what="beat",
+                   log_path=log_path)
         return pid
 
 

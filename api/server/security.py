@@ -20,7 +20,8 @@ _bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys crea
 AUTH_RESPONSES: dict = {
     401: {"model": ErrorBody, "description": "no API key, or not a valid one",
           "headers": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`"}}},
-    429: {"model": ErrorBody, "description": "the tenant is over its request rate, or the client address made too many failed authentications",
+    429: {"model": ErrorBody,
+          "description": "the tenant is over its request rate, or the client address made too many failed authentications",
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
 }
 ADMIN_RESPONSES: dict = {**AUTH_RESPONSES, 403: {"model": ErrorBody, "description": "the key lacks the admin scope"}}

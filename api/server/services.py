@@ -6,11 +6,7 @@ from dataclasses import dataclass
 import redis
 
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
-from poolq.engine import ModelRegistry
-from poolq.jobs.context import JobContext
-from poolq.jobs.coordination.leases import RedisLeaseStore
-from poolq.jobs.coordination.status_store import RedisJobStatusStore
-from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CeleryEnqueuer
 from poolq.jobs.worker.celery_app import create_celery_app
@@ -27,16 +23,8 @@ class ApiServices:
 def api_services(settings: Settings) -> ApiServices:
     """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
     client = redis.Redis.from_url(settings.redis_url)
-    store = settings.object_store()
-    ctx = JobContext(
-        settings=settings,
-        store=store,
-        status=RedisJobStatusStore(client),
-        leases=RedisLeaseStore(client),
-        enqueuer=CeleryEnqueuer(create_celery_app(settings)),
-        registry=ModelRegistry.with_packaged_models(settings.models),
-        metrics=RedisJobMetrics(client),
-    )
+    ctx = build_context(settings, CeleryEnqueuer(create_celery_app(settings)), client)
+    store = ctx.store
     return ApiServices(
         ctx=ctx,
         limiter=RedisRateLimiter(client, settings.rate_limit_per_s, settings.rate_limit_burst),

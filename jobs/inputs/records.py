@@ -53,7 +53,8 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
         return RecordError(None, line, "invalid_id", f"line {line}: field {id_field!r} must be a string or integer")
     record_id = str(raw_id)
     if not record_id or len(record_id) > MAX_ID_LENGTH:
-        return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id", f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
+        return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id",
+                           f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
     if (control := _CONTROL_CHARACTER.search(record_id)) is not None:
         return RecordError(None, line, "invalid_id", f"line {line}: id {ascii(record_id[:80])} contains control character "
                            f"U+{ord(control.group()):04X} at position {control.start()}")
@@ -61,7 +62,8 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if text is None:
         return RecordError(record_id, line, "missing_text", f"line {line} (id {record_id!r}): field {text_field!r} is missing")
     if not isinstance(text, str):
-        return RecordError(record_id, line, "invalid_text", f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
+        return RecordError(record_id, line, "invalid_text",
+                           f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
     if not text.strip():
         return RecordError(record_id, line, "empty_text", f"line {line} (id {record_id!r}): text is empty")
     spans = value.get(spans_field)

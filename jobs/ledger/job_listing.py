@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobStatus, is_job_id
-from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.ledger.recovery import current_status
 
 
 def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | None = None) -> list[JobStatus]:
@@ -12,7 +12,7 @@ def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | No
     ids = sorted((name for name in names if is_job_id(name) and (before is None or name < before)), reverse=True)
     statuses = []
     for job_id in ids:
-        status = ctx.status.get(job_id) or recover_status(job_id, ctx)
+        status = current_status(job_id, ctx)
         if status is not None and status.tenant == tenant:
             statuses.append(status)
         if len(statuses) >= limit:

@@ -99,7 +99,8 @@ class ServiceLayout:
 
 @dataclass(frozen=True)
 class JobLayout:
-    """``<prefix>/<job_id>/...`` (prefix: ``<service>/tenants/<tenant>/jobs``): spec, inline input, plan, shards, attempts, commits, the manifest."""
+    """``<prefix>/<job_id>/...`` (prefix: ``<service>/tenants/<tenant>/jobs``): spec, inline input, plan,
+    shards, attempts, commits, the manifest."""
 
     prefix: str
     job_id: str

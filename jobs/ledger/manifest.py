@@ -86,7 +86,7 @@ class OutputEncoding(_ManifestBlock):
     min: float | None = None
     max: float | None = None
     scale: float | None = None
-    zero_point: int | None = None
+    zero_point: float | None = None
     threshold: str | None = None
     bit_order: str | None = None
     _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order")

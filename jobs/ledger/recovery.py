@@ -70,3 +70,9 @@ def _created_at(job_id: str, ctx: JobContext) -> datetime:
         return datetime.fromisoformat(json.loads(ctx.store.get(ctx.service_layout.active(job_id)))["created_at"])
     except (ObjectNotFoundError, KeyError, ValueError):
         return datetime.now(timezone.utc)
+
+
+def current_status(job_id: str, ctx: JobContext) -> JobStatus | None:
+    """The job's status: the cache's, else rebuilt from the ledger (Redis may have lost it; the
+    ledger has not). None if there is no such job."""
+    return ctx.status.get(job_id) or recover_status(job_id, ctx)

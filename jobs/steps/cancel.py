@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobNotFound, JobState, JobStatus
-from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.dispatch import finalize_if_ready
 
 
@@ -15,7 +15,7 @@ class JobAlreadyFinished(RuntimeError):
 
 def cancel_job(job_id: str, ctx: JobContext) -> JobStatus:
     """Ask ``job_id`` to stop. Committed shards stay and are listed in its manifest."""
-    status = ctx.status.get(job_id) or recover_status(job_id, ctx)
+    status = current_status(job_id, ctx)
     if status is None:
         raise JobNotFound(job_id)
     if status.status.is_terminal:

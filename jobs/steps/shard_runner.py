@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from poolq.engine import PoolingOutput, PoolingParams, PoolingRequest, RequestError
 from poolq.jobs.context import JobContext
@@ -124,8 +125,9 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
-    return _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, documents=documents,
-                          engine=ctx.engine_identity(spec.model))
+    output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=dimensions,
+                            engine=ctx.engine_identity(spec.model))
+    return _write_attempt(job_id, shard, lease, output, ctx)
 
 
 def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
@@ -152,21 +154,36 @@ def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> Shar
 def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], message: str, ctx: JobContext) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
     errors = [RecordError(record_id, row["line"], GAVE_UP_CODE, message) for record_id, row in records.items()]
-    return _write_attempt(job_id, shard, lease, ctx, None, errors, 0, None, gave_up=True)
+    return _write_attempt(job_id, shard, lease, _AttemptOutput(None, errors, gave_up=True), ctx)
 
 
-def _write_attempt(job_id, shard, lease, ctx, rows, errors, tokens, dimensions, *, documents=0, gave_up=False,
-                   engine=None) -> ShardCommit:
+@dataclass(frozen=True)
+class _AttemptOutput:
+    """What one attempt of a shard produced, before it is written under the attempt's keys."""
+
+    rows: EmbeddingRows | None  # None when nothing was embedded
+    errors: list[RecordError]
+    tokens: int = 0
+    documents: int = 0
+    dimensions: int | None = None
+    gave_up: bool = False
+    engine: str | None = None  # JobContext.engine_identity of the engine that embedded the rows
+
+
+def _write_attempt(job_id: str, shard: int, lease: Lease, output: _AttemptOutput, ctx: JobContext) -> ShardCommit:
+    """Write the attempt's part (if any rows) and error file; the commit marker that would name them."""
     layout = ctx.layout(job_id)
+    rows = len(output.rows) if output.rows is not None else 0
     part_key = None
-    if rows is not None and len(rows):
+    if output.rows is not None and rows:
         part_key = layout.attempt_part(shard, lease.attempt)
-        ctx.store.put(part_key, rows.to_parquet_bytes())
+        ctx.store.put(part_key, output.rows.to_parquet_bytes())
     errors_key = layout.attempt_errors(shard, lease.attempt)
-    ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in errors]))
+    ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
     return ShardCommit(
-        attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=len(rows) if rows is not None else 0,
-        documents=documents, errors=len(errors), tokens=tokens, dimensions=dimensions, gave_up=gave_up, engine=engine,
+        attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=rows, documents=output.documents,
+        errors=len(output.errors), tokens=output.tokens, dimensions=output.dimensions, gave_up=output.gave_up,
+        engine=output.engine,
     )
 
 

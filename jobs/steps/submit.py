@@ -10,7 +10,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_access import InputNotAllowed, check_input_access
 from poolq.jobs.inputs.input_reader import parse_input_uri
 from poolq.jobs.job import LOCAL_TENANT, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
-from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
@@ -104,7 +104,7 @@ def submit_job(
     job_id = new_job_id()
     if idempotency_key is not None:
         job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
-        existing = ctx.status.get(job_id) or recover_status(job_id, ctx)
+        existing = current_status(job_id, ctx)
         # A queued job missing from the active list died before its marker: nothing would ever plan it.
         if existing is not None and (
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))

@@ -13,10 +13,7 @@ from typing import Callable
 import redis
 from celery import Celery, Task
 
-from poolq.jobs.context import JobContext
-from poolq.jobs.coordination.leases import RedisLeaseStore
-from poolq.jobs.coordination.status_store import RedisJobStatusStore
-from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.observability.log_format import log_context
 from poolq.jobs.schedules.schedule_runner import run_schedule
 from poolq.jobs.settings import Settings
@@ -32,18 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def build_worker_context(app: Celery, settings: Settings) -> JobContext:
-    from poolq.engine import ModelRegistry
-
-    client = redis.Redis.from_url(settings.redis_url)
-    return JobContext(
-        settings=settings,
-        store=settings.object_store(),
-        status=RedisJobStatusStore(client),
-        leases=RedisLeaseStore(client),
-        enqueuer=CeleryEnqueuer(app),
-        registry=ModelRegistry.with_packaged_models(settings.models),
-        metrics=RedisJobMetrics(client),
-    )
+    return build_context(settings, CeleryEnqueuer(app), redis.Redis.from_url(settings.redis_url))
 
 
 def register_tasks(app: Celery, settings: Settings) -> None:

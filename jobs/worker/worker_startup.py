@@ -58,7 +58,8 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     app.worker_main(argv=argv)
 
 
-def gpu_worker_commands(gpus: list[str], options: WorkerOptions, executable: str = sys.executable) -> list[tuple[list[str], dict[str, str]]]:
+def gpu_worker_commands(gpus: list[str], options: WorkerOptions,
+                        executable: str = sys.executable) -> list[tuple[list[str], dict[str, str]]]:
     """The command line and extra environment of each per-GPU worker."""
     commands = []
     for gpu in gpus:

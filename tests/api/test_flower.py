@@ -78,7 +78,10 @@ def test_flower_lists_the_worker_and_its_tasks(started):
     port = free_port()
     started.start("flower", "flower", "--port", str(port))
     worker = started.start("worker", "worker", "--hostname", "flowertest@%h", "--queues", CONTROL_QUEUE)
-    logs = lambda: "\n".join(f"--- {name} ---\n{started.log(name)[-2000:]}" for name in started.procs)
+
+    def logs() -> str:
+        return "\n".join(f"--- {name} ---\n{started.log(name)[-2000:]}" for name in started.procs)
+
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
 
     _eventually(lambda: http.get("/healthcheck").text == "OK", 30, "Flower to answer", logs)
@@ -87,7 +90,10 @@ def test_flower_lists_the_worker_and_its_tasks(started):
     assert [name for name in workers if name.startswith("flowertest@")], workers
 
     create_celery_app(Settings(redis_url=started.env["POOLQ_REDIS_URL"])).send_task(RECONCILE_TASK, queue=CONTROL_QUEUE)
-    seen = lambda: [t for t in http.get("/api/tasks").json().values() if t["name"] == RECONCILE_TASK and t["state"] == "SUCCESS"]
+
+    def seen():
+        return [t for t in http.get("/api/tasks").json().values() if t["name"] == RECONCILE_TASK and t["state"] == "SUCCESS"]
+
     task = _eventually(seen, 20, "Flower to see the task succeed", logs)[0]
     assert task["sent"] and task["worker"].startswith("flowertest@")  # sent: the producer's event reached Flower too
 

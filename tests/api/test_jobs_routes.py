@@ -56,8 +56,10 @@ def test_unknown_job_is_404(client):
         ({"input": {"documents": []}, "model": "x"}, ["body", "input", "InlineInput", "documents"]),
         ({"input": {"documents": [{"id": "a", "text": "x"}]}, "task": "rerank"}, ["body", "task"]),
         ({"input": {"documents": [{"id": "a", "text": "x"}]}, "model": "no-such-model"}, ["body", "model"]),
-        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"mode": "squash"}}, ["body", "long_documents", "mode"]),
-        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"window_tokens": 4096}}, ["body", "long_documents", "window_tokens"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"mode": "squash"}},
+         ["body", "long_documents", "mode"]),
+        ({"input": {"documents": [{"id": "a", "text": "x"}]}, "long_documents": {"window_tokens": 4096}},
+         ["body", "long_documents", "window_tokens"]),
         ({"input": {"uri": "http://example.com/x.jsonl"}}, ["body", "input", "uri"]),
     ],
 )

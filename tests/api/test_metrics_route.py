@@ -39,7 +39,10 @@ def test_metrics_after_an_in_process_job(local_ctx):
 
     families = _scrape(client)
     assert {name: family["type"] for name, family in families.items() if name.startswith("poolq_")} == FAMILIES
-    value = lambda family, name, **labels: families[family]["samples"][(name, tuple(sorted(labels.items())))]
+
+    def value(family, name, **labels):
+        return families[family]["samples"][(name, tuple(sorted(labels.items())))]
+
     for state in ("queued", "running", "cancelling"):
         assert value("poolq_jobs", "poolq_jobs", state=state) == 0
     assert value("poolq_jobs_finished", "poolq_jobs_finished_total", state="partially_succeeded") == 1

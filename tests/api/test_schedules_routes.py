@@ -23,7 +23,8 @@ def client(ctx):
 def prefix(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "part-1.jsonl").write_text("".join(json.dumps({"id": f"d{i}", "text": f"document number {i}"}) + "\n" for i in range(3)))
+    lines = (json.dumps({"id": f"d{i}", "text": f"document number {i}"}) + "\n" for i in range(3))
+    (docs / "part-1.jsonl").write_text("".join(lines))
     return docs.as_uri() + "/"
 
 

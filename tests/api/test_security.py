@@ -157,7 +157,8 @@ def test_another_tenants_job_cannot_be_the_base_of_an_incremental_run(two_tenant
     unknown = b.post("/v1/jobs", json={**DOC, "incremental_from": UNKNOWN_ID})
     assert theirs.status_code == unknown.status_code == 422
     assert _error_locs(theirs) == _error_locs(unknown) == [["body", "incremental_from"]]
-    assert theirs.json()["detail"][0]["msg"].replace(job_id, "<id>") == unknown.json()["detail"][0]["msg"].replace(UNKNOWN_ID, "<id>")
+    their_msg, unknown_msg = theirs.json()["detail"][0]["msg"], unknown.json()["detail"][0]["msg"]
+    assert their_msg.replace(job_id, "<id>") == unknown_msg.replace(UNKNOWN_ID, "<id>")
 
 
 def test_idempotency_keys_are_per_tenant(tmp_path):

@@ -92,7 +92,9 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
     assert final["status"] == "partially_succeeded", final
     ids, _, errors = _read_outputs(s3, stack["bucket"], manifest)
     assert sorted(ids) == sorted(r["doc_id"] for r in good) and len(ids) == len(set(ids))
-    assert [(e["line"], e["code"], e["id"]) for e in errors] == [(6, "empty_text", "blank"), (7, "missing_id", None), (8, "invalid_utf8", None)]
+    assert [(e["line"], e["code"], e["id"]) for e in errors] == [
+        (6, "empty_text", "blank"), (7, "missing_id", None), (8, "invalid_utf8", None),
+    ]
     assert final["counts"] == {"total": 15, "completed": 12, "failed": 3}
 
 
@@ -132,7 +134,8 @@ def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
 )
 def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_documents, long_documents_option, rows_per_doc):
     # Given real long articles (thousands of tokens) and one short document
-    docs = [{"id": d["id"], "text": d["text"]} for d in long_documents] + [{"id": "short", "text": sample_documents[0]["text"][:300]}]
+    docs = [{"id": d["id"], "text": d["text"]} for d in long_documents]
+    docs += [{"id": "short", "text": sample_documents[0]["text"][:300]}]
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": long_documents_option})
         final = client.wait(job["id"], poll_interval=0.5, timeout=600)

@@ -2,15 +2,13 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "infra" / "bench" / "long_document_memory.py"
-
 
 def _peak_rss_mb(tokens: int) -> dict:
-    out = subprocess.run([sys.executable, str(SCRIPT), "--tokens", str(tokens)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "poolq.api.bench.long_document_memory", "--tokens", str(tokens)],
+                         capture_output=True, text=True,
                          timeout=600, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -116,7 +116,8 @@ def test_a_rerun_after_editing_3_documents_embeds_exactly_those_3(tmp_path, loca
     carried = [part for part in manifest["parts"] if "shard" not in part]
     assert [part["rows"] for part in carried] and sum(part["rows"] for part in carried) == 17
     assert all(re.search(r"/parts/carried-\d{5}\.parquet$", part["key"]) for part in carried)
-    assert manifest["dimensions"] == 384 and manifest["columns"][:5] == ["id", "embedding", "num_tokens", "truncated", "content_hash"]
+    assert manifest["dimensions"] == 384
+    assert manifest["columns"][:5] == ["id", "embedding", "num_tokens", "truncated", "content_hash"]
     # And its output and counts equal a from-scratch run over the edited input
     engine.keys.clear()
     fresh = _run(local_ctx, uri)

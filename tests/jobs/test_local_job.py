@@ -110,7 +110,8 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
 
 
 def test_bad_chunk_spans_are_per_record_errors(tmp_path, local_ctx):
-    docs = [{"id": "a", "text": "some words here", "chunk_spans": "nope"}, {"id": "b", "text": "more words", "chunk_spans": [[0, 4]]}]
+    docs = [{"id": "a", "text": "some words here", "chunk_spans": "nope"},
+            {"id": "b", "text": "more words", "chunk_spans": [[0, 4]]}]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
                                    "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
     status = run_job_locally(spec, local_ctx)

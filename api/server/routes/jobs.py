@@ -12,7 +12,7 @@ from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobSpec, JobStatus
 from poolq.jobs.ledger.job_listing import list_jobs
-from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from poolq.jobs.steps.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job
 
@@ -25,7 +25,7 @@ def _ctx(request: Request) -> JobContext:
 
 
 def _job_or_404(ctx: JobContext, job_id: str, principal: Principal) -> JobStatus:
-    job = ctx.status.get(job_id) or recover_status(job_id, ctx)  # Redis may have lost it; the ledger has not
+    job = current_status(job_id, ctx)
     if job is None or job.tenant != principal.tenant:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id!r} not found")
     return job

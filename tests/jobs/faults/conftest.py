@@ -59,7 +59,9 @@ BASE_SETTINGS = {
 RESTORE_INTERVAL_S = 1
 
 
-def eventually(probe: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1, logs: Callable[[], str] = lambda: ""):
+def eventually(
+    probe: Callable[[], object], timeout: float, what: str, *, interval: float = 0.1, logs: Callable[[], str] = lambda: ""
+):
     """Poll ``probe`` until it returns something truthy, and return that; fail the test after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -300,7 +302,8 @@ class Deployment:
         import httpx
 
         port = free_port()
-        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "127.0.0.1", "--port", str(port)]
+        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port)]
         proc = self.spawn_process("api", argv, "uvicorn")
         self.api_url = f"http://127.0.0.1:{port}"
 

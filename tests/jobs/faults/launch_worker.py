@@ -145,7 +145,8 @@ class _Body:
 def _slow_down(request):
     from botocore.awsrequest import AWSResponse
 
-    body = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>'
+    body = (b'<?xml version="1.0" encoding="UTF-8"?>\n'
+            b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>")
     return AWSResponse(request.url, 503, {"Content-Type": "application/xml", "Content-Length": str(len(body))}, _Body(body))
 
 
