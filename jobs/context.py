@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from poolq.engine import ModelRegistry
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, JobStatusStore, RedisJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
+from poolq.jobs.coordination.status_store import JobStatusStore
 from poolq.jobs.job import JobNotFound, JobSpec, is_job_id
 from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.ledger.layout import JobLayout, ServiceLayout

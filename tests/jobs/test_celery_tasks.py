@@ -5,7 +5,7 @@ import pytest
 import redis
 from celery import Celery
 
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.dispatch import shard_unit
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer

@@ -9,7 +9,8 @@ import redis
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, RedisLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job import JobSpec, JobState, JobStatus
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.observability.gauges import InMemorySystemGauges, RedisSystemGauges, gauges_for

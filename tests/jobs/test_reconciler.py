@@ -14,7 +14,8 @@ from support.job_doubles import FakeClock, RecordingEnqueuer
 from poolq.engine import ModelRegistry
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit

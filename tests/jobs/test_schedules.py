@@ -11,7 +11,7 @@ from redbeat.schedulers import ensure_conf
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.schedules.beat_entries import ScheduleBeat, entry_name

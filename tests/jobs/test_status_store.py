@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore, RedisJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
 
 

@@ -21,7 +21,7 @@ from poolq.api.server.app import create_app
 from poolq.engine import ModelRegistry
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.coordination.status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import Enqueuer
 

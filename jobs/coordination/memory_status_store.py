@@ -1,0 +1,86 @@
+"""The job status cache in memory: the cheap in-process implementation (tests, ``poolq embed``)."""
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+from poolq.jobs.coordination.status_store import COUNTERS, JobStatusStore, flatten_status, plain_fields
+from poolq.jobs.job import JobState, JobStatus
+
+
+class InMemoryJobStatusStore(JobStatusStore):
+    """For in-process runs (``poolq embed``) and unit tests."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, dict[str, str]] = {}
+        self._units: dict[str, set[str]] = {}
+        self._dispatches: dict[str, dict[str, float]] = {}
+        self._active: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
+        with self._lock:
+            self._dispatches.setdefault(job_id, {}).update({unit: at for unit in units})
+
+    def dispatches(self, job_id: str) -> dict[str, float]:
+        with self._lock:
+            return dict(self._dispatches.get(job_id, {}))
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self._dispatches.pop(job_id, None)
+
+    def add_active(self, tenant: str, job_id: str) -> None:
+        with self._lock:
+            self._active.setdefault(tenant, set()).add(job_id)
+
+    def remove_active(self, tenant: str, job_id: str) -> None:
+        with self._lock:
+            self._active.get(tenant, set()).discard(job_id)
+
+    def active_ids(self, tenant: str) -> list[str]:
+        with self._lock:
+            return sorted(self._active.get(tenant, ()))
+
+    def all_active_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(set().union(*self._active.values()))
+
+    def create(self, status: JobStatus) -> bool:
+        with self._lock:
+            # Like Redis: a record holding only counters (counted after it was lost) has no status yet.
+            if "status" in self._jobs.get(status.id, {}):
+                return False
+            self._jobs.setdefault(status.id, {}).update(flatten_status(status))
+            return True
+
+    def _read(self, job_id: str) -> dict[str, str] | None:
+        with self._lock:
+            return dict(self._jobs[job_id]) if job_id in self._jobs else None
+
+    def update(self, job_id: str, **fields: str | int | datetime) -> None:
+        with self._lock:
+            self._jobs.setdefault(job_id, {}).update(plain_fields(fields))
+
+    def transition(self, job_id: str, target: JobState, **fields: str | int | datetime) -> bool:
+        with self._lock:
+            record = self._jobs.get(job_id)
+            if record is None or "status" not in record or not JobState(record["status"]).can_become(target):
+                return False
+            record.update(plain_fields(fields), status=target.value)
+            return True
+
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+        with self._lock:
+            units = self._units.setdefault(job_id, set())
+            if unit not in units:
+                units.add(unit)
+                record = self._jobs.setdefault(job_id, {})
+                for name, amount in zip(COUNTERS, (completed, failed, tokens)):
+                    record[name] = str(int(record.get(name, 0)) + amount)
+            return len(units)
+
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+        with self._lock:
+            self._units[job_id] = set(units)
+            self._jobs.setdefault(job_id, {}).update(completed=str(completed), failed=str(failed), tokens=str(tokens))
