@@ -108,13 +108,13 @@ class PoolingEngine:
               policy: LongDocumentPolicy | None = None) -> np.ndarray:
         """``[len(texts), dim]`` float32 embeddings."""
         rows = self.encode(texts, PoolingTask.EMBED, PoolingParams(dimensions=dimensions, normalize=normalize), policy)
-        return np.stack(rows) if rows else np.zeros((0, dimensions or self.dimensions), dtype=np.float32)
+        return np.stack(_dense(rows)) if rows else np.zeros((0, dimensions or self.dimensions), dtype=np.float32)
 
     def classify(self, texts: Sequence[str], *, text_pairs: Sequence[str] | None = None,
                  activation: bool = True, policy: LongDocumentPolicy | None = None) -> np.ndarray:
         """``[len(texts), num_labels]`` class probabilities (or scores, or logits without activation)."""
         rows = self.encode(texts, PoolingTask.CLASSIFY, PoolingParams(activation=activation), policy, text_pairs)
-        return np.stack(rows) if rows else np.zeros((0, self.spec.num_labels), dtype=np.float32)
+        return np.stack(_dense(rows)) if rows else np.zeros((0, self.spec.num_labels), dtype=np.float32)
 
     @property
     def score_modes(self) -> list[str]:
@@ -141,8 +141,8 @@ class PoolingEngine:
         if mode == "cosine":
             return cosine_scores(self.embed(texts_a, normalize=True), self.embed(texts_b, normalize=True))
         params = PoolingParams(normalize=True)
-        return maxsim_scores(self.encode(texts_a, PoolingTask.TOKEN_EMBED, params),
-                             self.encode(texts_b, PoolingTask.TOKEN_EMBED, params))
+        return maxsim_scores(_dense(self.encode(texts_a, PoolingTask.TOKEN_EMBED, params)),
+                             _dense(self.encode(texts_b, PoolingTask.TOKEN_EMBED, params)))
 
     def _score_mode(self, mode: str) -> str:
         available = self.score_modes
@@ -194,16 +194,18 @@ class PoolingEngine:
         for batch in current.scheduler.drain():
             hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
             owners = [current.owners[i] for i in batch.seq_indices]
-            wants_pooled = [None if plans[r].wants_states else requests[r] for r, _ in owners]
+            owner_plans = [_scheduled(plans[r]) for r, _ in owners]
+            wants_pooled = [None if plan.wants_states else requests[r] for plan, (r, _) in zip(owner_plans, owners)]
             pooled = self.dispatcher.forward(hidden_states, batch, wants_pooled)
-            for row, (request_index, window_index) in enumerate(owners):
+            for row, (plan, (_, window_index)) in enumerate(zip(owner_plans, owners)):
                 start, end = int(batch.cu_seqlens[row]), int(batch.cu_seqlens[row + 1])
                 value = hidden_states[start:end] if wants_pooled[row] is None else pooled[row]
-                plans[request_index].add(window_index, value)
+                plan.add(window_index, value)
         return [plan if isinstance(plan, RequestError) else plan.output(request.key) for request, plan in zip(requests, plans)]
 
     def _plan(self, group: list[PoolingRequest], planner: WindowPlanner) -> list[DocumentPlan | RequestError]:
         singles = [r.text for r in group if r.text_pair is None]
+        offsets: Sequence[list[tuple[int, int]] | None]
         if planner.policy.mode.chunk_rows:
             content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
         else:
@@ -220,7 +222,9 @@ class PoolingEngine:
             plans.append(self._check(request, plan, planner))
         return plans
 
-    def _check(self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: WindowPlanner) -> DocumentPlan | RequestError:
+    def _check(
+        self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: WindowPlanner
+    ) -> DocumentPlan | RequestError:
         if isinstance(plan, RequestError):
             return plan
         try:
@@ -238,3 +242,18 @@ class PoolingEngine:
                 "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')",
             )
         return plan
+
+
+def _dense(rows: list[PooledData]) -> list[np.ndarray]:
+    """The outputs of a dense task (every task but sparse_embed), typed as the arrays they are."""
+    dense = [row for row in rows if isinstance(row, np.ndarray)]
+    if len(dense) != len(rows):
+        raise TypeError("a dense task returned a sparse vector")
+    return dense
+
+
+def _scheduled(plan: DocumentPlan | RequestError) -> DocumentPlan:
+    """The plan of a scheduled sequence: only planned requests have sequences in the scheduler."""
+    if isinstance(plan, RequestError):
+        raise RuntimeError(f"request {plan.key} failed planning but has a scheduled sequence")
+    return plan

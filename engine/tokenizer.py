@@ -95,7 +95,10 @@ class TextTokenizer:
 
     def decode(self, token_ids: list[int]) -> str:
         """Text for ``token_ids`` (benchmarks cut texts at exact token counts with it)."""
-        return self._tokenizer.decode(token_ids)
+        text = self._tokenizer.decode(token_ids)
+        if not isinstance(text, str):  # transformers types decode as str | list[str]; one id list gives one str
+            raise TypeError(f"decode returned {type(text).__name__}, not str")
+        return text
 
     @property
     def special_ids(self) -> tuple[list[int], list[int]]:

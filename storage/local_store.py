@@ -1,6 +1,7 @@
 """Local-filesystem object store: the cheap in-process implementation (and `poolq embed`'s)."""
 from __future__ import annotations
 
+import builtins
 import os
 import tempfile
 from pathlib import Path
@@ -65,7 +66,7 @@ class LocalObjectStore(ObjectStore):
                     keys.append(key)
         return iter(sorted(keys))
 
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         directory = self.root / validate_key(prefix.rstrip("/")) if prefix.strip("/") else self.root
         if not directory.is_dir():
             return []

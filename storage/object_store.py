@@ -1,6 +1,7 @@
 """The object-store boundary: an interface, with S3 and local-filesystem implementations."""
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
@@ -74,14 +75,14 @@ class ObjectStore(ABC):
         """A URL that reads ``key`` without credentials, valid for ``expires_s`` seconds."""
 
     @abstractmethod
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         """The names one level below ``prefix`` (which ends with '/') that have keys under them."""
 
     def presigned_put_url(self, key: str, expires_s: int) -> str:
         """A URL that writes ``key`` with one HTTP PUT, without credentials, for ``expires_s`` seconds."""
         raise UnsupportedOperation(f"{type(self).__name__} cannot hand out upload URLs; use an S3 store")
 
-    def pending_uploads(self, prefix: str) -> list[PendingUpload]:
+    def pending_uploads(self, prefix: str) -> builtins.list[PendingUpload]:
         """Multipart uploads under ``prefix`` still open (a writer died mid-upload). None by default."""
         return []
 

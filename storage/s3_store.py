@@ -1,6 +1,7 @@
 """S3-compatible object store (AWS S3, MinIO, SeaweedFS) through boto3."""
 from __future__ import annotations
 
+import builtins
 import io
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -167,7 +168,7 @@ class S3ObjectStore(ObjectStore):
                 for item in page.get("Contents", []):
                     yield item["Key"]
 
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         names = []
         with _as_storage_error(f"listing {self.uri(prefix)}"):
             paginator = self.client.get_paginator("list_objects_v2")

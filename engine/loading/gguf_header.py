@@ -19,6 +19,8 @@ _MAGIC = b"GGUF"
 _STRING, _ARRAY = 8, 9
 # Value type id -> struct format of its scalar.
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+# A header value once read: a string or a scalar (arrays are skipped).
+GgufValue = str | int | float | bool
 
 # GGUF ``general.architecture`` -> the transformers class a converted checkpoint declares.
 # Every GGUF architecture transformers loads as a decoder; others are refused up front.
@@ -39,7 +41,7 @@ GGUF_ARCHITECTURES = {
 }
 
 
-def read_gguf_metadata(path: str | Path) -> dict[str, object]:
+def read_gguf_metadata(path: str | Path) -> dict[str, GgufValue]:
     """The header's scalar and string values by key (arrays are skipped)."""
     path = Path(path)
     with path.open("rb") as handle:
@@ -48,12 +50,12 @@ def read_gguf_metadata(path: str | Path) -> dict[str, object]:
         version, _tensor_count, kv_count = struct.unpack("<IQQ", _read(handle, 20, path))
         if version < 2:
             raise ModelSpecError(f"{path}: GGUF version {version} is not supported (need 2 or later)")
-        metadata: dict[str, object] = {}
+        metadata: dict[str, GgufValue] = {}
         for _ in range(kv_count):
             key = _read_string(handle, path)
             (value_type,) = struct.unpack("<I", _read(handle, 4, path))
             value = _read_value(handle, value_type, path)
-            if value_type != _ARRAY:
+            if value is not None:  # None: an array, skipped
                 metadata[key] = value
         return metadata
 
@@ -97,7 +99,7 @@ def _read_string(handle: BinaryIO, path: Path) -> str:
     return _read(handle, length, path).decode("utf-8", errors="replace")
 
 
-def _read_value(handle: BinaryIO, value_type: int, path: Path) -> object:
+def _read_value(handle: BinaryIO, value_type: int, path: Path) -> GgufValue | None:
     if value_type == _STRING:
         return _read_string(handle, path)
     if value_type == _ARRAY:

@@ -82,14 +82,14 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
     (e.g. ``LlamaForSequenceClassification``).
     """
     model_dir = Path(path)
-    config = _read_json(model_dir / "config.json", required=True)
+    config = _read_json_object(model_dir / "config.json", required=True)
     architecture = (config.get("architectures") or [config.get("model_type", "unknown")])[0]
     if is_causal is None:
         is_causal = architecture.endswith("ForCausalLM") or bool(config.get("is_decoder"))
     max_positions = _position_limit(config)
-    st_config = _read_json(model_dir / "sentence_bert_config.json", required=False)
+    st_config = _read_json_object(model_dir / "sentence_bert_config.json", required=False)
     window = int(st_config.get("max_seq_length") or max_positions)
-    modules = _read_json(model_dir / "modules.json", required=False) or []
+    modules = _read_json_modules(model_dir / "modules.json")
     pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
     normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
     kind = _model_kind(architecture, modules)
@@ -114,7 +114,8 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
 def _sparse_reduce(model_dir: Path, modules: list[dict]) -> str:
     for module in modules:
         if module.get("type") == _ST_SPLADE:
-            strategy = _read_json(model_dir / module["path"] / "config.json", required=False).get("pooling_strategy", "max")
+            splade_config = _read_json_object(model_dir / module["path"] / "config.json", required=False)
+            strategy = splade_config.get("pooling_strategy", "max")
             if strategy not in ("max", "sum"):
                 raise ModelSpecError(f"{model_dir / module['path']}: unsupported SPLADE pooling_strategy {strategy!r}")
             return strategy
@@ -135,13 +136,29 @@ def _pooling_from_modules(model_dir: Path, modules: list[dict]) -> PoolingType |
     for module in modules:
         if module.get("type") != _ST_POOLING:
             continue
-        pooling_config = _read_json(model_dir / module["path"] / "config.json", required=True)
+        pooling_config = _read_json_object(model_dir / module["path"] / "config.json", required=True)
         enabled = [kind for key, kind in _ST_POOLING_MODES.items() if pooling_config.get(key)]
         if len(enabled) != 1:
             flags = sorted(key for key, value in pooling_config.items() if key.startswith("pooling_mode") and value)
             raise ModelSpecError(f"{model_dir / module['path']}: unsupported pooling modes {flags}")
         return enabled[0]
     return None
+
+
+def _read_json_object(path: Path, *, required: bool) -> dict:
+    """A JSON file that must hold an object; a missing optional file reads as ``{}``."""
+    data = _read_json(path, required=required)
+    if not isinstance(data, dict):
+        raise ModelSpecError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _read_json_modules(path: Path) -> list[dict]:
+    """sentence-transformers ``modules.json``: a list of module objects; missing or empty reads as ``[]``."""
+    data = _read_json(path, required=False) or []
+    if not isinstance(data, list) or not all(isinstance(module, dict) for module in data):
+        raise ModelSpecError(f"{path} does not hold a JSON list of module objects")
+    return data
 
 
 def _read_json(path: Path, *, required: bool) -> dict | list:

@@ -52,7 +52,9 @@ def sentence_char_spans(text: str, sentences_per_chunk: int) -> list[tuple[int, 
     return [(start, (starts[i + 1] if i + 1 < len(starts) else len(text))) for i, start in enumerate(starts)]
 
 
-def char_spans_to_token_chunks(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], text_length: int) -> list[tuple[int, int]]:
+def char_spans_to_token_chunks(
+    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], text_length: int
+) -> list[tuple[int, int]]:
     """Map character spans to content-token spans: a token belongs to the span holding its first character.
 
     Spans must lie in ``[0, text_length]``, be non-empty and not overlap; a span holding no

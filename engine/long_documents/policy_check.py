@@ -37,5 +37,6 @@ def check_policy(spec: ModelSpec, policy: LongDocumentPolicy) -> int:
     if mode is LongDocumentMode.LATE_CHUNKS and default_overlap(policy, window) >= window:
         raise PolicyError("overlap_tokens", f"overlap_tokens={policy.overlap_tokens} must be below the window ({window})")
     if policy.max_embed_len is not None and mode is not LongDocumentMode.CHUNKED and policy.max_embed_len > window:
-        raise PolicyError("max_embed_len", f"max_embed_len={policy.max_embed_len} exceeds the window ({window}) outside chunked mode")
+        raise PolicyError("max_embed_len",
+                          f"max_embed_len={policy.max_embed_len} exceeds the window ({window}) outside chunked mode")
     return window

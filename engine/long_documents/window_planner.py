@@ -40,13 +40,16 @@ class WindowPlanner:
         if self.window <= len(self.prefix) + len(self.suffix):
             raise PolicyError("window_tokens", f"a window of {self.window} tokens leaves no room next to the special tokens")
 
-    def plan(self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None) -> DocumentPlan | RequestError:
+    def plan(
+        self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None
+    ) -> DocumentPlan | RequestError:
         mode = self.policy.mode
         if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
             item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
             return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
         if request.task is not PoolingTask.EMBED:
-            return RequestError(request.key, "unsupported_mode", f"long_documents.mode={mode.value!r} supports the embed task only")
+            return RequestError(request.key, "unsupported_mode",
+                                f"long_documents.mode={mode.value!r} supports the embed task only")
         num_tokens = len(content_ids) + len(self.prefix) + len(self.suffix)
         if not content_ids:
             return RequestError(request.key, "empty_text", "the text has no tokens")

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import TYPE_CHECKING, Hashable
 
 import numpy as np
 import torch
 
 from poolq.engine.request import ChunkSpan, PooledData, PoolingOutput, PoolingParams
+
+if TYPE_CHECKING:
+    from poolq.engine.pooling.heads import EmbeddingHead
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class SinglePlan(DocumentPlan):
         self._data = value
 
     def output(self, key: Hashable) -> PoolingOutput:
+        if self._data is None:
+            raise RuntimeError("SinglePlan.output() before its window's result was added")
         return PoolingOutput(key, self._data, self.num_tokens, self.truncated, self.processed_tokens)
 
 
@@ -78,6 +83,8 @@ class ChunkedPlan(DocumentPlan):
         self._weight += weight
 
     def output(self, key: Hashable) -> PoolingOutput:
+        if self._sum is None:
+            raise RuntimeError("ChunkedPlan.output() before any window's result was added")
         vector = self._sum / np.float32(self._weight)
         if self.normalize:
             vector = vector / np.linalg.norm(vector)
@@ -105,7 +112,7 @@ class LateChunksPlan(DocumentPlan):
     (macro windows beyond the model's window), then the model's head per chunk."""
 
     chunks: tuple[ChunkSpan, ...] = ()
-    head: object = None  # EmbeddingHead: projector, Matryoshka, normalize
+    head: EmbeddingHead | None = None  # projector, Matryoshka, normalize
     params: PoolingParams = field(default_factory=PoolingParams)
     _sums: torch.Tensor | None = None  # [num_chunks, hidden] float32
 
@@ -129,6 +136,8 @@ class LateChunksPlan(DocumentPlan):
         if rows:
             self._sums[rows] += _span_sums(states, starts, ends)
     def output(self, key: Hashable) -> PoolingOutput:
+        if self._sums is None or self.head is None:
+            raise RuntimeError("LateChunksPlan.output() needs an embed head and its windows' token states")
         lengths = torch.tensor([c.token_end - c.token_start for c in self.chunks], dtype=torch.float32)
         means = self._sums / lengths.unsqueeze(1)  # [num_chunks, hidden]
         with torch.inference_mode():

@@ -13,7 +13,9 @@ inputs in place, so run under ``torch.inference_mode()`` or ``torch.no_grad()``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 from torch import nn
@@ -26,6 +28,17 @@ _FAMILIES = {"bert": False, "roberta": True, "xlm-roberta": True, "mpnet": True}
 # config's relative_attention_num_buckets says; matching HF means using the same constants.
 _MPNET_NUM_BUCKETS = 32
 _MPNET_MAX_DISTANCE = 128
+
+_M = TypeVar("_M", bound=nn.Module)
+
+
+def _child(parent: nn.Module, name: str, kind: type[_M]) -> _M:
+    """``parent.<name>``, checked to be a ``kind``. HF builds its module trees dynamically, and
+    torch's stubs type every attribute of a module as ``Tensor | Module``."""
+    child = getattr(parent, name)
+    if not isinstance(child, kind):
+        raise ValueError(f"{type(parent).__name__}.{name} is a {type(child).__name__}; expected {kind.__name__}")
+    return child
 
 
 def supports(model: nn.Module) -> bool:
@@ -47,10 +60,11 @@ class PackedEmbeddings(nn.Module):
 
     def __init__(self, hf_embeddings: nn.Module, padding_idx: int | None) -> None:
         super().__init__()
-        self.word = hf_embeddings.word_embeddings
-        self.position = hf_embeddings.position_embeddings
-        self.token_type = getattr(hf_embeddings, "token_type_embeddings", None)  # MPNet has none
-        self.norm = hf_embeddings.LayerNorm
+        self.word = _child(hf_embeddings, "word_embeddings", nn.Embedding)
+        self.position = _child(hf_embeddings, "position_embeddings", nn.Embedding)
+        has_token_type = getattr(hf_embeddings, "token_type_embeddings", None) is not None  # MPNet has none
+        self.token_type = _child(hf_embeddings, "token_type_embeddings", nn.Embedding) if has_token_type else None
+        self.norm = _child(hf_embeddings, "LayerNorm", nn.LayerNorm)
         self.padding_idx = padding_idx  # None: BERT, positions are used as given
 
     def forward(
@@ -115,6 +129,11 @@ class PackedLayer(nn.Module):
       the output dense's bias: ``W_o (ctx + b_v) + b_o = W_o ctx + (W_o b_v + b_o)``.
     """
 
+    # Buffers (register_buffer below); declared so that they type as tensors, not Tensor | Module.
+    qkv_weight: torch.Tensor  # [3 * hidden, hidden]
+    q_bias: torch.Tensor  # [hidden]
+    attn_out_bias: torch.Tensor  # [hidden]
+
     def __init__(self, hf_layer: nn.Module, config) -> None:
         super().__init__()
         (query, key, value), attn_out, self.attn_norm = _attention_modules(hf_layer, config.model_type)
@@ -125,8 +144,14 @@ class PackedLayer(nn.Module):
         folded = _bias(attn_out) + attn_out.weight.detach() @ _bias(value)  # [hidden]
         self.register_buffer("attn_out_bias", folded, persistent=False)
         self.attn_out = attn_out
-        self.ffn_in, self.activation = hf_layer.intermediate.dense, hf_layer.intermediate.intermediate_act_fn
-        self.ffn_out, self.ffn_norm = hf_layer.output.dense, hf_layer.output.LayerNorm
+        intermediate, output = _child(hf_layer, "intermediate", nn.Module), _child(hf_layer, "output", nn.Module)
+        self.ffn_in = _child(intermediate, "dense", nn.Linear)
+        # An ACT2FN module, or the plain callable a config may give as hidden_act.
+        activation = getattr(intermediate, "intermediate_act_fn")
+        if not callable(activation):
+            raise ValueError(f"{type(intermediate).__name__}.intermediate_act_fn is not callable")
+        self.activation: Callable[[torch.Tensor], torch.Tensor] = activation
+        self.ffn_out, self.ffn_norm = _child(output, "dense", nn.Linear), _child(output, "LayerNorm", nn.LayerNorm)
         self._inplace_activation = _inplace_activation(config.hidden_act)  # None: use the module
 
     def forward(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [num_tokens, hidden]
@@ -177,14 +202,19 @@ def _inplace_activation(hidden_act: object):
     return None
 
 
-def _attention_modules(layer: nn.Module, model_type: str) -> tuple:
+def _attention_modules(
+    layer: nn.Module, model_type: str
+) -> tuple[tuple[nn.Linear, nn.Linear, nn.Linear], nn.Linear, nn.LayerNorm]:
     """(q, k, v), attention output dense, attention LayerNorm of one HF layer."""
-    attention = layer.attention
+    attention = _child(layer, "attention", nn.Module)
     if model_type == "mpnet":
-        attn = attention.attn
-        return (attn.q, attn.k, attn.v), attn.o, attention.LayerNorm
-    qkv = (attention.self.query, attention.self.key, attention.self.value)
-    return qkv, attention.output.dense, attention.output.LayerNorm
+        attn = _child(attention, "attn", nn.Module)
+        qkv = (_child(attn, "q", nn.Linear), _child(attn, "k", nn.Linear), _child(attn, "v", nn.Linear))
+        return qkv, _child(attn, "o", nn.Linear), _child(attention, "LayerNorm", nn.LayerNorm)
+    self_attention, output = _child(attention, "self", nn.Module), _child(attention, "output", nn.Module)
+    qkv = (_child(self_attention, "query", nn.Linear), _child(self_attention, "key", nn.Linear),
+           _child(self_attention, "value", nn.Linear))
+    return qkv, _child(output, "dense", nn.Linear), _child(output, "LayerNorm", nn.LayerNorm)
 
 
 class PackedBertEncoder(nn.Module):
@@ -198,14 +228,16 @@ class PackedBertEncoder(nn.Module):
         if not supports(model):
             raise ValueError(f"PackedBertEncoder does not support {type(model).__name__}; check supports() first")
         super().__init__()
-        config = model.config
+        # A PretrainedConfig: a plain attribute, which torch's stubs would type as Tensor | Module.
+        config = getattr(model, "config")
         self.model_type = config.model_type
-        padding_idx = getattr(model.embeddings, "padding_idx", None) if _FAMILIES[self.model_type] else None
-        self.embeddings = PackedEmbeddings(model.embeddings, padding_idx)
-        self.layers = nn.ModuleList(PackedLayer(layer, config) for layer in model.encoder.layer)
+        hf_embeddings, hf_encoder = _child(model, "embeddings", nn.Module), _child(model, "encoder", nn.Module)
+        padding_idx = getattr(hf_embeddings, "padding_idx", None) if _FAMILIES[self.model_type] else None
+        self.embeddings = PackedEmbeddings(hf_embeddings, padding_idx)
+        self.layers = nn.ModuleList(PackedLayer(layer, config) for layer in _child(hf_encoder, "layer", nn.ModuleList))
         # MPNet: one bias table shared by all layers; other families have no such attribute.
-        self.relative_attention_bias = getattr(model.encoder, "relative_attention_bias", None)
-        self._relative_position_bucket = getattr(model.encoder, "relative_position_bucket", None)
+        self.relative_attention_bias = getattr(hf_encoder, "relative_attention_bias", None)
+        self._relative_position_bucket = getattr(hf_encoder, "relative_position_bucket", None)
         self._scratch_width = max(3 * config.hidden_size, config.intermediate_size)
 
     supports = staticmethod(supports)
@@ -239,6 +271,8 @@ class PackedBertEncoder(nn.Module):
         so every shorter sequence uses its top-left corner."""
         if self.relative_attention_bias is None:
             return None
+        if self._relative_position_bucket is None:
+            raise ValueError("the encoder has a relative_attention_bias but no relative_position_bucket")
         positions = torch.arange(max_seqlen, device=device)
         relative = positions[None, :] - positions[:, None]  # [max_len, max_len], key - query
         buckets = self._relative_position_bucket(relative, _MPNET_NUM_BUCKETS, _MPNET_MAX_DISTANCE)

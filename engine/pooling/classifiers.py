@@ -15,8 +15,9 @@ from poolq.engine.pooling.classifier_heads import Classifier
 
 def sequence_classifier(model: torch.nn.Module) -> Classifier:
     """The classifier of a loaded ``*ForSequenceClassification`` model."""
-    if isinstance(getattr(model, "score", None), torch.nn.Linear):  # decoders
-        return model.score
+    score = getattr(model, "score", None)
+    if isinstance(score, torch.nn.Linear):  # decoders
+        return score
     head = getattr(model, "classifier", None)
     if head is None:
         raise ModelSpecError(f"{type(model).__name__} has no classifier or score layer poolq knows")

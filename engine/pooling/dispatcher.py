@@ -9,7 +9,7 @@ import torch
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.pooler import Pooler
-from poolq.engine.request import PooledData, PoolingRequest, PoolingTask
+from poolq.engine.request import PooledData, PoolingParams, PoolingRequest, PoolingTask
 
 
 class UnsupportedTaskError(ValueError):
@@ -44,13 +44,15 @@ class PoolerDispatcher:
         """``requests[i]`` is the request of the batch's sequence ``i`` (None: not pooled here);
         outputs come in that order."""
         rows_by_task: dict[PoolingTask, list[int]] = defaultdict(list)
+        params_by_task: dict[PoolingTask, list[PoolingParams]] = defaultdict(list)
         for row, request in enumerate(requests):
             if request is not None:
                 rows_by_task[request.task].append(row)
+                params_by_task[request.task].append(request.params)
         outputs: list[PooledData | None] = [None] * len(requests)
         for task, rows in rows_by_task.items():
             self.check(task)
-            meta = PoolingMetadata.for_rows(batch, rows, [requests[r].params for r in rows], hidden_states.device)
+            meta = PoolingMetadata.for_rows(batch, rows, params_by_task[task], hidden_states.device)
             for row, output in zip(rows, self.poolers[task].forward(hidden_states, meta)):
                 outputs[row] = output
         return outputs

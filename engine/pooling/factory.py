@@ -35,7 +35,7 @@ def build_dispatcher(
         head = ClassifierHead(sequence_classifier(model), activation, calibration)
         return PoolerDispatcher({PoolingTask.CLASSIFY: Pooler(method, head)})
     if spec.kind is ModelKind.TOKEN_CLASSIFIER:
-        head = TokenClassifierHead(token_classifier(model), activation, calibration)
-        return PoolerDispatcher({PoolingTask.TOKEN_CLASSIFY: Pooler(StepPool(), head)})
+        token_head = TokenClassifierHead(token_classifier(model), activation, calibration)
+        return PoolerDispatcher({PoolingTask.TOKEN_CLASSIFY: Pooler(StepPool(), token_head)})
     sparse = SparseHead(masked_lm_head(model), spec.sparse_reduce, *special_tokens)
     return PoolerDispatcher({PoolingTask.SPARSE_EMBED: Pooler(AllPool(), sparse)})

@@ -1,7 +1,7 @@
 """A pooler is one pooling method followed by one head."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, Sequence
 
 import torch
 
@@ -11,7 +11,8 @@ from poolq.engine.request import PooledData, PoolingParams
 
 
 class Head(Protocol):
-    def forward(self, pooled, params: tuple[PoolingParams, ...]) -> list[PooledData]: ...
+    # Positional-only: heads name their first argument after what they take (pooled, states).
+    def forward(self, pooled, params: tuple[PoolingParams, ...], /) -> Sequence[PooledData]: ...
 
 
 class Pooler:
@@ -20,6 +21,6 @@ class Pooler:
         self.head = head
 
     @torch.inference_mode()
-    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> list[PooledData]:
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> Sequence[PooledData]:
         """``[num_tokens, hidden]`` -> one output per sequence in ``meta``."""
         return self.head.forward(self.method.forward(hidden_states, meta), meta.params)

@@ -48,7 +48,8 @@ def base_size_encoder(directory: Path) -> Path:
     from poolq.engine import ModelRegistry
 
     torch.manual_seed(0)
-    BertModel(BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)).save_pretrained(directory)
+    bert_config = BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+    BertModel(bert_config).save_pretrained(directory)
     minilm = ModelRegistry.with_packaged_models().resolve("all-MiniLM-L6-v2")
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
         shutil.copy(minilm / name, directory / name)

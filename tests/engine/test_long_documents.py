@@ -110,12 +110,15 @@ def test_caller_spans_and_bad_spans(minilm_engine):
 
 
 def test_chunk_modes_serve_embed_only(minilm_engine):
-    (result,) = minilm_engine.run([PoolingRequest("t", "text", PoolingTask.TOKEN_EMBED)], LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
+    (result,) = minilm_engine.run([PoolingRequest("t", "text", PoolingTask.TOKEN_EMBED)],
+                                  LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
     assert result.code == "unsupported_mode"
 
 
 @pytest.mark.parametrize("window, overlap, chunk_tokens", [(256, None, 64), (128, 32, 100), (128, 0, 50)])
-def test_late_chunks_equal_an_independent_reference(minilm_engine, long_documents, sample_documents, window, overlap, chunk_tokens):
+def test_late_chunks_equal_an_independent_reference(
+    minilm_engine, long_documents, sample_documents, window, overlap, chunk_tokens
+):
     # Given a real article of ~3.5k tokens (long late chunking at a 128 window) or a shorter speech
     from late_chunking_reference import fixed_token_spans, late_chunk_embeddings
 
@@ -143,7 +146,8 @@ def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_c
     engine = PoolingEngine.from_pretrained(str(path))  # no pooling config: CLS
     with pytest.raises(PolicyError, match="pools with CLS"):
         list(engine.run([PoolingRequest("d", "text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS)))
-    (ok,) = engine.run([PoolingRequest("d", "some text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, allow_any_pooling=True))
+    (ok,) = engine.run([PoolingRequest("d", "some text")],
+                       LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, allow_any_pooling=True))
     assert ok.data.shape[0] == 1
 
 

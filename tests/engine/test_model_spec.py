@@ -16,10 +16,11 @@ def test_reads_the_packaged_minilm_declarations():
 
 
 def test_defaults_without_sentence_transformers_files(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "hidden_size": 8, "max_position_embeddings": 64}))
+    sizes = {"hidden_size": 8, "max_position_embeddings": 64}
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["BertModel"], **sizes}))
     spec = read_model_spec(tmp_path)
     assert (spec.pooling, spec.normalize, spec.window_tokens) == (PoolingType.CLS, False, 64)
-    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "max_position_embeddings": 64}))
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], **sizes}))
     assert read_model_spec(tmp_path).pooling is PoolingType.LAST
 
 

@@ -112,7 +112,8 @@ def test_packed_batch_equals_one_by_one(minilm_engine, sample_documents):
 def test_score_cosine_and_maxsim(minilm_engine):
     a, b = minilm_engine.embed(TEXTS[:2]), minilm_engine.embed(PAIRS[:2])
     np.testing.assert_allclose(minilm_engine.score(TEXTS[:2], PAIRS[:2]), (a * b).sum(1), atol=1e-6)
-    q, d = minilm_engine.encode([TEXTS[1]], PoolingTask.TOKEN_EMBED)[0], minilm_engine.encode([PAIRS[0]], PoolingTask.TOKEN_EMBED)[0]
+    q = minilm_engine.encode([TEXTS[1]], PoolingTask.TOKEN_EMBED)[0]
+    d = minilm_engine.encode([PAIRS[0]], PoolingTask.TOKEN_EMBED)[0]
     expected = (q @ d.T).max(axis=1).sum()
     assert minilm_engine.score([TEXTS[1]], [PAIRS[0]], mode="maxsim")[0] == pytest.approx(expected, rel=1e-5)
     with pytest.raises(ValueError, match="available: cosine, maxsim"):

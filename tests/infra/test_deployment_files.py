@@ -155,7 +155,8 @@ def test_k8s_settings_parse(monkeypatch):
     assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "float16"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
     for name in ("poolq-api", "poolq-worker", "poolq-beat"):  # every process loads the same values
-        sources = {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in _container(_k8s("Deployment", name))["envFrom"]}
+        env_from = _container(_k8s("Deployment", name))["envFrom"]
+        sources = {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
         assert sources == {"poolq-config", "poolq-secrets"}, name
 
 
