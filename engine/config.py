@@ -25,6 +25,7 @@ class EngineConfig:
     lookahead_tokens: int = 65536
     num_threads: int | None = None
     packed: bool = True  # the native packed forward where the architecture has one
+    max_chunks_per_document: int | None = None  # chunk modes: more chunk rows are a per-record error
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1:
@@ -36,5 +37,7 @@ class EngineConfig:
                 f"lookahead_tokens ({self.lookahead_tokens}) must be >= max_num_batched_tokens "
                 f"({self.max_num_batched_tokens})"
             )
+        if self.max_chunks_per_document is not None and self.max_chunks_per_document < 1:
+            raise EngineConfigError(f"max_chunks_per_document must be >= 1, got {self.max_chunks_per_document}")
         if self.dtype not in ("float32", "float16", "bfloat16"):
             raise EngineConfigError(f"dtype must be float32, float16 or bfloat16, got {self.dtype!r}")

@@ -161,7 +161,8 @@ class PoolingEngine:
         next (the fast tokenizers release the GIL), so tokenization overlaps compute.
         """
         policy = policy or LongDocumentPolicy()
-        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head)
+        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head,
+                                self.config.max_chunks_per_document)
         iterator = iter(requests)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
             pending = pool.submit(self._collect, iterator, planner)

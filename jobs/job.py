@@ -69,6 +69,8 @@ class OutputOptions(_Strict):
             raise ValueError("int8_range applies to dtype 'int8' only")
         if value is not None and not value[0] < value[1]:
             raise ValueError(f"int8_range must be [min, max] with min < max, got {list(value)}")
+        if value is not None:
+            codec_for("int8", value)  # the codec's own checks: a step it can quantize with
         return value
 
     def codec(self, normalized: bool) -> EmbeddingCodec:

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     max_num_batched_tokens: int = Field(8192, ge=64)
     max_num_seqs: int = Field(128, ge=1)
+    max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "
+                                         "is a per-record error (too_many_chunks)")
 
     shard_max_documents: int = Field(256, ge=1)
     shard_max_chars: int = Field(2_000_000, ge=1)
@@ -107,5 +109,6 @@ class Settings(BaseSettings):
             dtype=self.dtype,
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
+            max_chunks_per_document=self.max_chunks_per_document,
             lookahead_tokens=max(65536, self.max_num_batched_tokens),
         )

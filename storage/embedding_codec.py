@@ -111,6 +111,10 @@ class Int8Codec(_ListCodec):
             raise ValueError(f"int8 range must be two finite numbers with min < max, got [{low}, {high}]")
         self.low = float(low)
         self.high = float(high)
+        # Both go into the manifest, which is JSON: no infinity, no division by a vanishing scale.
+        if not (math.isfinite(self.scale) and self.scale > 0 and math.isfinite(self.zero_point)):
+            raise ValueError(f"int8 range [{low}, {high}] is too wide or too narrow to quantize: "
+                             f"its step (max - min) / 255 must be a finite number above zero")
 
     @classmethod
     def from_options(cls, value_range: ValueRange | None) -> "Int8Codec":

@@ -1,9 +1,26 @@
-"""Streaming JSONL reading: strict UTF-8, one JSON object per line, errors by line number."""
+"""Streaming JSONL reading: strict UTF-8, one JSON object per line, errors by line number.
+
+Whatever the bytes, reading never raises: each line is an object or an error naming the line,
+and reading goes on with the next line. Gzip-compressed JSONL is read as such (detected from
+its first bytes, whatever the object's name); a UTF-8 byte-order mark on line 1 is skipped.
+"""
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import re
+import sys
+import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = "\ufeff"
+# A \uD800..\uDFFF escape: json.loads turns a lone one into a str that cannot be encoded as UTF-8
+# (a valid pair becomes one character). Only lines holding such an escape are searched further.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -19,29 +36,104 @@ class JsonlLineError:
     """One line that is not a JSON object in UTF-8; reading goes on with the next line."""
 
     line: int  # 1-based
-    code: str  # invalid_utf8 | invalid_json | not_an_object
+    code: str  # invalid_utf8 | invalid_json | not_an_object | invalid_unicode | invalid_gzip
     message: str
 
 
 def read_jsonl(stream: BinaryIO) -> Iterator[JsonlObject | JsonlLineError]:
     """Yield each non-blank line as an object or an error. Never holds more than one line."""
-    for number, raw in enumerate(stream, start=1):
+    lines = _lines(stream)
+    number = 0
+    while True:
         try:
-            text = raw.decode("utf-8", errors="strict")
-        except UnicodeDecodeError as exc:
-            yield JsonlLineError(number, "invalid_utf8", f"line {number}: invalid UTF-8 at byte {exc.start}")
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        if not isinstance(value, dict):
-            yield JsonlLineError(number, "not_an_object", f"line {number}: expected a JSON object, got {type(value).__name__}")
-            continue
-        yield JsonlObject(number, value)
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            yield JsonlLineError(number + 1, "invalid_gzip",
+                                 f"line {number + 1}: the gzip stream is corrupt or truncated ({exc}); "
+                                 "nothing after it could be read")
+            return
+        number += 1
+        item = parse_jsonl_line(raw, number)
+        if item is not None:
+            yield item
+
+
+def parse_jsonl_line(raw: bytes, number: int) -> JsonlObject | JsonlLineError | None:
+    """One line (``number`` is 1-based) as an object or an error; None for a blank line."""
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        return JsonlLineError(number, "invalid_utf8", f"line {number}: invalid UTF-8 at byte {exc.start}")
+    if number == 1 and text.startswith(_BOM):
+        text = text[1:]
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: nested too deeply")
+    except ValueError:  # the one other ValueError json.loads raises: an integer past Python's digit limit
+        return JsonlLineError(number, "invalid_json",
+                              f"line {number}: invalid JSON: a number of more than {sys.get_int_max_str_digits()} digits")
+    if not isinstance(value, dict):
+        return JsonlLineError(number, "not_an_object", f"line {number}: expected a JSON object, got {type(value).__name__}")
+    if _SURROGATE_ESCAPE.search(text) and (where := lone_surrogate_path(value)) is not None:
+        return JsonlLineError(number, "invalid_unicode",
+                              f"line {number}: {where} holds a lone UTF-16 surrogate escape, which is no character")
+    return JsonlObject(number, value)
+
+
+def lone_surrogate_path(value: object, path: str = "") -> str | None:
+    """Where in a parsed JSON value a string (or key) holds a lone surrogate, e.g. ``field 'text'``."""
+    pending = [(value, path)]
+    while pending:  # iterative: a parsed value may be nested as deep as json.loads allows
+        current, where = pending.pop()
+        if isinstance(current, str):
+            if _SURROGATE.search(current):
+                return where or "the value"
+        elif isinstance(current, dict):
+            for key, item in current.items():
+                name = key if key.isascii() and key.isidentifier() else ascii(key)
+                label = f"field {ascii(key)}" if not where else f"{where}.{name}"
+                if _SURROGATE.search(key):
+                    return f"a field name ({ascii(key)})"
+                pending.append((item, label))
+        elif isinstance(current, list):
+            pending.extend((item, f"{where or 'the value'}[{index}]") for index, item in enumerate(current))
+    return None
+
+
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    head = stream.read(len(_GZIP_MAGIC))
+    rest = io.BufferedReader(_Prefixed(head, stream))
+    if head == _GZIP_MAGIC:
+        return iter(gzip.GzipFile(fileobj=rest, mode="rb"))
+    return iter(rest)
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` (bytes already read from ``stream``) followed by the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self._head = head
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            count = min(len(buffer), len(self._head))
+            buffer[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def dump_jsonl(rows: list[dict]) -> bytes:

@@ -24,7 +24,7 @@ from poolq.api.devstack.stack_state import StackState
 
 SERVICES = ("redis", "seaweed", "api", "worker", "beat")
 # What each service's command line contains: `down` never signals a pid that lacks it.
-CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "uvicorn", "worker": "worker", "beat": "beat"}
+CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "serve", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
 DEV_TENANT = "dev"
 
@@ -151,8 +151,8 @@ class LocalStack:
     def _start_api(self, state: StackState) -> int:
         port = state.ports["api"]
         self._require_free(port, "the API")
-        argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port)]
+        # `poolq serve`: logs in POOLQ_LOG_FORMAT (JSON by default), like a deployed API.
+        argv = [sys.executable, "-m", "poolq.api", "serve", "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
         wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)

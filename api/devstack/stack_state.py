@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,9 +29,13 @@ class StackState:
         return cls(**json.loads(path.read_text(encoding="utf-8")))
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Readable by its owner only: it holds the stack's admin API key and S3 secret."""
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(asdict(self), indent=2))
+        os.chmod(tmp, 0o600)  # an existing file keeps its mode through O_CREAT
         tmp.replace(path)
 
     def env(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ from poolq.api.server.body_limit import BodySizeLimitMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import jobs, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
+from poolq.api.server.unavailable import install_unavailable_handlers
 from poolq.jobs.context import JobContext
 from poolq.jobs.observability.gauges import SystemGauges, gauges_for
 from poolq.jobs.settings import Settings
@@ -47,6 +48,7 @@ def create_app(
     app.include_router(schedules.router)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
+    install_unavailable_handlers(app)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -1,16 +1,23 @@
-"""Request bodies must be strict UTF-8 JSON; errors say where (line, column), as a 422.
+"""Request bodies must be strict UTF-8 JSON; errors say where (line, column, field), as a 422.
 
-FastAPI answers a body that is not UTF-8 with a bare 400 and a JSON syntax error with a byte
-offset; a route class that checks the body first gives the caller a line and column instead.
+FastAPI answers a body that is not UTF-8 with a bare 400, a JSON syntax error with a byte
+offset, and a body nested too deeply or holding a 5,000-digit number with a 500. A route class
+that checks the body first gives the caller a 422 naming the problem instead. It also validates
+the body model in pydantic's strict mode (``"dimensions": true`` or ``"128"`` are not numbers),
+and refuses strings holding lone UTF-16 surrogates, which no store or file can encode.
 """
 from __future__ import annotations
 
 import json
+import sys
 from typing import Callable
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
+
+from poolq.storage import lone_surrogate_path
 
 
 def _position(raw: bytes, offset: int) -> tuple[int, int]:
@@ -19,19 +26,39 @@ def _position(raw: bytes, offset: int) -> tuple[int, int]:
     return line, offset - (before.rfind(b"\n") + 1) + 1
 
 
+def _error(kind: str, message: str) -> list[dict]:
+    return [{"loc": ["body"], "type": kind, "msg": message}]
+
+
 def body_errors(raw: bytes) -> list[dict]:
-    """The first problems of a JSON body, each with ``loc`` and a message naming line and column."""
+    """The first problems of a JSON body, each with ``loc`` and a message naming where."""
     try:
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         line, column = _position(raw, exc.start)
-        return [{"loc": ["body"], "type": "invalid_utf8",
-                 "msg": f"the body is not UTF-8: byte 0x{raw[exc.start]:02x} at line {line}, column {column}"}]
+        return _error("invalid_utf8", f"the body is not UTF-8: byte 0x{raw[exc.start]:02x} at line {line}, column {column}")
     try:
-        json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return [{"loc": ["body"], "type": "json_invalid",
-                 "msg": f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"}]
+        return _error("json_invalid", f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")
+    except RecursionError:
+        return _error("json_invalid", "the body is nested too deeply to be a job")
+    except ValueError:  # the other ValueError of json.loads: an integer past Python's digit limit
+        return _error("json_invalid", f"the body holds a number of more than {sys.get_int_max_str_digits()} digits")
+    where = lone_surrogate_path(value, "body")
+    if where is not None:
+        return _error("invalid_unicode", f"{where} holds a lone UTF-16 surrogate escape, which is no character")
+    return []
+
+
+def strict_model_errors(model: type[BaseModel], raw: bytes) -> list[dict]:
+    """``raw`` validated as ``model`` in strict mode (from JSON: enums from their values, arrays
+    as tuples, but no number from a string or a boolean); pydantic's errors under ``body``."""
+    try:
+        model.model_validate_json(raw, strict=True)
+    except ValidationError as exc:
+        return [{"loc": ["body", *error["loc"]], "type": error["type"], "msg": error["msg"]}
+                for error in exc.errors(include_url=False, include_context=False, include_input=False)]
     return []
 
 
@@ -40,13 +67,22 @@ class StrictJsonRoute(APIRoute):
 
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
+        body_model = self._body_model()
 
         async def strict_handler(request: Request) -> Response:
-            if request.method in ("POST", "PUT", "PATCH") and "json" in request.headers.get("content-type", ""):
+            content_type = request.headers.get("content-type", "")
+            # FastAPI parses a body without a content type as JSON too.
+            if request.method in ("POST", "PUT", "PATCH") and ("json" in content_type or not content_type):
                 raw = await request.body()
                 errors = body_errors(raw) if raw else []
+                if not errors and raw and body_model is not None:
+                    errors = strict_model_errors(body_model, raw)
                 if errors:
                     raise RequestValidationError(errors)
             return await handler(request)
 
         return strict_handler
+
+    def _body_model(self) -> type[BaseModel] | None:
+        annotation = self.body_field.field_info.annotation if self.body_field is not None else None
+        return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None

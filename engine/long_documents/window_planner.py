@@ -27,8 +27,10 @@ from poolq.engine.tokenizer import TextTokenizer
 class WindowPlanner:
     """Turns a request and its content tokens into a :class:`DocumentPlan` (or a per-record error)."""
 
-    def __init__(self, tokenizer: TextTokenizer, spec: ModelSpec, policy: LongDocumentPolicy, window: int, embed_head) -> None:
+    def __init__(self, tokenizer: TextTokenizer, spec: ModelSpec, policy: LongDocumentPolicy, window: int, embed_head,
+                 max_chunks: int | None = None) -> None:
         self.tokenizer, self.spec, self.policy, self.window, self.embed_head = tokenizer, spec, policy, window, embed_head
+        self.max_chunks = max_chunks
         self.prefix, self.suffix = tokenizer.special_ids
         specials = spec.pooling in (PoolingType.CLS, PoolingType.LAST)
         self.window_specials = specials if policy.window_specials is None else policy.window_specials
@@ -44,6 +46,10 @@ class WindowPlanner:
         self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None
     ) -> DocumentPlan | RequestError:
         mode = self.policy.mode
+        if not content_ids:  # embedding the special tokens alone would say nothing about the text
+            return RequestError(request.key, "empty_after_tokenization",
+                                "the text has no tokens once tokenized (only characters the tokenizer drops, "
+                                "such as combining marks, control or zero-width characters)")
         if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
             item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
             return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
@@ -51,14 +57,16 @@ class WindowPlanner:
             return RequestError(request.key, "unsupported_mode",
                                 f"long_documents.mode={mode.value!r} supports the embed task only")
         num_tokens = len(content_ids) + len(self.prefix) + len(self.suffix)
-        if not content_ids:
-            return RequestError(request.key, "empty_text", "the text has no tokens")
         try:
             if mode is LongDocumentMode.CHUNKED:
                 return self._chunked(request, content_ids, num_tokens)
             chunks = self._content_chunks(request, content_ids, offsets)
         except ChunkingError as exc:
             return RequestError(request.key, "invalid_chunks", str(exc))
+        if self.max_chunks is not None and len(chunks) > self.max_chunks:
+            return RequestError(request.key, "too_many_chunks",
+                                f"the document makes {len(chunks)} chunks; at most {self.max_chunks} per document are "
+                                "accepted here: raise chunk_tokens or chunk_sentences")
         if mode is LongDocumentMode.NAIVE_CHUNKS:
             return self._naive(request, content_ids, offsets, chunks, num_tokens)
         return self._late(request, content_ids, offsets, chunks, num_tokens)

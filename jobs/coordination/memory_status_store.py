@@ -4,7 +4,14 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
-from poolq.jobs.coordination.status_store import COUNTERS, JobStatusStore, flatten_status, plain_fields
+from poolq.jobs.coordination.status_store import (
+    COUNTERS,
+    RESERVATION_GRACE_S,
+    TERMINAL_STATES,
+    JobStatusStore,
+    flatten_status,
+    plain_fields,
+)
 from poolq.jobs.job import JobState, JobStatus
 
 
@@ -16,6 +23,7 @@ class InMemoryJobStatusStore(JobStatusStore):
         self._units: dict[str, set[str]] = {}
         self._dispatches: dict[str, dict[str, float]] = {}
         self._active: dict[str, set[str]] = {}
+        self._reserved_at: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
@@ -34,9 +42,27 @@ class InMemoryJobStatusStore(JobStatusStore):
         with self._lock:
             self._active.setdefault(tenant, set()).add(job_id)
 
+    def reserve_active(self, tenant: str, job_id: str, cap: int, now: float) -> int | None:
+        with self._lock:
+            members = self._active.setdefault(tenant, set())
+            if job_id in members:
+                return None
+            for member in list(members):
+                state = self._jobs.get(member, {}).get("status")
+                stale = state is None and now - self._reserved_at.get(member, 0.0) > RESERVATION_GRACE_S
+                if state in TERMINAL_STATES or stale:
+                    members.discard(member)
+                    self._reserved_at.pop(member, None)
+            if len(members) >= cap:
+                return len(members)
+            members.add(job_id)
+            self._reserved_at[job_id] = now
+            return None
+
     def remove_active(self, tenant: str, job_id: str) -> None:
         with self._lock:
             self._active.get(tenant, set()).discard(job_id)
+            self._reserved_at.pop(job_id, None)
 
     def active_ids(self, tenant: str) -> list[str]:
         with self._lock:

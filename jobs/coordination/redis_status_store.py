@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from poolq.jobs.coordination.status_store import JobStatusStore, flatten_status, plain_fields
+from poolq.jobs.coordination.status_store import (
+    RESERVATION_GRACE_S,
+    TERMINAL_STATES,
+    JobStatusStore,
+    flatten_status,
+    plain_fields,
+)
 from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
 
 # KEYS[1] job hash; ARGV[1] target; ARGV[2] allowed sources (comma-separated); ARGV[3..] field/value pairs.
@@ -34,6 +40,30 @@ return redis.call('SCARD', KEYS[2])
 """
 
 
+# KEYS[1] tenant's active set, KEYS[2] all-active set, KEYS[3] tenant's reservation times (hash);
+# ARGV[1] job id, ARGV[2] cap, ARGV[3] now, ARGV[4] grace seconds, ARGV[5..] terminal states.
+# Returns -1 when reserved, else the number of unfinished jobs.
+_RESERVE_LUA = """
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return -1 end
+local terminal = {}
+for i = 5, #ARGV do terminal[ARGV[i]] = true end
+local now, grace = tonumber(ARGV[3]), tonumber(ARGV[4])
+local active = 0
+for _, member in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local state = redis.call('HGET', 'poolq:job:' .. member, 'status')
+  local reserved = tonumber(redis.call('HGET', KEYS[3], member) or '0')
+  if (state and terminal[state]) or (not state and now - reserved > grace) then
+    redis.call('SREM', KEYS[1], member); redis.call('SREM', KEYS[2], member); redis.call('HDEL', KEYS[3], member)
+  else
+    active = active + 1
+  end
+end
+if active >= tonumber(ARGV[2]) then return active end
+redis.call('SADD', KEYS[1], ARGV[1]); redis.call('SADD', KEYS[2], ARGV[1]); redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+return -1
+"""
+
+
 def _sources(target: JobState) -> list[str]:
     return [state.value for state, targets in TRANSITIONS.items() if target in targets]
 
@@ -46,6 +76,7 @@ class RedisJobStatusStore(JobStatusStore):
         self._transition = redis_client.register_script(_TRANSITION_LUA)
         self._count = redis_client.register_script(_COUNT_LUA)
         self._create = redis_client.register_script(_CREATE_LUA)
+        self._reserve = redis_client.register_script(_RESERVE_LUA)
 
     @staticmethod
     def _key(job_id: str) -> str:
@@ -91,8 +122,15 @@ class RedisJobStatusStore(JobStatusStore):
     def add_active(self, tenant: str, job_id: str) -> None:
         self.redis.pipeline().sadd(f"poolq:tenant:{tenant}:active", job_id).sadd(self._ALL_ACTIVE_KEY, job_id).execute()
 
+    def reserve_active(self, tenant: str, job_id: str, cap: int, now: float) -> int | None:
+        keys = [f"poolq:tenant:{tenant}:active", self._ALL_ACTIVE_KEY, f"poolq:tenant:{tenant}:reserved"]
+        found = int(self._reserve(keys=keys, args=[job_id, cap, now, RESERVATION_GRACE_S, *TERMINAL_STATES]))
+        return None if found < 0 else found
+
     def remove_active(self, tenant: str, job_id: str) -> None:
-        self.redis.pipeline().srem(f"poolq:tenant:{tenant}:active", job_id).srem(self._ALL_ACTIVE_KEY, job_id).execute()
+        pipe = self.redis.pipeline()
+        pipe.srem(f"poolq:tenant:{tenant}:active", job_id).srem(self._ALL_ACTIVE_KEY, job_id)
+        pipe.hdel(f"poolq:tenant:{tenant}:reserved", job_id).execute()
 
     def active_ids(self, tenant: str) -> list[str]:
         return sorted(member.decode() for member in self.redis.smembers(f"poolq:tenant:{tenant}:active"))

@@ -13,6 +13,9 @@ from datetime import datetime
 from poolq.jobs.job import LOCAL_TENANT, TRANSITIONS, JobCounts, JobResult, JobState, JobStatus, JobUsage
 
 COUNTERS = ("completed", "failed", "tokens")
+# A reserved job gets its status within a submission; one still without it this long later died.
+RESERVATION_GRACE_S = 120.0
+TERMINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
 
 
 class JobStatusStore(ABC):
@@ -57,6 +60,15 @@ class JobStatusStore(ABC):
     @abstractmethod
     def add_active(self, tenant: str, job_id: str) -> None:
         """Count ``job_id`` against its tenant's cap on unfinished jobs."""
+
+    @abstractmethod
+    def reserve_active(self, tenant: str, job_id: str, cap: int, now: float) -> int | None:
+        """Count ``job_id`` against its tenant's cap if the tenant has fewer than ``cap`` unfinished
+        jobs, as one atomic step (concurrent submissions can never pass the cap together); None
+        if reserved, else how many unfinished jobs the tenant has.
+
+        On the way, members that finished are dropped, and so are members without a status whose
+        reservation is older than ``RESERVATION_GRACE_S`` (a submission that died half-way)."""
 
     @abstractmethod
     def remove_active(self, tenant: str, job_id: str) -> None: ...

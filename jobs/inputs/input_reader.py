@@ -1,7 +1,8 @@
 """Reading a job's input: inline documents, one JSONL object, or every ``*.jsonl`` under a prefix.
 
-A URI ending in ``/`` is a prefix: its ``.jsonl`` objects are read one after another in key
-order, each line tagged with the object it came from, so errors can say ``<uri>: line 7``.
+A URI ending in ``/`` is a prefix: its ``.jsonl`` and ``.jsonl.gz`` objects are read one after
+another in key order, each line tagged with the object it came from, so errors can say
+``<uri>: line 7``. Gzip-compressed objects are read as such whatever their name.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from poolq.storage import (
     read_jsonl,
 )
 
-INPUT_SUFFIX = ".jsonl"
+INPUT_SUFFIXES = (".jsonl", ".jsonl.gz")
 
 
 def is_prefix(uri: str) -> bool:
@@ -48,9 +49,9 @@ def input_lines(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[s
         yield from _object_lines(store, key, None)
         return
     store, prefix = _open_prefix(uri, ctx.settings.s3_config())
-    keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIX)]
+    keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIXES)]
     if not keys:
-        raise ObjectNotFoundError(f"{uri} holds no *{INPUT_SUFFIX} objects")
+        raise ObjectNotFoundError(f"{uri} holds no {' or '.join('*' + suffix for suffix in INPUT_SUFFIXES)} objects")
     for key in keys:
         yield from _object_lines(store, key, store.uri(key))
 

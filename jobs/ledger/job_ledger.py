@@ -60,7 +60,8 @@ class ShardCommit:
 
 
 def _dump(value: dict) -> bytes:
-    return json.dumps(value, indent=2, sort_keys=True).encode("utf-8")
+    # allow_nan=False: the ledger is JSON for every reader, so an infinity fails here instead of being written.
+    return json.dumps(value, indent=2, sort_keys=True, allow_nan=False).encode("utf-8")
 
 
 class JobLedger:

@@ -4,6 +4,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 
+import kombu.exceptions
+import redis.exceptions
+
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobState
 from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
@@ -11,7 +14,11 @@ from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectN
 log = logging.getLogger(__name__)
 
 # Transient: the same call may succeed later (throttling, a restarting service, the network).
-RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (StorageError, ConnectionError, TimeoutError)
+# Redis' and kombu's (the broker's) errors are their own classes, not the built-in ones.
+RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
+    StorageError, ConnectionError, TimeoutError,
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
+)
 # Permanent even though they are StorageErrors: retrying reads the same missing/invalid input.
 FATAL_ERRORS: tuple[type[BaseException], ...] = (ObjectNotFoundError, InvalidURIError, ConditionalWritesUnsupported)
 
@@ -31,7 +38,9 @@ def retry_delay_s(retries: int, jitter: float, base_s: float, max_s: float) -> f
 
 
 def describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """``Type: message``, then the notes a step added on the way out (where it was, PEP 678)."""
+    notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
+    return f"{type(exc).__name__}: {exc}{notes}"
 
 
 def fail_job(job_id: str, exc: BaseException, ctx: JobContext) -> None:

@@ -66,19 +66,25 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     seen_ids: set[str] = set()
     carried_ids: set[str] = set()
     total = 0
-    for source, record in _records(spec, job_id, ctx):
-        total += 1
-        if isinstance(record, InputRecord) and record.id in seen_ids:
-            record = RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before")
-        if isinstance(record, RecordError):
-            errors.append(_error_line(record, source))
-            continue
-        seen_ids.add(record.id)
-        if baseline is not None and baseline.unchanged(record):
-            carried_ids.add(record.id)
-        else:
-            shards.add(record)
-    num_shards = shards.close()
+    where = _ReadPosition(spec)
+    try:
+        for source, record in _records(spec, job_id, ctx):
+            where.at(source, record.line)
+            total += 1
+            if isinstance(record, InputRecord) and record.id in seen_ids:
+                record = _duplicate(record)
+            if isinstance(record, RecordError):
+                errors.append(_error_line(record, source))
+                continue
+            seen_ids.add(record.id)
+            if baseline is not None and baseline.unchanged(record):
+                carried_ids.add(record.id)
+            else:
+                shards.add(record)
+        num_shards = shards.close()
+    except Exception as exc:  # not about one record (those are errors above): say where reading stopped
+        exc.add_note(where.describe())
+        raise
     carried = baseline.write_carried(job_id, carried_ids, ctx) if baseline is not None else ()
     ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(errors))
     plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors), carried=carried, carried_records=len(carried_ids),
@@ -120,6 +126,27 @@ class _ShardWriter:
         return self.num_shards
 
 
+@dataclass
+class _ReadPosition:
+    """The object and line planning last read, for the message of a failure that is not one record's."""
+
+    spec: JobSpec
+    source: str | None = None
+    line: int = 0
+
+    def at(self, source: str | None, line: int) -> None:
+        self.source, self.line = source, line
+
+    def describe(self) -> str:
+        name = self.source or ("the inline input" if isinstance(self.spec.input, InlineInput) else self.spec.input.uri)
+        return f"while planning {name}, after line {self.line}" if self.line else f"while opening {name}"
+
+
+def _duplicate(record: InputRecord) -> RecordError:
+    numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
+    return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+
+
 def _error_line(error: RecordError, source: str | None) -> dict:
     """A plan error as written to the error file; a prefix input's errors name their object."""
     if source is None:
@@ -147,4 +174,8 @@ def _records(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str 
     text_field = "text" if inline else spec.input.text_field
     spans_field = "chunk_spans" if inline else spec.input.spans_field
     for source, item in input_lines(spec, job_id, ctx):
-        yield source, to_record(item, id_field, text_field, spans_field)
+        try:
+            yield source, to_record(item, id_field, text_field, spans_field)
+        except Exception as exc:  # noqa: BLE001 - whatever one line holds, it is that line's error alone
+            yield source, RecordError(None, item.line, "invalid_record", f"line {item.line}: cannot be read as a record: "
+                                                                        f"{type(exc).__name__}: {exc}")

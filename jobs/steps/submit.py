@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from datetime import datetime, timezone
 
 from poolq.engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy
@@ -110,7 +111,7 @@ def submit_job(
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
         ):
             return existing
-    _check_active_cap(tenant, ctx)
+    _reserve_active_slot(job_id, tenant, ctx)
     return _persist_and_queue(job_id, tenant, spec, body, ctx)
 
 
@@ -133,16 +134,12 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
                 )
 
 
-def _check_active_cap(tenant: str, ctx: JobContext) -> None:
-    """At most ``max_active_jobs_per_tenant`` unfinished jobs; finished ones are pruned on the way."""
-    active = 0
-    for job_id in ctx.status.active_ids(tenant):
-        status = ctx.status.get(job_id)
-        if status is None or status.status.is_terminal:
-            ctx.status.remove_active(tenant, job_id)
-        else:
-            active += 1
-    if active >= ctx.settings.max_active_jobs_per_tenant:
+def _reserve_active_slot(job_id: str, tenant: str, ctx: JobContext) -> None:
+    """Count the job against ``max_active_jobs_per_tenant`` unfinished jobs, atomically (finished
+    ones are pruned on the way); TooManyActiveJobs if the tenant is at its cap."""
+    cap = ctx.settings.max_active_jobs_per_tenant
+    active = ctx.status.reserve_active(tenant, job_id, cap, time.time())
+    if active is not None:
         raise TooManyActiveJobs(
             f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
         )
@@ -180,7 +177,6 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     status = JobStatus(
         id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at
     )
-    ctx.status.add_active(tenant, job_id)
     created = ctx.status.create(status)
     existing = None if created else ctx.status.get(job_id)
     dispatch_plan(job_id, ctx)

@@ -1,0 +1,32 @@
+"""Outages of the store, Redis or the broker answer 503 with ``Retry-After``, never a 500.
+
+Which errors are transient is declared once, in ``poolq.jobs.steps.failures``; this module only
+says what such an error means over HTTP: try again shortly.
+"""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from poolq.jobs.steps.failures import RETRYABLE_ERRORS, describe, is_retryable
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 5
+
+
+def install_unavailable_handlers(app: FastAPI) -> None:
+    for error in RETRYABLE_ERRORS:
+        app.add_exception_handler(error, _answer)
+
+
+async def _answer(request: Request, exc: Exception) -> JSONResponse:
+    if not is_retryable(exc):  # a permanent store error (a missing object) that a route did not expect
+        log.error("%s %s failed: %s", request.method, request.url.path, describe(exc))
+        return JSONResponse({"detail": "internal error"}, status_code=500)
+    log.warning("%s %s: a dependency is unavailable: %s", request.method, request.url.path, describe(exc))
+    return JSONResponse({"detail": "a service poolq depends on (object store, Redis or the broker) is unavailable; "
+                                   f"try again in {RETRY_AFTER_S} s"},
+                        status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
