@@ -160,3 +160,29 @@ def test_very_long_texts_tokenize_in_pieces_exactly_as_whole(minilm_engine, long
     (ids,), (offsets,) = minilm_engine.tokenizer.tokenize_with_offsets([text])
     assert ids == whole_ids["input_ids"] and offsets == [tuple(o) for o in whole_ids["offset_mapping"]]
     assert minilm_engine.tokenizer.count_and_tokenize([text])[0] == ids
+
+
+def test_a_document_making_more_chunks_than_the_cap_is_one_error_not_thousands_of_rows(minilm_engine):
+    from dataclasses import replace
+
+    from poolq.engine import PoolingEngine, RequestError
+
+    # Given an engine capped at 5 chunk rows per document, and chunks of 1 token
+    capped = PoolingEngine(minilm_engine.loaded, replace(minilm_engine.config, max_chunks_per_document=5))
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS, chunk_tokens=1)
+    # When a 4-token text and a 40-token text are embedded
+    short, long = "one two three four", " ".join(["word"] * 40)
+    results = list(capped.run([PoolingRequest("short", short), PoolingRequest("long", long)], policy))
+    # Then the short one has its chunk rows and the long one is a too_many_chunks error naming the cap
+    assert not isinstance(results[0], RequestError) and len(results[0].chunks) == 4
+    assert isinstance(results[1], RequestError) and results[1].code == "too_many_chunks"
+    assert "40 chunks; at most 5" in results[1].message
+
+
+@pytest.mark.parametrize("mode", [LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE, LongDocumentMode.CHUNKED,
+                                  LongDocumentMode.LATE_CHUNKS])
+def test_a_text_that_tokenizes_to_nothing_is_an_error_in_every_mode(minilm_engine, mode):
+    from poolq.engine import RequestError
+
+    [result] = minilm_engine.run([PoolingRequest("marks", "\u0301\u0301\u0301")], LongDocumentPolicy(mode=mode))
+    assert isinstance(result, RequestError) and result.code == "empty_after_tokenization"

@@ -104,3 +104,37 @@ def test_dispatch_times_are_kept_until_forgotten(status_store):
     assert status_store.dispatches(job_id) == {"plan": 100.0, "shard-00000": 200.0}
     status_store.forget(job_id)
     assert status_store.dispatches(job_id) == {}
+
+
+# -- the active-job cap: one atomic reservation -------------------------------------------------
+def test_concurrent_reservations_never_pass_the_cap(status_store):
+    # Given a tenant with a cap of 5, When 40 submissions reserve at once
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    ids = [uuid.uuid4().hex for _ in range(40)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda job_id: status_store.reserve_active(tenant, job_id, 5, 1000.0), ids))
+    # Then exactly 5 got a place, and the others were told the tenant has 5 unfinished jobs
+    assert answers.count(None) == 5 and set(answers) - {None} == {5}
+    assert len(status_store.active_ids(tenant)) == 5
+
+
+def test_a_reservation_is_idempotent_and_finished_jobs_free_their_place(status_store):
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    first, second = _new_job(status_store), _new_job(status_store)
+    assert status_store.reserve_active(tenant, first, 1, 1000.0) is None
+    assert status_store.reserve_active(tenant, first, 1, 1000.0) is None  # the same job again: still its place
+    assert status_store.reserve_active(tenant, second, 1, 1000.0) == 1
+    status_store.advance_to(first, JobState.SUCCEEDED)
+    assert status_store.reserve_active(tenant, second, 1, 1000.0) is None  # the finished one was pruned
+    assert status_store.active_ids(tenant) == [second]
+
+
+def test_a_reservation_without_a_status_expires_after_the_grace_period(status_store):
+    from poolq.jobs.coordination.status_store import RESERVATION_GRACE_S
+
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    died, later = uuid.uuid4().hex, uuid.uuid4().hex  # `died` never got a status: its submission died
+    assert status_store.reserve_active(tenant, died, 1, 1000.0) is None
+    assert status_store.reserve_active(tenant, later, 1, 1000.0 + RESERVATION_GRACE_S / 2) == 1  # still reserved
+    assert status_store.reserve_active(tenant, later, 1, 1000.0 + RESERVATION_GRACE_S + 1) is None
+    assert status_store.active_ids(tenant) == [later]

@@ -111,3 +111,10 @@ def test_an_empty_part_has_the_codecs_type():
         codec = codec_for(dtype, (-1.0, 1.0))
         table = read_embeddings(EmbeddingRows(12, codec=codec).to_parquet_bytes())
         assert table.num_rows == 0 and table.schema.field("embedding").type == codec.arrow_type(12)
+
+
+@pytest.mark.parametrize("value_range", [(-1e308, 1e308), (-1.7e308, 1.7e308)])
+def test_an_int8_range_whose_step_overflows_is_refused(value_range):
+    # Its scale would be infinite: every value -128 and "scale": Infinity in the manifest
+    with pytest.raises(ValueError, match="too wide or too narrow"):
+        codec_for("int8", value_range)
