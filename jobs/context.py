@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from poolq.engine import ModelRegistry
+from poolq.jobs.coordination.dispatch_window import DispatchWindow, InMemoryDispatchWindow, RedisDispatchWindow
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
@@ -34,6 +35,7 @@ class JobContext:
     enqueuer: Enqueuer
     registry: ModelRegistry
     metrics: JobMetrics = field(default_factory=InMemoryJobMetrics)  # work done, for /metrics
+    window: DispatchWindow = field(default_factory=InMemoryDispatchWindow)  # shard tasks in flight
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
     _engine_identities: dict[str, str] = field(default_factory=dict, repr=False)
     # job id -> tenant; safe to cache forever: a job's tenant never changes
@@ -111,4 +113,4 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry)
     return JobContext(settings=settings, store=settings.object_store(), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry,
-                      metrics=RedisJobMetrics(redis_client))
+                      metrics=RedisJobMetrics(redis_client), window=RedisDispatchWindow(redis_client))

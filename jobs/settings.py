@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "
                                          "is a per-record error (too_many_chunks)")
 
+    dispatch_window: int = Field(8, ge=1, description="shard tasks of one job queued or running at once; refilled "
+                                 "as shards commit (Redis holds O(window) messages per job, a cancel drains fast)")
+    finished_job_ttl_s: float = Field(7 * 86400.0, gt=0, description="Redis state of a finished job expires after "
+                                      "this; its status is then read back from the ledger")
     shard_max_documents: int = Field(256, ge=1)
     shard_max_chars: int = Field(2_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)

@@ -34,9 +34,18 @@ class InMemoryJobStatusStore(JobStatusStore):
         with self._lock:
             return dict(self._dispatches.get(job_id, {}))
 
+    def drop_dispatch(self, job_id: str, unit: str) -> None:
+        with self._lock:
+            self._dispatches.get(job_id, {}).pop(unit, None)
+
     def forget(self, job_id: str) -> None:
         with self._lock:
             self._dispatches.pop(job_id, None)
+
+    def expire(self, job_id: str, ttl_s: float) -> None:
+        """Nothing outlives the process here: finished jobs stay readable for its lifetime."""
+        with self._lock:
+            self._units.pop(job_id, None)
 
     def add_active(self, tenant: str, job_id: str) -> None:
         with self._lock:

@@ -114,8 +114,17 @@ class RedisJobStatusStore(JobStatusStore):
         raw = self.redis.hgetall(f"poolq:job:{job_id}:dispatch")
         return {unit.decode(): float(at) for unit, at in raw.items()}
 
+    def drop_dispatch(self, job_id: str, unit: str) -> None:
+        self.redis.hdel(f"poolq:job:{job_id}:dispatch", unit)
+
     def forget(self, job_id: str) -> None:
         self.redis.delete(f"poolq:job:{job_id}:dispatch")
+
+    def expire(self, job_id: str, ttl_s: float) -> None:
+        pipe = self.redis.pipeline()
+        for key in (self._key(job_id), self._units_key(job_id), f"poolq:job:{job_id}:dispatch"):
+            pipe.expire(key, max(1, int(ttl_s)))
+        pipe.execute()
 
     _ALL_ACTIVE_KEY = "poolq:active"  # every tenant's active jobs, kept with the per-tenant sets
 

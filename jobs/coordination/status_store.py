@@ -54,8 +54,17 @@ class JobStatusStore(ABC):
         """Unit -> when its task was last sent."""
 
     @abstractmethod
+    def drop_dispatch(self, job_id: str, unit: str) -> None:
+        """``unit`` is counted: its send time no longer matters (the record stays O(window))."""
+
+    @abstractmethod
     def forget(self, job_id: str) -> None:
         """Drop the job's bookkeeping that only matters while it runs (dispatch times)."""
+
+    @abstractmethod
+    def expire(self, job_id: str, ttl_s: float) -> None:
+        """The job is finished: its cached status and counters go after ``ttl_s`` (the ledger keeps
+        the truth, and a later read rebuilds the status from it)."""
 
     @abstractmethod
     def add_active(self, tenant: str, job_id: str) -> None:

@@ -5,7 +5,6 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.ledger.layout import ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
 
@@ -19,33 +18,28 @@ def delete_losing_attempts(job_id: str, ctx: JobContext, keep: set[str]) -> int:
     return len(doomed)
 
 
-def delete_dead_attempts(job_id: str, ctx: JobContext, ledger: JobLedger, committed: set[int]) -> int:
-    """A running job: of each committed shard, delete the objects of attempts other than the winner.
-
-    A shard's winner always wrote its error file, so a shard whose objects name one attempt holds
-    only the winner's: its commit marker is read only when they name several (a crash or a lost
-    race left some), and a pass over a healthy job reads none. Uncommitted shards are left alone:
-    their attempts may be running.
-    """
+def delete_dead_attempts(job_id: str, shard: int, winner: str, ctx: JobContext) -> int:
+    """A committed shard: delete the objects of its attempts other than ``winner`` (attempts that
+    died before committing). Two listings narrowed to this shard's own keys: the cost is this
+    shard's attempts, never the job's size."""
     deleted = 0
-    for shard, attempts in _attempt_objects(ctx, job_id).items():
-        if shard not in committed or len(attempts) < 2:
-            continue
-        winner = ledger.shard_commit(shard)
-        for attempt, keys in attempts.items():
-            if winner is not None and attempt != winner.attempt:
-                for key in keys:
-                    ctx.store.delete(key)
-                deleted += len(keys)
+    layout = ctx.layout(job_id)
+    for attempt, keys in _attempt_objects(ctx, job_id, layout.shard_key_prefixes(shard)).get(shard, {}).items():
+        if attempt != winner:
+            for key in keys:
+                ctx.store.delete(key)
+            deleted += len(keys)
     return deleted
 
 
-def _attempt_objects(ctx: JobContext, job_id: str) -> dict[int, dict[str, list[str]]]:
+def _attempt_objects(ctx: JobContext, job_id: str,
+                     prefixes: tuple[str, ...] | None = None) -> dict[int, dict[str, list[str]]]:
     """shard -> attempt -> its objects: ``parts/part-00001.<attempt>.parquet`` and
-    ``work/shard-00001.<attempt>.errors.jsonl`` (from two listings; nothing is read)."""
+    ``work/shard-00001.<attempt>.errors.jsonl``, under ``prefixes`` (default: every shard's;
+    listings only, nothing is read)."""
     layout = ctx.layout(job_id)
     found: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for prefix in (layout.parts_prefix, layout.work_prefix):
+    for prefix in prefixes or (layout.parts_prefix, layout.work_prefix):
         for key in ctx.store.list(prefix):
             shard_object = parse_shard_object(key)
             if shard_object is not None and shard_object.kind in _ATTEMPT_KINDS and shard_object.attempt:
@@ -74,4 +68,6 @@ def clean_finished_job(job_id: str, manifest: JobManifest, ctx: JobContext) -> N
     abort_stale_uploads(job_id, ctx, older_than_s=0)
     ctx.leases.forget(job_id)
     ctx.status.forget(job_id)
+    ctx.status.expire(job_id, ctx.settings.finished_job_ttl_s)  # the ledger keeps the truth
+    ctx.window.expire(job_id, ctx.settings.finished_job_ttl_s)
     ctx.store.delete(ctx.service_layout.active(job_id))

@@ -126,6 +126,10 @@ class JobLedger:
     def write_manifest(self, manifest: JobManifest) -> bool:
         return self._put_once(self.layout.manifest, manifest.model_dump(mode="json"))
 
+    def manifest_written(self) -> bool:
+        """One cheap check (no read): has the job finished?"""
+        return self.store.exists(self.layout.manifest)
+
     def manifest(self) -> JobManifest | None:
         raw = self._read_json(self.layout.manifest)
         return None if raw is None else JobManifest.model_validate(raw)

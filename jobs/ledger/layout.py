@@ -140,6 +140,10 @@ class JobLayout:
         """The commit marker: names the one attempt whose outputs count."""
         return self._key("work", f"shard-{shard:05d}.commit.json")
 
+    def shard_key_prefixes(self, shard: int) -> tuple[str, str]:
+        """The prefixes under which all of ``shard``'s attempt objects (and nothing else) live."""
+        return self._key("parts", f"part-{shard:05d}."), self._key("work", f"shard-{shard:05d}.")
+
     def attempt_errors(self, shard: int, attempt: str) -> str:
         return self._key("work", f"shard-{shard:05d}.{attempt}.errors.jsonl")
 

@@ -52,7 +52,9 @@ def recover_status(job_id: str, ctx: JobContext) -> JobStatus | None:
     if status is None:
         return None
     if ctx.status.create(status):
-        if not status.status.is_terminal:
+        if status.status.is_terminal:
+            ctx.status.expire(job_id, ctx.settings.finished_job_ttl_s)  # read back for a while, then again
+        else:
             ctx.status.add_active(status.tenant, job_id)  # counts toward its cap and the jobs gauge again
         ledger = ctx.ledger(job_id)
         plan = ledger.plan()

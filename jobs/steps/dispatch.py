@@ -37,16 +37,29 @@ def dispatch_shards(job_id: str, shards: list[int], ctx: JobContext) -> None:
         ctx.enqueuer.run_shard(job_id, shard)
 
 
+def fill_window(job_id: str, num_shards: int, ctx: JobContext) -> list[int]:
+    """Claim shards up to the job's dispatch window and send their tasks; returns them."""
+    claimed = ctx.window.claim(job_id, ctx.settings.dispatch_window, num_shards)
+    dispatch_shards(job_id, claimed, ctx)
+    return claimed
+
+
 def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
     ctx.status.note_dispatch(job_id, [FINALIZE_UNIT], time.time())
     ctx.enqueuer.finalize(job_id)
 
 
 def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:
-    """Count a committed shard once; the count that completes the job sends the finalizer."""
+    """Count a committed shard once, move the dispatch window on (release it, send the next);
+    the count that completes the job sends the finalizer."""
     counted = ctx.status.count_unit(
         job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens
     )
+    ctx.window.release(job_id, shard)
+    ctx.status.drop_dispatch(job_id, shard_unit(shard))
+    num_shards = ctx.status.field(job_id, "num_shards")
+    if num_shards is not None:
+        fill_window(job_id, int(num_shards), ctx)
     expected = ctx.status.field(job_id, "expected_units")
     if expected is not None and counted >= int(expected):
         dispatch_finalize(job_id, ctx)

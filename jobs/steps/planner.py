@@ -14,7 +14,7 @@ from poolq.jobs.inputs.input_reader import input_lines
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import Plan
-from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, dispatch_shards, finalize_if_ready, shard_unit
+from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready
 from poolq.jobs.steps.incremental import Baseline
 from poolq.storage import dump_jsonl
 
@@ -155,16 +155,13 @@ def _error_line(error: RecordError, source: str | None) -> dict:
 
 
 def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
-    """Cache the plan in the status store and send the tasks of shards not yet committed or running."""
+    """Cache the plan in the status store and send the first window of shard tasks."""
     ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
     ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
     if plan.num_shards == 0:
         dispatch_finalize(job_id, ctx)
         return
-    committed = ctx.ledger(job_id).committed_shards()
-    running = set(ctx.leases.live_units(job_id))
-    todo = [shard for shard in range(plan.num_shards) if shard not in committed and shard_unit(shard) not in running]
-    dispatch_shards(job_id, todo, ctx)
+    fill_window(job_id, plan.num_shards, ctx)  # the rest follow as shards commit
 
 
 def _records(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, InputRecord | RecordError]]:

@@ -14,6 +14,7 @@ from poolq.engine import PoolingOutput, PoolingParams, PoolingRequest, RequestEr
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.inputs.records import RecordError
+from poolq.jobs.ledger.cleanup import delete_dead_attempts
 from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
 from poolq.jobs.steps.content_hash import row_content_hash
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
@@ -29,15 +30,17 @@ class ShardCancelled(Exception):
 
 
 def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
-    """Run shard ``shard`` of ``job_id`` unless it is done, taken or cancelled; returns its commit."""
+    """Run shard ``shard`` of ``job_id`` unless it is done, taken or cancelled; returns its commit.
+
+    A task of a finished or cancelled job does one cheap check and nothing else: no listing, no
+    finalizer of its own, no Redis key created again (a finished job's keys expire)."""
     ledger = ctx.ledger(job_id)
+    if ledger.manifest_written() or ledger.cancel_requested():
+        return None  # a cancel's finalizer is sent by the cancel or by the last running shard
     committed = ledger.shard_commit(shard)
     if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
         record_shard(job_id, shard, committed, ctx)
         return committed
-    if ledger.cancel_requested() or ledger.manifest() is not None:
-        finalize_if_ready(job_id, ctx)
-        return None
     lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
     if lease is None:
         return None  # another attempt is running it; the reconciler steps in if that one dies
@@ -77,6 +80,8 @@ def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCom
         raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
     if winner.attempt == commit.attempt:
         _record_metrics(ctx, commit, time.monotonic() - started)
+    if lease.crashes_before:  # earlier attempts died: whatever they wrote is not the winner's
+        delete_dead_attempts(job_id, shard, winner.attempt, ctx)
     return winner
 
 

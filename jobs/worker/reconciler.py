@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job, delete_dead_attempts
+from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job
 from poolq.jobs.ledger.recovery import recover_status
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
 from poolq.jobs.steps.dispatch import (
@@ -26,6 +26,7 @@ from poolq.jobs.steps.dispatch import (
     dispatch_finalize,
     dispatch_plan,
     dispatch_shards,
+    fill_window,
     queue_of,
     ready_to_finalize,
     shard_unit,
@@ -63,6 +64,13 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
     return report
+
+
+def _counted_all(job_id: str, ctx: JobContext) -> bool:
+    status = ctx.status.get(job_id)
+    if status is None or status.counts.total is None:
+        return False
+    return status.counts.completed + status.counts.failed >= status.counts.total
 
 
 class _QueueDepths:
@@ -112,7 +120,9 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepth
             return True
         return now - sent[unit] >= ctx.settings.requeue_after_s and not queues.backlogged(queue_of(unit))
 
-    if ready_to_finalize(ledger, ctx.leases):
+    # The ledger's verdict lists the job's commits: asked only when the cached counts say every
+    # document is accounted for, or after a cancel, so a healthy pass never lists a running job.
+    if (ledger.cancel_requested() or _counted_all(job_id, ctx)) and ready_to_finalize(ledger, ctx.leases):
         if lost(FINALIZE_UNIT):
             dispatch_finalize(job_id, ctx)
             report.resent.append(f"{job_id}/{FINALIZE_UNIT}")
@@ -125,9 +135,11 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepth
             dispatch_plan(job_id, ctx)
             report.resent.append(f"{job_id}/{PLAN_UNIT}")
         return
-    committed = ledger.committed_shards()  # a listing: no commit marker is read on a healthy pass
-    report.deleted_objects += delete_dead_attempts(job_id, ctx, ledger, committed)
-    missing = [shard for shard in range(plan.num_shards) if shard not in committed and lost(shard_unit(shard))]
+    # Only the window is looked at: a pass costs O(window), whatever the job's size. A lost shard
+    # that was committed meanwhile is counted by its re-sent task, at no model cost.
+    missing = [shard for shard in ctx.window.in_flight(job_id) if lost(shard_unit(shard))]
     if missing:
         dispatch_shards(job_id, missing, ctx)
         report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in missing]
+    refilled = fill_window(job_id, plan.num_shards, ctx)  # a window that Redis lost starts again
+    report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in refilled]

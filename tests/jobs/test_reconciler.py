@@ -17,6 +17,7 @@ from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.ledger.cleanup import delete_dead_attempts
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
@@ -201,32 +202,30 @@ def test_get_recovers_a_status_redis_lost_without_a_reconcile(ctx):
     assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 0, "failed": 1}
 
 
-def test_losing_attempts_of_committed_shards_are_deleted_but_running_ones_are_not(ctx):
+def test_a_committed_shard_deletes_what_its_dead_attempts_left_and_nothing_else(ctx):
     job_id = _planned(ctx)
     layout = ctx.layout(job_id)
     winner = run_shard(job_id, 0, ctx)
     ctx.enqueuer.take()
-    # Given a losing attempt's objects for committed shard 0, and a running attempt of shard 1
-    loser = [layout.attempt_part(0, "0bad0bad0bad0bad"), layout.attempt_errors(0, "0bad0bad0bad0bad")]
+    # Given objects of a dead attempt of committed shard 0, and of a running attempt of shard 1
+    dead = [layout.attempt_part(0, "0bad0bad0bad0bad"), layout.attempt_errors(0, "0bad0bad0bad0bad")]
     running = [layout.attempt_part(1, "1234123412341234"), layout.attempt_errors(1, "1234123412341234")]
-    for key in loser + running:
+    for key in dead + running:
         ctx.store.put(key, b"x")
-    ctx.leases.acquire(job_id, shard_unit(1), 60)
-    # When the reconciler passes
-    report = reconcile(ctx)
-    # Then only the loser's objects are gone
-    assert report.deleted_objects == 2
-    assert not any(ctx.store.exists(key) for key in loser)
+    # When shard 0's cleanup runs (its winning attempt does this when earlier attempts crashed)
+    assert delete_dead_attempts(job_id, 0, winner.attempt, ctx) == 2
+    # Then only the dead attempt's objects are gone
+    assert not any(ctx.store.exists(key) for key in dead)
     assert all(ctx.store.exists(key) for key in running + [winner.part_key, winner.errors_key])
-    assert all(ctx.store.exists(layout.shard_input(shard)) for shard in range(3))
 
 
 class _CountingStore:
-    """The context's store, counting reads of commit markers."""
+    """The context's store, counting reads of commit markers and listings."""
 
     def __init__(self, store) -> None:
         self._store = store
         self.marker_reads = 0
+        self.listings: list[str] = []
 
     def __getattr__(self, name):
         return getattr(self._store, name)
@@ -235,23 +234,22 @@ class _CountingStore:
         self.marker_reads += key.endswith(".commit.json")
         return self._store.get(key, *args, **kwargs)
 
+    def list(self, prefix, *args, **kwargs):
+        self.listings.append(prefix)
+        return self._store.list(prefix, *args, **kwargs)
 
-def test_a_pass_over_a_healthy_running_job_reads_no_commit_marker(ctx):
-    # Given a running job with two committed shards, each holding only its winner's objects
+
+def test_a_pass_over_a_running_job_costs_its_window_not_its_shards(ctx):
+    # Given a running job with two committed shards
     job_id = _planned(ctx)
-    winners = [run_shard(job_id, shard, ctx) for shard in (0, 1)]
+    [run_shard(job_id, shard, ctx) for shard in (0, 1)]
     ctx.enqueuer.take()
     ctx.store = counting = _CountingStore(ctx.store)
-    # When the reconciler passes: no marker is read, nothing is deleted
-    assert reconcile(ctx).deleted_objects == 0 and counting.marker_reads == 0
-    # And once an attempt of shard 1 died leaving objects, exactly that shard's marker is read
+    # When the reconciler passes: no commit marker is read, and neither work/ nor parts/ is listed
+    reconcile(ctx)
     layout = ctx.layout(job_id)
-    dead = [layout.attempt_part(1, "0dead0dead0dead0"), layout.attempt_errors(1, "0dead0dead0dead0")]
-    for key in dead:
-        ctx.store.put(key, b"x")
-    assert reconcile(ctx).deleted_objects == 2 and counting.marker_reads == 1
-    assert not any(ctx.store.exists(key) for key in dead)
-    assert all(ctx.store.exists(key) for w in winners for key in (w.part_key, w.errors_key))
+    assert counting.marker_reads == 0
+    assert not [prefix for prefix in counting.listings if prefix in (layout.work_prefix, layout.parts_prefix)]
 
 
 def test_a_finished_job_leaves_the_active_list(ctx):

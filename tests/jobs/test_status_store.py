@@ -138,3 +138,21 @@ def test_a_reservation_without_a_status_expires_after_the_grace_period(status_st
     assert status_store.reserve_active(tenant, later, 1, 1000.0 + RESERVATION_GRACE_S / 2) == 1  # still reserved
     assert status_store.reserve_active(tenant, later, 1, 1000.0 + RESERVATION_GRACE_S + 1) is None
     assert status_store.active_ids(tenant) == [later]
+
+
+def test_a_finished_jobs_cached_state_expires(status_store):
+    job_id = _new_job(status_store)
+    status_store.count_unit(job_id, "shard-00000", completed=1)
+    status_store.note_dispatch(job_id, ["shard-00001"], 1.0)
+    status_store.expire(job_id, 60)
+    if isinstance(status_store, RedisJobStatusStore):
+        keys = [f"poolq:job:{job_id}", f"poolq:job:{job_id}:units", f"poolq:job:{job_id}:dispatch"]
+        assert all(0 < status_store.redis.ttl(key) <= 60 for key in keys)
+    assert status_store.get(job_id) is not None  # still readable until then
+
+
+def test_a_counted_units_send_time_is_dropped(status_store):
+    job_id = _new_job(status_store)
+    status_store.note_dispatch(job_id, ["shard-00000", "shard-00001"], 5.0)
+    status_store.drop_dispatch(job_id, "shard-00000")
+    assert status_store.dispatches(job_id) == {"shard-00001": 5.0}
