@@ -83,8 +83,14 @@ class Settings(BaseSettings):
     task_soft_time_limit_s: int = 1200
     task_time_limit_s: int = 1500
     visibility_timeout_s: int = 3600
+    # Planning reads the whole input in one task (under a renewed lease, so a redelivery past the
+    # visibility timeout finds it held and does nothing): its limit is its own, not a shard's.
+    plan_soft_time_limit_s: int = Field(6 * 3600, ge=1)
+    plan_time_limit_s: int = Field(6 * 3600 + 300, ge=1)
 
     def model_post_init(self, __context: object) -> None:
+        if not self.plan_soft_time_limit_s < self.plan_time_limit_s:
+            raise ValueError("timeouts must satisfy plan_soft_time_limit_s < plan_time_limit_s")
         if not self.task_soft_time_limit_s < self.task_time_limit_s < self.visibility_timeout_s / 2:
             raise ValueError(
                 "timeouts must satisfy task_soft_time_limit_s < task_time_limit_s < visibility_timeout_s / 2; got "

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Iterator
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.inputs.input_reader import input_lines
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec, JobState
@@ -49,7 +50,9 @@ def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
             return None  # another planner is at it
         try:
             ctx.status.transition(job_id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
-            plan = _write_plan(job_id, ctx)
+            # Renewed while it plans, however long the input: no second planner starts meanwhile.
+            with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+                plan = _write_plan(job_id, ctx)
         finally:
             ctx.leases.release(lease)
     _publish(job_id, plan, ctx)

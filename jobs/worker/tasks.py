@@ -69,7 +69,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
             give_up(ctx, exc)
 
-    @app.task(name=PLAN_TASK, bind=True, shared=False)
+    @app.task(name=PLAN_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
+              time_limit=settings.plan_time_limit_s)
     def plan_task(self: Task, job_id: str) -> None:
         run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
             job_id=job_id)

@@ -51,3 +51,14 @@ def test_celery_enqueuer_reports_each_queues_waiting_messages(redis_url):
         assert enqueuer.waiting(CONTROL_QUEUE) == 0
     finally:
         redis.Redis.from_url(url).flushdb()
+
+
+def test_the_plan_task_has_its_own_time_limits_not_a_shards():
+    from poolq.jobs.steps.enqueuer import PLAN_TASK
+
+    app = Celery("poolq-test", broker="memory://")
+    settings = Settings(plan_soft_time_limit_s=7200, plan_time_limit_s=7500)
+    tasks_module.register_tasks(app, settings)
+    plan, shard = app.tasks[PLAN_TASK], app.tasks[SHARD_TASK]
+    assert (plan.soft_time_limit, plan.time_limit) == (7200, 7500)
+    assert shard.soft_time_limit is None  # shards take the app's task_soft_time_limit
