@@ -43,8 +43,14 @@ class Settings(BaseSettings):
                                  "as shards commit (Redis holds O(window) messages per job, a cancel drains fast)")
     finished_job_ttl_s: float = Field(7 * 86400.0, gt=0, description="Redis state of a finished job expires after "
                                       "this; its status is then read back from the ledger")
-    shard_max_documents: int = Field(256, ge=1)
-    shard_max_chars: int = Field(2_000_000, ge=1)
+    # A shard is about shard_work_s of one worker's time: its tokens, estimated from characters
+    # (CHARS_PER_TOKEN) before anything is tokenized, stay under shard_work_s * shard_tokens_per_s.
+    # The defaults assume a GPU worker at ~50k tokens/s (MiniLM-sized models); the document and
+    # character caps bound a shard's memory whatever its texts.
+    shard_work_s: float = Field(60.0, gt=0, description="seconds of one worker's work per shard")
+    shard_tokens_per_s: float = Field(50_000.0, gt=0, description="a worker's embedding throughput, for sizing shards")
+    shard_max_documents: int = Field(20_000, ge=1)
+    shard_max_chars: int = Field(16_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
 
     # Reliability: leases, the reconciler, poison shards, cooperative cancel.
@@ -112,6 +118,11 @@ class Settings(BaseSettings):
         if self.store == "local":
             return LocalObjectStore(self.local_store_root)
         return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket, self.s3_config())
+
+    @property
+    def shard_token_budget(self) -> int:
+        """Estimated tokens per shard: ``shard_work_s`` of work at ``shard_tokens_per_s``."""
+        return max(1, int(self.shard_work_s * self.shard_tokens_per_s))
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

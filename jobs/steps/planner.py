@@ -20,21 +20,35 @@ from poolq.jobs.steps.incremental import Baseline
 from poolq.storage import dump_jsonl
 
 
+# Characters per token, to estimate a shard's work before anything is tokenized (English text
+# with WordPiece/BPE vocabularies runs at 4-5; erring low sizes shards a little small, not large).
+CHARS_PER_TOKEN = 4.0
+SPECIAL_TOKENS_PER_DOCUMENT = 2
+
+
+def estimated_tokens(text: str) -> int:
+    return int(len(text) / CHARS_PER_TOKEN) + 1 + SPECIAL_TOKENS_PER_DOCUMENT
+
+
 @dataclass
 class _ShardBuffer:
     max_documents: int
     max_chars: int
+    max_tokens: int
     rows: list[dict] = field(default_factory=list)
     chars: int = 0
+    tokens: int = 0
 
     def would_overflow(self, record: InputRecord) -> bool:
         too_many = len(self.rows) >= self.max_documents
         too_long = self.chars + len(record.text) > self.max_chars
-        return bool(self.rows) and (too_many or too_long)
+        too_much_work = self.tokens + estimated_tokens(record.text) > self.max_tokens
+        return bool(self.rows) and (too_many or too_long or too_much_work)
 
     def add(self, record: InputRecord) -> None:
         self.rows.append(record.to_json())
         self.chars += len(record.text)
+        self.tokens += estimated_tokens(record.text)
 
 
 def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
@@ -110,7 +124,8 @@ class _ShardWriter:
         self.buffer = self._new_buffer()
 
     def _new_buffer(self) -> _ShardBuffer:
-        return _ShardBuffer(self.ctx.settings.shard_max_documents, self.ctx.settings.shard_max_chars)
+        settings = self.ctx.settings
+        return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget)
 
     def add(self, record: InputRecord) -> None:
         if self.buffer.would_overflow(record):

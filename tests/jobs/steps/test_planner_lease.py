@@ -35,3 +35,17 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
     planner.join(10)
     # Then it is refused, and the first one finished its plan
     assert second is None and done.is_set() and ctx.ledger(job_id).plan().num_shards == 1
+
+
+def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
+    # Given a budget of ~100 estimated tokens per shard and documents of ~25 and ~250 tokens
+    settings = Settings(shard_work_s=1.0, shard_tokens_per_s=100.0, shard_max_documents=1000)
+    ctx = local_context(tmp_path / "out", settings)
+    ctx.enqueuer = RecordingEnqueuer()
+    short = [{"id": f"s{i}", "text": "x" * 90} for i in range(8)]  # 25 estimated tokens each
+    long = [{"id": "long", "text": "y" * 1000}]  # over the budget alone: a shard of its own
+    job_id = submit_job(JobSpec.model_validate({"input": {"documents": short + long}}), ctx).id
+    planner_module.plan_job(job_id, ctx)
+    # Then the short ones go four to a shard, and the long one is alone
+    sizes = [len(list(ctx.store.open(ctx.layout(job_id).shard_input(shard)))) for shard in range(3)]
+    assert ctx.ledger(job_id).plan().num_shards == 3 and sizes == [4, 4, 1]
