@@ -6,6 +6,7 @@ from poolq.storage.local_store import LocalObjectStore
 from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
 from poolq.storage.object_store import (
     ObjectExistsError,
+    ObjectInfo,
     ObjectNotFoundError,
     ObjectStore,
     PendingUpload,
@@ -30,6 +31,7 @@ __all__ = [
     "JsonlObject",
     "LocalObjectStore",
     "ObjectExistsError",
+    "ObjectInfo",
     "ObjectNotFoundError",
     "ObjectStore",
     "ObjectURI",

@@ -29,6 +29,10 @@ class JsonlObject:
 
     line: int  # 1-based
     value: dict
+    # Where the line's bytes are in the object, newline included: what a shard names instead of a
+    # copy. None for a gzip-compressed object, whose lines no byte range of the object addresses.
+    offset: int | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,14 @@ class JsonlLineError:
     message: str
 
 
-def read_jsonl(stream: BinaryIO) -> Iterator[JsonlObject | JsonlLineError]:
-    """Yield each non-blank line as an object or an error. Never holds more than one line."""
-    lines = _lines(stream)
-    number = 0
+def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0) -> Iterator[JsonlObject | JsonlLineError]:
+    """Yield each non-blank line as an object or an error. Never holds more than one line.
+
+    ``first_line`` and ``start_offset`` number the lines and bytes of a stream that begins inside
+    an object (a byte range of it)."""
+    compressed, lines = _lines(stream)
+    number = first_line - 1
+    offset = start_offset
     while True:
         try:
             raw = next(lines)
@@ -56,6 +64,9 @@ def read_jsonl(stream: BinaryIO) -> Iterator[JsonlObject | JsonlLineError]:
             return
         number += 1
         item = parse_jsonl_line(raw, number)
+        if isinstance(item, JsonlObject) and not compressed:
+            item = JsonlObject(item.line, item.value, offset, len(raw))
+        offset += len(raw)
         if item is not None:
             yield item
 
@@ -66,7 +77,7 @@ def parse_jsonl_line(raw: bytes, number: int) -> JsonlObject | JsonlLineError | 
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         return JsonlLineError(number, "invalid_utf8", f"line {number}: invalid UTF-8 at byte {exc.start}")
-    if number == 1 and text.startswith(_BOM):
+    if number == 1 and text.startswith(_BOM):  # (only line 1 of an object can start with one)
         text = text[1:]
     if not text.strip():
         return None
@@ -107,12 +118,18 @@ def lone_surrogate_path(value: object, path: str = "") -> str | None:
     return None
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes]:
-    head = stream.read(len(_GZIP_MAGIC))
+def _lines(stream: BinaryIO) -> tuple[bool, Iterator[bytes]]:
+    """Whether the stream is gzip-compressed, and its lines (decompressed)."""
+    head = b""
+    while len(head) < len(_GZIP_MAGIC):  # a raw stream may return fewer bytes than asked for
+        more = stream.read(len(_GZIP_MAGIC) - len(head))
+        if not more:
+            break
+        head += more
     rest = io.BufferedReader(_Prefixed(head, stream))
     if head == _GZIP_MAGIC:
-        return iter(gzip.GzipFile(fileobj=rest, mode="rb"))
-    return iter(rest)
+        return True, iter(gzip.GzipFile(fileobj=rest, mode="rb"))
+    return False, iter(rest)
 
 
 class _Prefixed(io.RawIOBase):

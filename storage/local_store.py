@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import builtins
+import io
 import os
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from poolq.storage.object_keys import validate_key
-from poolq.storage.object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore
+from poolq.storage.object_store import ObjectExistsError, ObjectInfo, ObjectNotFoundError, ObjectStore
 
 
 class LocalObjectStore(ObjectStore):
@@ -52,6 +53,18 @@ class LocalObjectStore(ObjectStore):
         except (FileNotFoundError, IsADirectoryError):
             raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
 
+    def open_range(self, key: str, start: int, end: int) -> BinaryIO:
+        handle = self.open(key)
+        handle.seek(start)
+        return io.BufferedReader(_Limited(handle, max(0, end - start)))
+
+    def stat(self, key: str) -> ObjectInfo:
+        try:
+            found = self._path(key).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
+        return ObjectInfo(size=found.st_size, version=str(found.st_mtime_ns))
+
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -81,3 +94,23 @@ class LocalObjectStore(ObjectStore):
     def presigned_get_url(self, key: str, expires_s: int) -> str:
         # A local file needs no signature; the URI is readable by whoever can read the file.
         return self.uri(key)
+
+
+class _Limited(io.RawIOBase):
+    """At most ``remaining`` bytes of ``handle``, then end of stream (closes ``handle`` with it)."""
+
+    def __init__(self, handle: BinaryIO, remaining: int) -> None:
+        self._handle, self._remaining = handle, remaining
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._handle.read(min(len(buffer), self._remaining))
+        self._remaining -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()

@@ -36,6 +36,15 @@ class PendingUpload:
     initiated: datetime
 
 
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What identifies an object's current content: its size and a version that changes on every
+    write (S3: the ETag; a local file: its modification time in nanoseconds)."""
+
+    size: int
+    version: str
+
+
 class ObjectStore(ABC):
     """Flat keys -> bytes. Keys use '/' separators and never start with '/'."""
 
@@ -54,6 +63,15 @@ class ObjectStore(ABC):
     @abstractmethod
     def open(self, key: str) -> BinaryIO:
         """A streaming binary reader over the object; :class:`ObjectNotFoundError` if absent."""
+
+    @abstractmethod
+    def open_range(self, key: str, start: int, end: int) -> BinaryIO:
+        """A streaming reader over bytes ``[start, end)`` of the object (shards read their part of
+        an input this way, without a copy); :class:`ObjectNotFoundError` if absent."""
+
+    @abstractmethod
+    def stat(self, key: str) -> ObjectInfo:
+        """Size and version of the object; :class:`ObjectNotFoundError` if absent."""
 
     @abstractmethod
     def exists(self, key: str) -> bool: ...

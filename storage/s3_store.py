@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
 from poolq.storage.object_keys import validate_key
-from poolq.storage.object_store import ObjectExistsError, ObjectNotFoundError, ObjectStore, PendingUpload, StorageError
+from poolq.storage.object_store import (
+    ObjectExistsError,
+    ObjectInfo,
+    ObjectNotFoundError,
+    ObjectStore,
+    PendingUpload,
+    StorageError,
+)
 
 
 @dataclass(frozen=True)
@@ -136,10 +143,13 @@ class S3ObjectStore(ObjectStore):
             return body.read()
 
     def open(self, key: str) -> BinaryIO:
+        return self._get(key)
+
+    def _get(self, key: str, **options: str) -> BinaryIO:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key))
+            response = self.client.get_object(Bucket=self.bucket, Key=validate_key(key), **options)
         except ClientError as exc:
             if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
                 raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
@@ -147,6 +157,24 @@ class S3ObjectStore(ObjectStore):
         except BotoCoreError as exc:
             raise StorageError(f"reading {self.uri(key)} failed: {exc}") from exc
         return io.BufferedReader(_BodyReader(response["Body"]), buffer_size=1 << 20)
+
+    def open_range(self, key: str, start: int, end: int) -> BinaryIO:
+        if end <= start:
+            return io.BytesIO(b"")
+        return self._get(key, Range=f"bytes={start}-{end - 1}")
+
+    def stat(self, key: str) -> ObjectInfo:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
+        except ClientError as exc:
+            if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
+            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
+        return ObjectInfo(size=int(head["ContentLength"]), version=str(head.get("ETag", "")))
 
     def exists(self, key: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError

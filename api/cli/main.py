@@ -93,8 +93,7 @@ def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None
     try:
         if gpus is None:
             options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
-            run_worker(settings, options)
-            return
+            sys.exit(run_worker(settings, options))
         gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
         if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
             raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.api_keys import ApiKeyStore
@@ -11,6 +12,7 @@ from poolq.api.server.body_limit import BodySizeLimitMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import jobs, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
+from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import install_unavailable_handlers
 from poolq.jobs.context import JobContext
 from poolq.jobs.observability.gauges import SystemGauges, gauges_for
@@ -49,6 +51,7 @@ def create_app(
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
+    app.add_exception_handler(RequestValidationError, answer_validation_error)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -14,6 +14,7 @@ from typing import Callable
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
@@ -62,6 +63,26 @@ def strict_model_errors(model: type[BaseModel], raw: bytes) -> list[dict]:
     return []
 
 
+def _errors(content_type: str, raw: bytes, body_model: type[BaseModel] | None) -> list[dict]:
+    if not raw:
+        return []
+    media_type = content_type.split(";", 1)[0].strip().lower()  # media types are case-insensitive
+    if body_model is not None and not (media_type == "application/json" or media_type.endswith("+json")):
+        shown = media_type or "none"
+        return _error("content_type", f"the body must be JSON, sent with Content-Type: application/json (got {shown})")
+    if "json" not in media_type:
+        return []
+    return body_errors(raw) or (strict_model_errors(body_model, raw) if body_model is not None else [])
+
+
+async def answer_validation_error(request: Request, exc: RequestValidationError) -> Response:
+    """422 with each error's ``loc``, ``type`` and ``msg``, never the offending input: echoing it
+    back can fail to encode (lone surrogates, bytes that are not UTF-8) and turn a 422 into a 500."""
+    errors = [{"loc": list(error.get("loc", ())), "type": str(error.get("type", "")), "msg": str(error.get("msg", ""))}
+              for error in exc.errors()]
+    return JSONResponse({"detail": errors}, status_code=422)
+
+
 class StrictJsonRoute(APIRoute):
     """Checks JSON bodies before FastAPI parses them (the body is read once and cached)."""
 
@@ -70,13 +91,9 @@ class StrictJsonRoute(APIRoute):
         body_model = self._body_model()
 
         async def strict_handler(request: Request) -> Response:
-            content_type = request.headers.get("content-type", "")
-            # FastAPI parses a body without a content type as JSON too.
-            if request.method in ("POST", "PUT", "PATCH") and ("json" in content_type or not content_type):
+            if request.method in ("POST", "PUT", "PATCH"):
                 raw = await request.body()
-                errors = body_errors(raw) if raw else []
-                if not errors and raw and body_model is not None:
-                    errors = strict_model_errors(body_model, raw)
+                errors = _errors(request.headers.get("content-type", ""), raw, body_model)
                 if errors:
                     raise RequestValidationError(errors)
             return await handler(request)

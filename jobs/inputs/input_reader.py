@@ -6,6 +6,7 @@ another in key order, each line tagged with the object it came from, so errors c
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -37,26 +38,36 @@ def parse_input_uri(uri: str) -> ObjectURI:
     return parse_uri(uri.rstrip("/") if is_prefix(uri) else uri)
 
 
-def input_lines(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, JsonlObject | JsonlLineError]]:
-    """Every line of the job's input as ``(source, line)``; ``source`` is the object's URI for a
-    prefix input and None otherwise (a single object needs no name in its errors)."""
+@dataclass(frozen=True)
+class InputObject:
+    """One object of a job's input, as planning read it."""
+
+    uri: str  # where it is: shards read their byte ranges of it from here
+    version: str  # ObjectInfo.version when planning read it
+    name: str | None  # its name in error messages: the URI for a prefix input; None for a single object
+
+
+def input_lines(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[InputObject, JsonlObject | JsonlLineError]]:
+    """Every line of the job's input, with the object it is in."""
     if isinstance(spec.input, InlineInput):
-        yield from _object_lines(ctx.store, ctx.layout(job_id).inline_input, None)
+        yield from _object_lines(ctx.store, ctx.layout(job_id).inline_input, named=False)
         return
     uri = spec.input.uri
     if not is_prefix(uri):
         store, key = open_uri(uri, ctx.settings.s3_config())
-        yield from _object_lines(store, key, None)
+        yield from _object_lines(store, key, named=False)
         return
     store, prefix = _open_prefix(uri, ctx.settings.s3_config())
     keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIXES)]
     if not keys:
         raise ObjectNotFoundError(f"{uri} holds no {' or '.join('*' + suffix for suffix in INPUT_SUFFIXES)} objects")
     for key in keys:
-        yield from _object_lines(store, key, store.uri(key))
+        yield from _object_lines(store, key, named=True)
 
 
-def _object_lines(store: ObjectStore, key: str, source: str | None) -> Iterator[tuple[str | None, JsonlObject | JsonlLineError]]:
+def _object_lines(store: ObjectStore, key: str, named: bool) -> Iterator[tuple[InputObject, JsonlObject | JsonlLineError]]:
+    uri = store.uri(key)
+    source = InputObject(uri, store.stat(key).version, uri if named else None)
     with store.open(key) as stream:
         for item in read_jsonl(stream):
             yield source, item

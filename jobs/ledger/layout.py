@@ -13,7 +13,7 @@ from poolq.storage import join_key
 
 
 class ShardObjectKind(Enum):
-    INPUT = "input"  # work/shard-00001.jsonl
+    INPUT = "input"  # work/shard-00001.input.json: byte ranges of the input (jobs/steps/shard_input.py)
     COMMIT = "commit"  # work/shard-00001.commit.json
     ATTEMPT_ERRORS = "attempt_errors"  # work/shard-00001.<attempt>.errors.jsonl
     ATTEMPT_PART = "attempt_part"  # parts/part-00001.<attempt>.parquet
@@ -21,7 +21,7 @@ class ShardObjectKind(Enum):
 
 # The names JobLayout builds below, read back: the one place that parses a shard's object keys.
 _SHARD_OBJECT_NAMES = {
-    ShardObjectKind.INPUT: re.compile(r"shard-(\d{5,})\.jsonl"),
+    ShardObjectKind.INPUT: re.compile(r"shard-(\d{5,})\.input\.json"),
     ShardObjectKind.COMMIT: re.compile(r"shard-(\d{5,})\.commit\.json"),
     ShardObjectKind.ATTEMPT_ERRORS: re.compile(r"shard-(\d{5,})\.([^.]+)\.errors\.jsonl"),
     ShardObjectKind.ATTEMPT_PART: re.compile(r"part-(\d{5,})\.([^.]+)\.parquet"),
@@ -134,7 +134,7 @@ class JobLayout:
         return self._key("cancel.json")
 
     def shard_input(self, shard: int) -> str:
-        return self._key("work", f"shard-{shard:05d}.jsonl")
+        return self._key("work", f"shard-{shard:05d}.input.json")
 
     def shard_commit(self, shard: int) -> str:
         """The commit marker: names the one attempt whose outputs count."""

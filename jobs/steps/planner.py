@@ -11,14 +11,14 @@ from typing import Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
-from poolq.jobs.inputs.input_reader import input_lines
+from poolq.jobs.inputs.input_reader import InputObject, input_lines
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready
 from poolq.jobs.steps.incremental import Baseline
-from poolq.storage import dump_jsonl
-
+from poolq.jobs.steps.shard_input import InputFields, ShardInput
+from poolq.storage import JsonlLineError, JsonlObject, dump_jsonl
 
 # Characters per token, to estimate a shard's work before anything is tokenized (English text
 # with WordPiece/BPE vocabularies runs at 4-5; erring low sizes shards a little small, not large).
@@ -32,21 +32,28 @@ def estimated_tokens(text: str) -> int:
 
 @dataclass
 class _ShardBuffer:
+    """The shard being cut: its records' byte runs in one input object, and its estimated work."""
+
     max_documents: int
     max_chars: int
     max_tokens: int
-    rows: list[dict] = field(default_factory=list)
+    source: InputObject | None = None
+    shard: ShardInput = field(default_factory=ShardInput)
     chars: int = 0
     tokens: int = 0
 
-    def would_overflow(self, record: InputRecord) -> bool:
-        too_many = len(self.rows) >= self.max_documents
+    def would_overflow(self, record: InputRecord, source: InputObject) -> bool:
+        too_many = self.shard.documents >= self.max_documents
         too_long = self.chars + len(record.text) > self.max_chars
         too_much_work = self.tokens + estimated_tokens(record.text) > self.max_tokens
-        return bool(self.rows) and (too_many or too_long or too_much_work)
+        other_object = self.source is not None and source != self.source
+        return bool(self.shard.documents) and (too_many or too_long or too_much_work or other_object)
 
-    def add(self, record: InputRecord) -> None:
-        self.rows.append(record.to_json())
+    def add(self, record: InputRecord, item: JsonlObject, source: InputObject, continues_run: bool) -> None:
+        if self.source is None:
+            self.source = source
+            self.shard = ShardInput(uri=source.uri, version=source.version, source=source.name)
+        self.shard.add(record, item, continues_run)
         self.chars += len(record.text)
         self.tokens += estimated_tokens(record.text)
 
@@ -85,19 +92,21 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     total = 0
     where = _ReadPosition(spec)
     try:
-        for source, record in _records(spec, job_id, ctx):
-            where.at(source, record.line)
+        for source, item, record in _records(spec, job_id, ctx):
+            where.at(source.name, record.line)
             total += 1
             if isinstance(record, InputRecord) and record.id in seen_ids:
                 record = _duplicate(record)
             if isinstance(record, RecordError):
-                errors.append(_error_line(record, source))
+                errors.append(_error_line(record, source.name))
+                shards.skip()
                 continue
             seen_ids.add(record.id)
             if baseline is not None and baseline.unchanged(record):
                 carried_ids.add(record.id)
-            else:
-                shards.add(record)
+                shards.skip()
+            elif isinstance(item, JsonlObject):
+                shards.add(record, item, source)
         num_shards = shards.close()
     except Exception as exc:  # not about one record (those are errors above): say where reading stopped
         exc.add_note(where.describe())
@@ -121,25 +130,31 @@ class _ShardWriter:
         self.ctx = ctx
         self.layout = ctx.layout(job_id)
         self.num_shards = 0
+        self.skipped = False
         self.buffer = self._new_buffer()
 
     def _new_buffer(self) -> _ShardBuffer:
         settings = self.ctx.settings
         return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget)
 
-    def add(self, record: InputRecord) -> None:
-        if self.buffer.would_overflow(record):
+    def add(self, record: InputRecord, item: JsonlObject, source: InputObject) -> None:
+        if self.buffer.would_overflow(record, source):
             self._flush()
-        self.buffer.add(record)
+        self.buffer.add(record, item, source, continues_run=not self.skipped)
+        self.skipped = False
+
+    def skip(self) -> None:
+        """A line the shards leave out (an error, a duplicate, a carried document): it ends a run."""
+        self.skipped = True
 
     def _flush(self) -> None:
-        self.ctx.store.put(self.layout.shard_input(self.num_shards), dump_jsonl(self.buffer.rows))
+        self.ctx.store.put(self.layout.shard_input(self.num_shards), self.buffer.shard.to_bytes())
         self.num_shards += 1
         self.buffer = self._new_buffer()
 
     def close(self) -> int:
         """Write the last shard; returns how many shards there are."""
-        if self.buffer.rows:
+        if self.buffer.shard.documents:
             self._flush()
         return self.num_shards
 
@@ -182,15 +197,13 @@ def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
     fill_window(job_id, plan.num_shards, ctx)  # the rest follow as shards commit
 
 
-def _records(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[str | None, InputRecord | RecordError]]:
-    """Each input line validated, with the object it came from (prefix inputs; else None)."""
-    inline = isinstance(spec.input, InlineInput)
-    id_field = "id" if inline else spec.input.id_field
-    text_field = "text" if inline else spec.input.text_field
-    spans_field = "chunk_spans" if inline else spec.input.spans_field
+def _records(spec: JobSpec, job_id: str,
+             ctx: JobContext) -> Iterator[tuple[InputObject, JsonlObject | JsonlLineError, InputRecord | RecordError]]:
+    """Each input line validated, with the object it came from."""
+    fields = InputFields.of(spec)
     for source, item in input_lines(spec, job_id, ctx):
         try:
-            yield source, to_record(item, id_field, text_field, spans_field)
+            yield source, item, to_record(item, fields.id_field, fields.text_field, fields.spans_field)
         except Exception as exc:  # noqa: BLE001 - whatever one line holds, it is that line's error alone
-            yield source, RecordError(None, item.line, "invalid_record", f"line {item.line}: cannot be read as a record: "
-                                                                        f"{type(exc).__name__}: {exc}")
+            yield source, item, RecordError(None, item.line, "invalid_record",
+                                            f"line {item.line}: cannot be read as a record: {type(exc).__name__}: {exc}")

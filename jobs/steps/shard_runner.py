@@ -18,6 +18,7 @@ from poolq.jobs.ledger.cleanup import delete_dead_attempts
 from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
 from poolq.jobs.steps.content_hash import row_content_hash
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
+from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.storage import EmbeddingRows, JsonlObject, dump_jsonl, read_jsonl
 
 GAVE_UP_CODE = "shard_failed"
@@ -100,11 +101,9 @@ def _commit(ledger: JobLedger, shard: int, commit: ShardCommit, ctx: JobContext)
 
 
 def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
-    records = {}
-    with ctx.store.open(ctx.layout(job_id).shard_input(shard)) as stream:
-        for item in read_jsonl(stream):
-            records[item.value["id"]] = item.value
-    return records
+    """The shard's records, read back from the byte ranges of the input its descriptor names."""
+    shard_input = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(shard)))
+    return read_shard_records(shard_input, InputFields.of(ctx.spec(job_id)), ctx.settings.s3_config())
 
 
 def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx: JobContext) -> ShardCommit:

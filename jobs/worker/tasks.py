@@ -12,6 +12,7 @@ from typing import Callable
 
 import redis
 from celery import Celery, Task
+from celery.exceptions import Reject
 
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.observability.log_format import log_context
@@ -65,7 +66,13 @@ def register_tasks(app: Celery, settings: Settings) -> None:
                     note_retry_sent(ctx, str(job_id), unit)
                 # max_retries: Celery's own default (3) would end the retries before MAX_RETRIES,
                 # re-raising instead of giving up (the shard would never be committed as failed).
-                raise task.retry(exc=exc, countdown=delay, max_retries=MAX_RETRIES)
+                try:
+                    raise task.retry(exc=exc, countdown=delay, max_retries=MAX_RETRIES)
+                except Reject:
+                    # The retry could not be sent (the broker is down too): the message is dropped
+                    # and the reconciler re-sends the unit. A short reason, not the chained
+                    # tracebacks, goes back to the pool's parent process.
+                    raise Reject(f"retry not sent: {describe(exc)}"[:500], requeue=False) from None
             log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
             give_up(ctx, exc)
 

@@ -36,8 +36,9 @@ def check_store(settings: Settings) -> None:
         verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
 
 
-def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> None:
-    """Run one prefork worker in this process until it is told to stop."""
+def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> int:
+    """Run one prefork worker in this process until it is told to stop; returns its exit code
+    (non-zero when Celery stopped it on an unrecoverable error, so a supervisor restarts it)."""
     check_store(settings)
     use_celery_logging(settings.log_format)
     app = create_celery_app(settings)
@@ -55,7 +56,8 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
         argv.append(f"--hostname={options.hostname}")
     if options.max_tasks_per_child:
         argv.append(f"--max-tasks-per-child={options.max_tasks_per_child}")
-    app.worker_main(argv=argv)
+    # app.start, not worker_main: worker_main drops the exit code of a worker that died.
+    return int(app.start(argv=argv) or 0)
 
 
 def gpu_worker_commands(gpus: list[str], options: WorkerOptions,

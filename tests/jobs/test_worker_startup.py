@@ -94,3 +94,13 @@ def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
         result = CliRunner().invoke(main, argv[3:])
         assert result.exit_code == 0, result.output
     assert [(o.concurrency, o.queues, o.max_tasks_per_child, o.loglevel) for o in seen] == [(1, ("gpu",), 50, "DEBUG")] * 2
+
+
+def test_a_worker_that_celery_stopped_on_an_error_exits_non_zero(monkeypatch):
+    # Celery's worker_main drops the exit code; run_worker returns what app.start gives back,
+    # so `poolq worker` exits non-zero and a supervisor restarts it.
+    from celery import Celery
+
+    monkeypatch.setattr(worker_module, "check_store", lambda settings: None)
+    monkeypatch.setattr(Celery, "start", lambda self, argv=None: 1)
+    assert worker_module.run_worker(Settings()) == 1

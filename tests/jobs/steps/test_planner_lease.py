@@ -9,6 +9,7 @@ from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps import planner as planner_module
 from poolq.jobs.steps.dispatch import PLAN_UNIT
+from poolq.jobs.steps.shard_input import ShardInput
 from poolq.jobs.steps.submit import submit_job
 
 
@@ -47,5 +48,5 @@ def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
     job_id = submit_job(JobSpec.model_validate({"input": {"documents": short + long}}), ctx).id
     planner_module.plan_job(job_id, ctx)
     # Then the short ones go four to a shard, and the long one is alone
-    sizes = [len(list(ctx.store.open(ctx.layout(job_id).shard_input(shard)))) for shard in range(3)]
+    sizes = [ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(shard))).documents for shard in range(3)]
     assert ctx.ledger(job_id).plan().num_shards == 3 and sizes == [4, 4, 1]

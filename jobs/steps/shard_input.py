@@ -1,0 +1,100 @@
+"""What a shard names: byte ranges of one input object, not a copy of its records.
+
+Planning streams the input once and, for each shard, writes a small descriptor: the object's URI,
+its version when planned, and runs of bytes holding the shard's records (consecutive lines that
+were accepted; a rejected, duplicate or carried line ends a run). The shard re-reads exactly those
+bytes with a ranged GET and validates each line again, which gives the same records: the bucket
+holds the corpus once. A gzip-compressed object cannot be addressed by byte ranges, so its
+shards hold their records themselves, as before.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from poolq.jobs.inputs.records import InputRecord, to_record
+from poolq.jobs.job import InlineInput, JobSpec
+from poolq.storage import JsonlObject, ObjectStore, S3Config, open_uri, read_jsonl
+
+Run = tuple[int, int, int]  # (first byte, end byte, line number of the first byte), end exclusive
+
+
+class InputChanged(ValueError):
+    """The input object is not the one that was planned: its records cannot be read back."""
+
+
+@dataclass
+class ShardInput:
+    """One shard's records: byte runs of ``uri`` (or, for a compressed input, the records inline)."""
+
+    uri: str | None = None  # the object the runs are in
+    version: str | None = None  # ObjectInfo.version of the object when it was planned
+    source: str | None = None  # the object's name in error messages (prefix inputs); else None
+    runs: list[Run] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)  # copies, for lines no byte range addresses (gzip)
+    documents: int = 0
+
+    def to_bytes(self) -> bytes:
+        body = {"uri": self.uri, "version": self.version, "source": self.source, "documents": self.documents,
+                "runs": self.runs, "records": self.records}
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "ShardInput":
+        body = json.loads(raw)
+        return cls(uri=body["uri"], version=body["version"], source=body["source"], documents=body["documents"],
+                   runs=[tuple(run) for run in body["runs"]], records=body["records"])
+
+    def add(self, record: InputRecord, item: JsonlObject, continues_run: bool) -> None:
+        """Take ``record`` (read as ``item``); ``continues_run``: nothing was left out since the last one."""
+        self.documents += 1
+        if item.offset is None:
+            self.records.append(record.to_json())
+            return
+        end = item.offset + item.size
+        if continues_run and self.runs and self.runs[-1][1] <= item.offset:
+            start, _, line = self.runs[-1]
+            self.runs[-1] = (start, end, line)
+        else:
+            self.runs.append((item.offset, end, item.line))
+
+
+@dataclass(frozen=True)
+class InputFields:
+    """The job's field names, for validating records again when a shard reads them back."""
+
+    id_field: str = "id"
+    text_field: str = "text"
+    spans_field: str = "chunk_spans"
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> "InputFields":
+        if isinstance(spec.input, InlineInput):
+            return cls()
+        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field)
+
+
+def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:
+    """The shard's records as rows (``id``, ``text``, ``line``, optional ``chunk_spans``), by id."""
+    rows: dict[str, dict] = {row["id"]: row for row in shard_input.records}
+    if not shard_input.runs or shard_input.uri is None:
+        return rows
+    store, key = open_uri(shard_input.uri, s3_config)
+    _check_unchanged(store, key, shard_input)
+    for start, end, line in shard_input.runs:
+        with store.open_range(key, start, end) as stream:
+            for item in read_jsonl(stream, first_line=line, start_offset=start):
+                record = to_record(item, fields.id_field, fields.text_field, fields.spans_field)
+                if not isinstance(record, InputRecord):
+                    raise InputChanged(f"{shard_input.uri}: line {item.line} is not the record that was planned")
+                rows[record.id] = record.to_json()
+    if len(rows) != shard_input.documents:
+        raise InputChanged(f"{shard_input.uri}: {len(rows)} records where {shard_input.documents} were planned")
+    return rows
+
+
+def _check_unchanged(store: ObjectStore, key: str, shard_input: ShardInput) -> None:
+    version = store.stat(key).version
+    if shard_input.version is not None and version != shard_input.version:
+        raise InputChanged(f"{shard_input.uri} was replaced after the job was planned (version {shard_input.version} "
+                           f"then, {version} now): submit the job again")
