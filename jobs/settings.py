@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     shard_work_s: float = Field(60.0, gt=0, description="seconds of one worker's work per shard")
     shard_tokens_per_s: float = Field(50_000.0, gt=0, description="a worker's embedding throughput, for sizing shards")
     shard_max_documents: int = Field(20_000, ge=1)
+    plan_partition_bytes: int = Field(16 << 20, ge=1 << 16, description="planning decides duplicate ids and unchanged "
+                                      "documents in partitions of about this much input each (its memory bound)")
     shard_max_chars: int = Field(16_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
 

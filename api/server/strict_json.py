@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Callable
+from typing import Any, Callable
 
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -63,16 +63,25 @@ def strict_model_errors(model: type[BaseModel], raw: bytes) -> list[dict]:
     return []
 
 
-def _errors(content_type: str, raw: bytes, body_model: type[BaseModel] | None) -> list[dict]:
+def _errors(content_type: str, raw: bytes, takes_json: bool) -> list[dict]:
     if not raw:
         return []
     media_type = content_type.split(";", 1)[0].strip().lower()  # media types are case-insensitive
-    if body_model is not None and not (media_type == "application/json" or media_type.endswith("+json")):
+    if takes_json and not (media_type == "application/json" or media_type.endswith("+json")):
         shown = media_type or "none"
         return _error("content_type", f"the body must be JSON, sent with Content-Type: application/json (got {shown})")
-    if "json" not in media_type:
-        return []
-    return body_errors(raw) or (strict_model_errors(body_model, raw) if body_model is not None else [])
+    return body_errors(raw) if "json" in media_type else []
+
+
+def strict_body(body_model: type[BaseModel]) -> Any:
+    """``Depends`` validating the raw body as ``body_model`` in strict mode; list it after auth."""
+    async def check(request: Request) -> None:
+        raw = await request.body()
+        errors = strict_model_errors(body_model, raw) if raw else []
+        if errors:
+            raise RequestValidationError(errors)
+
+    return Depends(check)
 
 
 async def answer_validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -84,16 +93,18 @@ async def answer_validation_error(request: Request, exc: RequestValidationError)
 
 
 class StrictJsonRoute(APIRoute):
-    """Checks JSON bodies before FastAPI parses them (the body is read once and cached)."""
+    """Checks JSON bodies before FastAPI parses them (the body is read once and cached). The body
+    model's strict validation is a dependency (``strict_body``) a route lists after its
+    authentication, so an unauthenticated caller hears 401 first, as with FastAPI's own checks."""
 
     def get_route_handler(self) -> Callable:
-        handler = super().get_route_handler()
         body_model = self._body_model()
+        handler = super().get_route_handler()
 
         async def strict_handler(request: Request) -> Response:
             if request.method in ("POST", "PUT", "PATCH"):
                 raw = await request.body()
-                errors = _errors(request.headers.get("content-type", ""), raw, body_model)
+                errors = _errors(request.headers.get("content-type", ""), raw, body_model is not None)
                 if errors:
                     raise RequestValidationError(errors)
             return await handler(request)

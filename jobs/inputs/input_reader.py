@@ -65,6 +65,18 @@ def input_lines(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[I
         yield from _object_lines(store, key, named=True)
 
 
+def input_size(spec: JobSpec, job_id: str, ctx: JobContext) -> int:
+    """Bytes of the job's input (one listing and a HEAD per object), to size planning's partitions."""
+    if isinstance(spec.input, InlineInput):
+        return ctx.store.stat(ctx.layout(job_id).inline_input).size
+    uri = spec.input.uri
+    if not is_prefix(uri):
+        store, key = open_uri(uri, ctx.settings.s3_config())
+        return store.stat(key).size
+    store, prefix = _open_prefix(uri, ctx.settings.s3_config())
+    return sum(store.stat(key).size for key in store.list(prefix) if key.endswith(INPUT_SUFFIXES))
+
+
 def _object_lines(store: ObjectStore, key: str, named: bool) -> Iterator[tuple[InputObject, JsonlObject | JsonlLineError]]:
     uri = store.uri(key)
     source = InputObject(uri, store.stat(key).version, uri if named else None)

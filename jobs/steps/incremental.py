@@ -9,9 +9,9 @@ of the new input whose id and content hash match a baseline row is *carried*: it
 copied into ``parts/carried-NNNNN.parquet`` of the new job (one per baseline part), so the new
 run's manifest lists every document, like a full run's.
 
-Memory: planning holds the baseline's ``{id: content_hash}`` (so it grows with the number of
-documents of the earlier job, about 200 bytes each with short ids) and the set of carried ids; rows are copied
-one baseline part at a time.
+Memory: the baseline's ``(id, content hash)`` are spilled into the planner's id partitions
+(``id_partitions.py``) one part at a time and compared one partition at a time; carried rows are
+copied one baseline part at a time. Nothing is held for the whole baseline.
 """
 from __future__ import annotations
 
@@ -22,11 +22,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.steps.content_hash import content_hash
+from poolq.jobs.steps.id_partitions import Decisions, IdPartitions, read_ids
 from poolq.storage import ObjectNotFoundError, read_embeddings, write_embeddings
 
 log = logging.getLogger(__name__)
@@ -65,11 +64,10 @@ def baseline_manifest(spec: JobSpec, ctx: JobContext) -> JobManifest | None:
 
 @dataclass
 class Baseline:
-    """The earlier run's ``{id: content_hash}`` and the parts its rows are in."""
+    """The earlier run whose rows may be carried: its parts, read one at a time (never whole)."""
 
     job_id: str
     part_keys: tuple[str, ...]
-    hashes: dict[str, str]
     dimensions: int | None
 
     @classmethod
@@ -78,48 +76,45 @@ class Baseline:
         manifest = baseline_manifest(spec, ctx)
         if manifest is None:
             return None
-        keys = tuple(part.key for part in manifest.parts)
-        hashes: dict[str, str] = {}
-        try:
-            for key in keys:
+        return cls(spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
+
+    def spill_into(self, partitions: IdPartitions, ctx: JobContext) -> bool:
+        """Spill every baseline document's (id, content hash, part) into ``partitions``; False if
+        its output is gone (then nothing is carried)."""
+        for index, key in enumerate(self.part_keys):
+            try:
                 table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash"])
-                if "content_hash" not in table.column_names:
-                    continue  # written before content hashes existed: its documents are embedded again
-                hashes.update(zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()))
-        except ObjectNotFoundError as exc:  # its output was deleted: nothing to carry
-            log.warning("incremental_from %s: %s; embedding everything", spec.incremental_from, exc)
-            return None
-        return cls(spec.incremental_from, keys, hashes, manifest.dimensions)
+            except ObjectNotFoundError as exc:
+                log.warning("incremental_from %s: %s; embedding everything", self.job_id, exc)
+                return False
+            if "content_hash" not in table.column_names:
+                continue  # written before content hashes existed: its documents are embedded again
+            seen: set[str] = set()  # chunk rows repeat their document's id within a part
+            for record_id, digest in zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()):
+                if record_id not in seen:
+                    seen.add(record_id)
+                    partitions.add_baseline(record_id, digest, index)
+        return True
 
-    def unchanged(self, record: InputRecord) -> bool:
-        """True if the baseline holds ``record``'s id with the same content hash."""
-        known = self.hashes.get(record.id)
-        return known is not None and known == content_hash(record.text, record.chunk_spans)
-
-    def write_carried(self, job_id: str, carried_ids: set[str], ctx: JobContext) -> tuple[CarriedPart, ...]:
-        """Copy the rows of ``carried_ids`` into ``job_id``'s carried parts; one per baseline part."""
-        if not carried_ids:
-            return ()
-        wanted = pa.array(sorted(carried_ids), pa.string())
+    def write_carried(self, job_id: str, decisions: Decisions, ctx: JobContext) -> tuple[CarriedPart, ...]:
+        """Copy the carried documents' rows into ``job_id``'s carried parts, one per baseline part
+        (each part's carried ids are read from the partitions' decisions: one part in memory)."""
         layout = ctx.layout(job_id)
         parts, documents = [], 0
-        for index, key in enumerate(self.part_keys):
+        for index, ids_path in sorted(decisions.carried_by_part.items()):
+            key = self.part_keys[index]
             try:
                 table = read_embeddings(ctx.store.get(key))
             except ObjectNotFoundError:
                 raise BaselineChanged(f"{ctx.store.uri(key)} vanished while job {job_id} was planned") from None
-            if "content_hash" not in table.column_names:
-                continue
-            kept = table.filter(pc.is_in(table.column("id"), value_set=wanted))
-            if kept.num_rows == 0:
-                continue
+            kept = table.filter(pc.is_in(table.column("id"), value_set=pa.array(read_ids(ids_path), pa.string())))
             target = layout.carried_part(index)
             ctx.store.put(target, write_embeddings(kept))
             parts.append(CarriedPart(key=target, rows=kept.num_rows, tokens=0, dimensions=self.dimensions))
             documents += len(pc.unique(kept.column("id")))
-        if documents != len(carried_ids):
+        if documents != decisions.carried:
             raise BaselineChanged(
                 f"job {self.job_id}'s parts changed while job {job_id} was planned: "
-                f"{documents} of {len(carried_ids)} carried documents found"
+                f"{documents} of {decisions.carried} carried documents found"
             )
         return tuple(parts)

@@ -1,23 +1,28 @@
-"""Planning: stream the input (inline, one object or a prefix) once, validate each record, set
-aside the documents an incremental job carries from its baseline, cut the rest into bounded
-shards, and write the plan to the ledger. Deterministic: a repeated planning writes the same
-shard inputs and carried parts."""
+"""Planning: read the input (inline, one object or a prefix), validate each record, set aside
+duplicate ids and the documents an incremental job carries from its baseline, cut the rest into
+shards that name byte ranges of the input, and write the plan to the ledger. Memory is bounded
+by one id partition, whatever the corpus (``id_partitions.py``). Deterministic: a repeated
+planning writes the same shard descriptors and carried parts."""
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
-from poolq.jobs.inputs.input_reader import InputObject, input_lines
+from poolq.jobs.inputs.input_reader import InputObject, input_lines, input_size
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import Plan
+from poolq.jobs.steps.content_hash import content_hash
 from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready
+from poolq.jobs.steps.id_partitions import Duplicate, IdPartitions, partitions_for
 from poolq.jobs.steps.incremental import Baseline
-from poolq.jobs.steps.shard_input import InputFields, ShardInput
+from poolq.jobs.steps.shard_input import InputChanged, InputFields, ShardInput
 from poolq.storage import JsonlLineError, JsonlObject, dump_jsonl
 
 # Characters per token, to estimate a shard's work before anything is tokenized (English text
@@ -81,46 +86,96 @@ def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
 
 
 def _write_plan(job_id: str, ctx: JobContext) -> Plan:
-    """Stream the input once: errors aside, carried documents aside (incremental), shards for the
-    rest; then carried parts, the error file and, last, ``plan.json`` (the commit point)."""
+    """Read the input twice with memory bounded by one id partition (``id_partitions.py``):
+    validate and spill, decide duplicates and carried documents per partition, then cut shards
+    from the rest; then carried parts, the error file and, last, ``plan.json`` (the commit point)."""
     spec = ctx.spec(job_id)
     baseline = Baseline.load(spec, ctx)
-    shards = _ShardWriter(ctx, job_id)
-    errors: list[dict] = []
-    seen_ids: set[str] = set()
-    carried_ids: set[str] = set()
-    total = 0
-    where = _ReadPosition(spec)
-    try:
-        for source, item, record in _records(spec, job_id, ctx):
-            where.at(source.name, record.line)
-            total += 1
-            if isinstance(record, InputRecord) and record.id in seen_ids:
-                record = _duplicate(record)
-            if isinstance(record, RecordError):
-                errors.append(_error_line(record, source.name))
-                shards.skip()
-                continue
-            seen_ids.add(record.id)
-            if baseline is not None and baseline.unchanged(record):
-                carried_ids.add(record.id)
-                shards.skip()
-            elif isinstance(item, JsonlObject):
-                shards.add(record, item, source)
-        num_shards = shards.close()
-    except Exception as exc:  # not about one record (those are errors above): say where reading stopped
-        exc.add_note(where.describe())
-        raise
-    carried = baseline.write_carried(job_id, carried_ids, ctx) if baseline is not None else ()
-    ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(errors))
-    plan = Plan(num_shards=num_shards, total=total, plan_errors=len(errors), carried=carried, carried_records=len(carried_ids),
-                engine=ctx.engine_identity(spec.model) if carried_ids else None)  # what Baseline.load checked
+    partitions = partitions_for(input_size(spec, job_id, ctx), ctx.settings.plan_partition_bytes)
+    with tempfile.TemporaryDirectory(prefix=f"poolq-plan-{job_id}-") as spill_dir:
+        ids = IdPartitions(Path(spill_dir), partitions)
+        errors: list[tuple[int, int, dict]] = []  # (object, line, error line): written in input order
+        first = _first_pass(spec, job_id, ids, errors, ctx)
+        ids.flush()
+        if baseline is not None and not baseline.spill_into(ids, ctx):
+            baseline = None
+        decisions = ids.decide(lambda dup: errors.append(
+            (dup.source, dup.line, _error_line(_duplicate(dup), first.names[dup.source]))))
+        num_shards = _second_pass(spec, job_id, ids, first, ctx)
+        carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()
+    error_lines = [line for _, _, line in sorted(errors, key=lambda error: error[:2])]
+    ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(error_lines))
+    plan = Plan(num_shards=num_shards, total=first.total, plan_errors=len(errors), carried=carried,
+                carried_records=decisions.carried if carried else 0,
+                engine=ctx.engine_identity(spec.model) if carried else None)  # what Baseline.load checked
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
     else:  # this planner's plan counts: its rejected records, once
-        ctx.metrics.plan_errors(Counter(error["code"] for error in errors))
+        ctx.metrics.plan_errors(Counter(error["code"] for error in error_lines))
     return plan
+
+
+@dataclass
+class _FirstPass:
+    """What the first reading found: lines, valid records, and each input object as it was read."""
+
+    total: int = 0
+    valid: int = 0
+    objects: list[InputObject] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str | None]:
+        return [source.name for source in self.objects]
+
+    def index_of(self, source: InputObject) -> int:
+        if not self.objects or self.objects[-1] != source:
+            self.objects.append(source)
+        return len(self.objects) - 1
+
+
+def _first_pass(spec: JobSpec, job_id: str, ids: IdPartitions, errors: list[tuple[int, int, dict]],
+                ctx: JobContext) -> _FirstPass:
+    """Validate every line: errors aside, each valid record's (position, id, hash) spilled."""
+    found = _FirstPass()
+    where = _ReadPosition(spec)
+    try:
+        for source, _, record in _records(spec, job_id, ctx):
+            where.at(source.name, record.line)
+            found.total += 1
+            index = found.index_of(source)
+            if isinstance(record, RecordError):
+                errors.append((index, record.line, _error_line(record, source.name)))
+                continue
+            ids.add_record(record.id, content_hash(record.text, record.chunk_spans), record.line, index)
+            found.valid += 1
+    except Exception as exc:  # not about one record (those are errors above): say where reading stopped
+        exc.add_note(where.describe())
+        raise
+    return found
+
+
+def _second_pass(spec: JobSpec, job_id: str, ids: IdPartitions, first: _FirstPass, ctx: JobContext) -> int:
+    """Read the input again, in the same order, and cut shards from the records not left out."""
+    shards = _ShardWriter(ctx, job_id)
+    skipped = ids.skipped_positions()
+    position = 0
+    seen: list[InputObject] = []
+    for source, item, record in _records(spec, job_id, ctx):
+        if not seen or seen[-1] != source:
+            seen.append(source)
+        if not isinstance(record, InputRecord) or not isinstance(item, JsonlObject):
+            shards.skip()
+            continue
+        if position in skipped:
+            shards.skip()
+        else:
+            shards.add(record, item, source)
+        position += 1
+    if seen != first.objects or position != first.valid:
+        raise InputChanged(f"the input changed while job {job_id} was planned: "
+                           f"{position} valid records where {first.valid} were read before; submit the job again")
+    return shards.close()
 
 
 class _ShardWriter:
@@ -175,9 +230,10 @@ class _ReadPosition:
         return f"while planning {name}, after line {self.line}" if self.line else f"while opening {name}"
 
 
-def _duplicate(record: InputRecord) -> RecordError:
-    numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
-    return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+def _duplicate(duplicate: Duplicate) -> RecordError:
+    record_id, line = duplicate.record_id, duplicate.line
+    numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record_id.isdigit() else ""
+    return RecordError(record_id, line, "duplicate_id", f"line {line}: id {record_id!r} appeared before{numeric}")
 
 
 def _error_line(error: RecordError, source: str | None) -> dict:

@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody, JobList, JobResults
 from poolq.api.server.security import AUTH_RESPONSES, caller
-from poolq.api.server.strict_json import StrictJsonRoute
+from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobSpec, JobStatus
 from poolq.jobs.ledger.job_listing import list_jobs
@@ -43,6 +43,7 @@ def create_job(
     request: Request,
     response: Response,
     principal: Principal = Depends(caller),
+    _strict: None = strict_body(JobSpec),
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
     try:
@@ -61,6 +62,7 @@ def create_job(
 def list_all(
     request: Request,
     principal: Principal = Depends(caller),
+    _strict: None = strict_body(JobSpec),
     limit: int = Query(50, ge=1, le=500),
     before: str | None = Query(None, pattern="^[0-9a-f]{32}$", description="a job id: list older jobs"),
 ) -> JobList:

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import ADMIN_RESPONSES, admin_caller
-from poolq.api.server.strict_json import StrictJsonRoute
+from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs.context import JobContext
 from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
 from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule, get_schedule, list_schedules
@@ -44,7 +44,7 @@ def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) ->
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
              responses={413: {"model": ErrorBody, "description": "body too large"}})
 def create(body: ScheduleRequest, request: Request, response: Response,
-           principal: Principal = Depends(admin_caller)) -> Schedule:
+           principal: Principal = Depends(admin_caller), _strict: None = strict_body(ScheduleRequest)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
     try:
         schedule = create_schedule(body, _ctx(request), tenant=principal.tenant)

@@ -1,0 +1,186 @@
+"""Duplicate ids and unchanged documents, decided in partitions: memory bounded by one partition.
+
+Planning reads its input twice. The first pass validates every line and spills each valid
+record's (position, id, content hash) into one of P local files chosen by a stable hash of the
+id; an incremental run spills its baseline's (id, content hash, part) the same way. Each
+partition then fits in memory alone and decides, for its ids, which positions repeat an earlier
+id (``duplicate_id``) and which hold a document unchanged since the baseline (carried). The
+positions to leave out are filed by position range, so the second pass, reading the input again
+in order, holds one range of them at a time. Nothing here grows with the corpus but the disk.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+# Bytes of pending spill lines held before they are appended to their files.
+_FLUSH_BYTES = 2 << 20
+# Positions per range file of decisions (the second pass holds one range at a time).
+POSITIONS_PER_RANGE = 1 << 20
+# Hex digits of the content hash compared (64 bits: a false "unchanged" is a 2^-64 event).
+HASH_DIGITS = 16
+
+
+def partition_of(record_id: str, partitions: int) -> int:
+    """A stable partition (not Python's salted ``hash``): the same in every process and run."""
+    return zlib.crc32(record_id.encode("utf-8")) % partitions
+
+
+class _SpillFiles:
+    """Tab-separated lines appended to one file per partition, written in batches."""
+
+    def __init__(self, directory: Path, prefix: str, partitions: int) -> None:
+        self.directory, self.prefix, self.partitions = directory, prefix, partitions
+        self._pending: dict[int, list[str]] = defaultdict(list)
+        self._pending_bytes = 0
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def path(self, partition: int) -> Path:
+        return self.directory / f"{self.prefix}-{partition:05d}.tsv"
+
+    def add(self, partition: int, line: str) -> None:
+        self._pending[partition].append(line)
+        self._pending_bytes += len(line)
+        if self._pending_bytes >= _FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        for partition, lines in self._pending.items():
+            with self.path(partition).open("a", encoding="utf-8") as handle:
+                handle.writelines(lines)
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def read(self, partition: int) -> Iterator[list[str]]:
+        path = self.path(partition)
+        if path.exists():
+            with path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    yield line.rstrip("\n").split("\t")
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    record_id: str
+    line: int
+    source: int  # index of the input object it is in
+
+
+@dataclass
+class Decisions:
+    """What the partitions decided: how many were carried, and which baseline ids each part carries."""
+
+    duplicates: int = 0
+    carried: int = 0
+    carried_by_part: dict[int, Path] = field(default_factory=dict)
+
+
+class IdPartitions:
+    """The spill of one planning: ids are TSV-safe (no control characters, see records.py)."""
+
+    def __init__(self, directory: Path, partitions: int) -> None:
+        self.directory, self.partitions = directory, max(1, partitions)
+        self._records = _SpillFiles(directory, "records", self.partitions)
+        self._baseline = _SpillFiles(directory, "baseline", self.partitions)
+        self.valid_records = 0
+
+    def add_record(self, record_id: str, digest: str, line: int, source: int) -> int:
+        """Spill one valid record of the first pass; returns its position among valid records."""
+        position = self.valid_records
+        self.valid_records += 1
+        fields = (str(position), record_id, digest[:HASH_DIGITS], str(line), str(source))
+        self._records.add(partition_of(record_id, self.partitions), "\t".join(fields) + "\n")
+        return position
+
+    def add_baseline(self, record_id: str, digest: str, part: int) -> None:
+        line = "\t".join((record_id, digest[:HASH_DIGITS], str(part))) + "\n"
+        self._baseline.add(partition_of(record_id, self.partitions), line)
+
+    def flush(self) -> None:
+        """Write out what is pending (the first pass is over: its buffer is not needed meanwhile)."""
+        self._records.flush()
+        self._baseline.flush()
+
+    def decide(self, on_duplicate: Callable[[Duplicate], None]) -> Decisions:
+        """Decide every partition, one at a time; ``on_duplicate`` hears of each repeated id."""
+        self.flush()
+        decisions = Decisions()
+        for partition in range(self.partitions):
+            self._decide_partition(partition, decisions, on_duplicate)
+        return decisions
+
+    def _decide_partition(self, partition: int, decisions: Decisions, on_duplicate: Callable[[Duplicate], None]) -> None:
+        baseline = {record_id: (digest, int(part)) for record_id, digest, part in self._baseline.read(partition)}
+        first_seen: set[str] = set()
+        skipped: dict[int, list[int]] = defaultdict(list)  # position range -> positions left out
+        carried: dict[int, list[str]] = defaultdict(list)  # baseline part -> ids it carries
+        # Spill lines are in input order within a partition: the first occurrence comes first.
+        for position, record_id, digest, line, source in self._records.read(partition):
+            at = int(position)
+            if record_id in first_seen:
+                decisions.duplicates += 1
+                on_duplicate(Duplicate(record_id, int(line), int(source)))
+                skipped[at // POSITIONS_PER_RANGE].append(at)
+                continue
+            first_seen.add(record_id)
+            known = baseline.get(record_id)
+            if known is not None and known[0] == digest:
+                decisions.carried += 1
+                carried[known[1]].append(record_id)
+                skipped[at // POSITIONS_PER_RANGE].append(at)
+        for bucket, positions in skipped.items():
+            with self._range_path(bucket).open("ab") as handle:
+                np.asarray(positions, dtype=np.int64).tofile(handle)
+        for part, ids in carried.items():
+            path = self.directory / f"carried-{part:05d}.txt"
+            with path.open("a", encoding="utf-8") as handle:
+                handle.writelines(f"{record_id}\n" for record_id in ids)
+            decisions.carried_by_part[part] = path
+
+    def _range_path(self, bucket: int) -> Path:
+        return self.directory / f"skipped-{bucket:06d}.i64"
+
+    def skipped_positions(self) -> "SkippedPositions":
+        return SkippedPositions(self._range_path)
+
+
+class SkippedPositions:
+    """Answers ``position in skipped`` for increasing positions, holding one range at a time as a
+    bitmap (``POSITIONS_PER_RANGE`` bytes, whatever the corpus)."""
+
+    def __init__(self, range_path: Callable[[int], Path]) -> None:
+        self._range_path = range_path
+        self._bucket = -1
+        self._skipped = np.zeros(0, dtype=bool)
+
+    def __contains__(self, position: int) -> bool:
+        bucket, offset = divmod(position, POSITIONS_PER_RANGE)
+        if bucket != self._bucket:
+            self._skipped = np.zeros(POSITIONS_PER_RANGE, dtype=bool)
+            path = self._range_path(bucket)
+            if path.exists():
+                self._skipped[np.fromfile(path, dtype=np.int64) - bucket * POSITIONS_PER_RANGE] = True
+            self._bucket = bucket
+        return bool(self._skipped[offset])
+
+
+def partitions_for(input_bytes: int, bytes_per_partition: int) -> int:
+    """Enough partitions that each holds about ``bytes_per_partition`` of input."""
+    return max(1, -(-input_bytes // max(1, bytes_per_partition)))
+
+
+def read_ids(path: Path) -> list[str]:
+    with path.open(encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def remove_spill(directory: Path) -> None:
+    for path in directory.glob("*"):
+        os.unlink(path)
+    directory.rmdir()

@@ -1,0 +1,51 @@
+"""Planning's memory does not grow with the corpus: a 1M-line input plans under a fixed ceiling."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+CEILING_MB = 300  # README: "planner RSS under 300 MB whatever the corpus"
+
+PLAN_IN_A_FRESH_PROCESS = r"""
+import json, sys
+from pathlib import Path
+from poolq.jobs.job import JobSpec
+from poolq.jobs.local_runner import local_context
+from poolq.jobs.settings import Settings
+from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.submit import submit_job
+sys.path.insert(0, sys.argv[3])
+from support.job_doubles import RecordingEnqueuer
+
+ctx = local_context(Path(sys.argv[1]), Settings())
+ctx.enqueuer = RecordingEnqueuer()
+job_id = submit_job(JobSpec.model_validate({"input": {"uri": Path(sys.argv[2]).as_uri()}}), ctx).id
+def high_water_mb():  # VmHWM: this process's own peak (ru_maxrss would carry the forking parent's)
+    line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+before = high_water_mb()
+plan = plan_job(job_id, ctx)
+peak = high_water_mb()
+print(json.dumps({"total": plan.total, "errors": plan.plan_errors, "shards": plan.num_shards,
+                  "rss_before_mb": before, "peak_rss_mb": peak}))
+"""
+
+
+def _plan(tmp_path, lines: int) -> dict:
+    corpus = tmp_path / f"corpus-{lines}.jsonl"
+    with corpus.open("w") as handle:
+        for i in range(lines):
+            handle.write(json.dumps({"id": f"doc-{i:08d}", "text": f"short document number {i}"}) + "\n")
+        handle.write(json.dumps({"id": "doc-00000007", "text": "a repeated id"}) + "\n")  # one duplicate
+    tests = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    out = subprocess.run([sys.executable, "-c", PLAN_IN_A_FRESH_PROCESS, str(tmp_path / f"out-{lines}"), str(corpus), tests],
+                         capture_output=True, text=True, timeout=900, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_million_line_input_plans_under_the_ceiling_and_finds_its_duplicate(tmp_path):
+    result = _plan(tmp_path, 1_000_000)
+    assert (result["total"], result["errors"]) == (1_000_001, 1)
+    assert result["peak_rss_mb"] < CEILING_MB, result
