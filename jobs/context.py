@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics,
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+
+_SPECS_KEPT = 256  # a worker serves a few jobs at a time; older specs are read again if needed
 
 if TYPE_CHECKING:
     import redis
@@ -41,6 +44,7 @@ class JobContext:
     # job id -> tenant; safe to cache forever: a job's tenant never changes
     _tenants: dict[str, str] = field(default_factory=dict, repr=False)
     _tenants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _specs: OrderedDict[str, JobSpec] = field(default_factory=OrderedDict, repr=False)  # recent jobs' specs
 
     @property
     def service_layout(self) -> ServiceLayout:
@@ -79,7 +83,17 @@ class JobContext:
         return JobLedger(self.store, self.layout(job_id))
 
     def spec(self, job_id: str) -> JobSpec:
-        return JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
+        """The job's spec, read once per process (it never changes once written)."""
+        with self._tenants_lock:
+            if job_id in self._specs:
+                self._specs.move_to_end(job_id)
+                return self._specs[job_id]
+        spec = JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
+        with self._tenants_lock:
+            self._specs[job_id] = spec
+            while len(self._specs) > _SPECS_KEPT:
+                self._specs.popitem(last=False)
+        return spec
 
     def use_engine(self, model: str, engine: "PoolingEngine") -> None:
         """Serve ``model`` with an engine loaded elsewhere (tests and embedding callers share one)."""

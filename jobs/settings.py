@@ -45,10 +45,12 @@ class Settings(BaseSettings):
                                       "this; its status is then read back from the ledger")
     # A shard is about shard_work_s of one worker's time: its tokens, estimated from characters
     # (CHARS_PER_TOKEN) before anything is tokenized, stay under shard_work_s * shard_tokens_per_s.
-    # The defaults assume a GPU worker at ~50k tokens/s (MiniLM-sized models); the document and
-    # character caps bound a shard's memory whatever its texts.
+    # Unset, the throughput is what a worker of ``device`` does with a MiniLM-sized model: ~50k
+    # tokens/s on a GPU (an estimate until infra/gpu/check.sh has run), ~2k on a 2-core CPU
+    # (api/bench/scale/ measured 2,100). The document and character caps bound a shard's memory.
     shard_work_s: float = Field(60.0, gt=0, description="seconds of one worker's work per shard")
-    shard_tokens_per_s: float = Field(50_000.0, gt=0, description="a worker's embedding throughput, for sizing shards")
+    shard_tokens_per_s: float | None = Field(None, gt=0, description="a worker's embedding throughput, for sizing "
+                                             "shards (default: by device)")
     shard_max_documents: int = Field(20_000, ge=1)
     plan_partition_bytes: int = Field(16 << 20, ge=1 << 16, description="planning decides duplicate ids and unchanged "
                                       "documents in partitions of about this much input each (its memory bound)")
@@ -124,7 +126,8 @@ class Settings(BaseSettings):
     @property
     def shard_token_budget(self) -> int:
         """Estimated tokens per shard: ``shard_work_s`` of work at ``shard_tokens_per_s``."""
-        return max(1, int(self.shard_work_s * self.shard_tokens_per_s))
+        throughput = self.shard_tokens_per_s or (50_000.0 if self.device.startswith("cuda") else 2_000.0)
+        return max(1, int(self.shard_work_s * throughput))
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

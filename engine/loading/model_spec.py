@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from poolq.engine.request import PoolingTask
+
 
 class ModelSpecError(ValueError):
     """The model directory is missing a file or declares something the engine cannot run."""
@@ -40,6 +42,19 @@ class ModelKind(str, Enum):
     SEQUENCE_CLASSIFIER = "sequence_classifier"  # classify (1 label: cross-encoder scores)
     TOKEN_CLASSIFIER = "token_classifier"  # token_classify (and STEP)
     SPARSE_ENCODER = "sparse_encoder"  # masked LM as SPLADE: sparse_embed
+
+    @property
+    def tasks(self) -> tuple[PoolingTask, ...]:
+        """The pooling tasks a model of this kind serves (its dispatcher is built for exactly these)."""
+        return _TASKS_BY_KIND[self]
+
+
+_TASKS_BY_KIND = {
+    ModelKind.ENCODER: (PoolingTask.EMBED, PoolingTask.TOKEN_EMBED),
+    ModelKind.SEQUENCE_CLASSIFIER: (PoolingTask.CLASSIFY,),
+    ModelKind.TOKEN_CLASSIFIER: (PoolingTask.TOKEN_CLASSIFY,),
+    ModelKind.SPARSE_ENCODER: (PoolingTask.SPARSE_EMBED,),
+}
 
 
 def _model_kind(architecture: str, modules: list[dict]) -> ModelKind:

@@ -36,6 +36,10 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         raise JobRejected("model", str(exc)) from None
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
+    served = [task.value for task in model_spec.kind.tasks]
+    if spec.task not in served:
+        raise JobRejected("model", f"model {spec.model!r} serves {', '.join(served)}, not {spec.task!r}; pick a model "
+                                   f"that embeds (known models: {', '.join(ctx.registry.names())})")
     try:
         check_policy(model_spec, spec.long_documents.policy())
     except PolicyError as exc:

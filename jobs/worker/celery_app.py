@@ -23,6 +23,9 @@ def create_celery_app(settings: Settings) -> Celery:
         task_soft_time_limit=settings.task_soft_time_limit_s,
         task_time_limit=settings.task_time_limit_s,
         broker_transport_options=transport,
+        # kombu's Redis transport, surviving a restore that fails while the broker is down
+        # (jobs/worker/broker_transport.py).
+        broker_transport="poolq.jobs.worker.broker_transport:Transport",
         visibility_timeout=settings.visibility_timeout_s,
         broker_connection_retry_on_startup=True,
         worker_cancel_long_running_tasks_on_connection_loss=False,

@@ -158,3 +158,16 @@ def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_do
 
 def manifest_columns(s3, bucket, manifest):
     return json.loads(s3.get_object(Bucket=bucket, Key=manifest["manifest_key"])["Body"].read())["columns"]
+
+
+def test_the_stacks_api_logs_json_lines_and_its_state_file_is_private(stack):
+    # Given the stack has answered requests (the module's other tests, and this one)
+    httpx.get(f"{stack['api_url']}/healthz", timeout=10).raise_for_status()
+    from pathlib import Path
+
+    state_dir = Path(stack["dir"])
+    # Then every line of its API log is one JSON object, as README says (POOLQ_LOG_FORMAT=json)
+    lines = [line for line in (state_dir / "logs" / "api.log").read_text().splitlines() if line.strip()]
+    assert lines and all(isinstance(json.loads(line), dict) for line in lines), lines[:3]
+    # And the state file holding the admin key and S3 secret is its owner's alone
+    assert (state_dir / "stack.json").stat().st_mode & 0o077 == 0

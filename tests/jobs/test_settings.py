@@ -24,3 +24,4 @@ def test_settings_come_from_poolq_environment(monkeypatch):
     monkeypatch.setenv("POOLQ_SHARD_MAX_DOCUMENTS", "17")
     settings = Settings()
     assert settings.bucket == "corpus-out" and settings.shard_max_documents == 17
+

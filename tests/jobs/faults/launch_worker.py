@@ -260,7 +260,7 @@ def main() -> None:
     _patch_s3()
     _patch_broker()
     _die_with_the_test_run()
-    run_worker(Settings(), WorkerOptions(concurrency=1, hostname=_ENV.get("POOLQ_FAULT_HOSTNAME")))
+    sys.exit(run_worker(Settings(), WorkerOptions(concurrency=1, hostname=_ENV.get("POOLQ_FAULT_HOSTNAME"))))
 
 
 if __name__ == "__main__":

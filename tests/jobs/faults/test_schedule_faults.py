@@ -41,6 +41,7 @@ from poolq.jobs.schedules.beat_entries import entry_name
 from poolq.jobs.schedules.schedule_store import ScheduleStore
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
+from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.storage import read_embeddings
 
@@ -197,8 +198,10 @@ def test_an_incremental_rerun_after_editing_3_of_100_documents_embeds_exactly_th
     assert second["incremental_from"] == first["job_id"] and fresh["status"] == "succeeded"
     # Then run 2 embedded exactly the 3 edited documents
     job2 = ServiceLayout(stack.settings.output_prefix).job(TENANT, second["job_id"])
-    shard_inputs = [k for k in stack.store.list(job2.work_prefix) if re.search(r"/shard-\d{5}\.jsonl$", k)]
-    assert sorted(json.loads(line)["id"] for k in shard_inputs for line in stack.store.get(k).splitlines()) == edited_ids
+    shard_inputs = [k for k in stack.store.list(job2.work_prefix) if re.search(r"/shard-\d{5}\.input\.json$", k)]
+    embedded = [record_id for key in shard_inputs for record_id in read_shard_records(
+        ShardInput.from_bytes(stack.store.get(key)), InputFields(), stack.settings.s3_config())]
+    assert sorted(embedded) == edited_ids
     manifest2 = json.loads(stack.store.get(job2.manifest))
     manifest_fresh = json.loads(stack.store.get(ServiceLayout(stack.settings.output_prefix).job(TENANT, fresh["id"]).manifest))
     assert manifest2["counts"]["carried"] == 97 and manifest2["counts"]["completed"] == 100

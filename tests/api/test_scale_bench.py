@@ -1,0 +1,58 @@
+"""The scale benchmark (infra/bench/scale.py) end to end on a small corpus: the real local stack,
+one worker, 2,000 documents. Checks the table's shape and that its numbers are sane; no timings."""
+import pytest
+
+from poolq.api.bench.scale import COLUMNS, main
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _table(text: str) -> list[dict[str, str]]:
+    """The first markdown table in ``text``, as one dict per row."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) != len(header):
+            break  # the next table
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def _number(cell: str) -> float:
+    return float(cell.replace(",", "").rstrip("%"))
+
+
+def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys):
+    # Given 2,000 short documents and a stack with one worker
+    results = main(["--documents", "2000", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900"])
+
+    # Then the job succeeded and the table has every column, with one row
+    out = capsys.readouterr().out
+    assert "machine:" in out and "cpu flags:" in out
+    rows = _table(out)
+    assert len(rows) == 1 and set(COLUMNS) <= set(rows[0]), out
+    row = rows[0]
+    assert row["status"] == "succeeded", out
+    assert _number(row["documents"]) == 2000 and _number(row["workers"]) == 1
+    assert _number(row["docs/s"]) > 0
+    assert _number(row["shards"]) >= 1
+    assert _number(row["S3 PUT"]) > 0 and _number(row["S3 GET"]) > 0
+    assert _number(row["S3 total"]) >= _number(row["S3 PUT"])
+    for column in ("API MB", "worker MB", "beat MB", "redis MB", "weed MB", "redis peak MB", "peak keys"):
+        assert _number(row[column]) > 0, column
+    assert _number(row["shard-s"]) > 0
+    assert 0 < _number(row["plan s"]) <= _number(row["e2e s"])
+
+    # And the S3 requests were counted inside the server's processes, not only the upload
+    (result,) = results
+    assert result.completed == 2000 and result.failed == 0
+    assert result.s3_total(kinds=("worker",)) > 0 and result.s3_total(kinds=("api",)) > 0
+    assert result.s3_total(("PutObject",), kinds=("worker",)) >= result.shards  # at least a part per shard
+
+    # And nothing it started is left running
+    from poolq.api.devstack.process import pid_alive
+
+    assert set(result.pids) == {"api", "worker", "beat", "redis", "weed"}
+    assert not [pid for pids in result.pids.values() for pid in pids if pid_alive(pid)]

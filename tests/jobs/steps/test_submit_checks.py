@@ -1,0 +1,18 @@
+"""Submit-time checks against the model, from its spec alone (no weights loaded)."""
+def test_a_job_for_a_task_its_model_lacks_is_rejected_naming_the_models_tasks(local_ctx):
+    import pytest
+
+    from poolq.jobs.job import JobSpec
+    from poolq.jobs.steps.submit import JobRejected, submit_job
+
+    spec = JobSpec.model_validate({"model": "splade-tiny", "input": {"documents": [{"id": "a", "text": "x"}]}})
+    with pytest.raises(JobRejected, match="serves sparse_embed, not 'embed'"):
+        submit_job(spec, local_ctx)
+
+
+def test_each_packaged_model_kind_declares_the_tasks_its_dispatcher_serves(minilm_engine):
+    from poolq.engine import PoolingEngine
+
+    splade = PoolingEngine.from_pretrained("splade-tiny")
+    for engine in (minilm_engine, splade):
+        assert engine.supported_tasks == engine.spec.kind.tasks
