@@ -164,30 +164,26 @@ class S3ObjectStore(ObjectStore):
         return self._get(key, Range=f"bytes={start}-{end - 1}")
 
     def stat(self, key: str) -> ObjectInfo:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            head = self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
-        except ClientError as exc:
-            if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
-                raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
-            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
-        except BotoCoreError as exc:
-            raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
+        head = self._head(key)
+        if head is None:
+            raise ObjectNotFoundError(f"{self.uri(key)} does not exist")
         return ObjectInfo(size=int(head["ContentLength"]), version=str(head.get("ETag", "")))
 
     def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def _head(self, key: str) -> dict | None:
+        """The object's HEAD answer, or None if there is no such object."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
+            return self.client.head_object(Bucket=self.bucket, Key=validate_key(key))
         except ClientError as exc:
             if _error_code(exc) in ("NoSuchKey", "404", "NotFound"):
-                return False
+                return None
             raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
         except BotoCoreError as exc:
             raise StorageError(f"checking {self.uri(key)} failed: {exc}") from exc
-        return True
 
     def list(self, prefix: str) -> Iterator[str]:
         with _as_storage_error(f"listing {self.uri(prefix)}"):

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pyarrow as pa
 import pytest
+from support.engine_doubles import CountingEngine
 
 from poolq.engine.loading.registry import PACKAGED_MODELS
 from poolq.jobs.job import JobSpec, JobState
@@ -17,25 +18,6 @@ from poolq.jobs.steps.submit import JobRejected
 from poolq.storage import read_embeddings
 
 MODEL = "all-MiniLM-L6-v2"
-
-
-class CountingEngine:
-    """The real engine, noting the key of every document it is asked to embed."""
-
-    def __init__(self, engine) -> None:
-        self._engine = engine
-        self.keys: list[str] = []
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-    def run(self, requests, policy):
-        def tap():
-            for request in requests:
-                self.keys.append(request.key)
-                yield request
-
-        return self._engine.run(tap(), policy)
 
 
 @pytest.fixture

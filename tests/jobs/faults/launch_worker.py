@@ -99,6 +99,24 @@ def _patch_engine() -> None:
     PoolingEngine.run = run
 
 
+def _patch_planning() -> None:
+    """Slow planning down line by line (POOLQ_FAULT_SLOW_PLAN_S), recording that it started."""
+    slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_PLAN_S", "0"))
+    if not slow_s:
+        return
+    from poolq.jobs.steps import planner
+
+    original_records = planner._records
+
+    def records(spec, job_id, ctx):
+        _record("planning", job_id=job_id)
+        for item in original_records(spec, job_id, ctx):
+            time.sleep(slow_s)
+            yield item
+
+    planner._records = records
+
+
 def _patch_commit() -> None:
     marker = _ENV.get("POOLQ_FAULT_EXIT_AFTER_COMMIT")
     if not marker:
@@ -255,6 +273,7 @@ def main() -> None:
     if sys.argv[1:2] == ["--standby"]:
         _wait_for_orders(Path(sys.argv[2]))
     _patch_engine()
+    _patch_planning()
     _patch_commit()
     _patch_deliveries()
     _patch_s3()

@@ -105,3 +105,19 @@ def test_sigterm_mid_shard_finishes_the_shard_and_exits_0(deployment, documents,
     deployment.start_worker("w2")
     deployment.check_outcome(job_id, documents, reference)
     assert set(deployment.model_runs_per_document().values()) == {1}
+
+
+def test_kill_9_of_a_planner_mid_plan_then_another_worker_plans_it_once(deployment, documents, reference):
+    # Given beat and one worker whose planning is slow
+    first = deployment.start_worker("w1", slow_plan_s=0.3)
+    deployment.start_beat()
+    job_id = deployment.submit(documents)
+    deployment.wait(lambda: deployment.events("planning"), 60, "planning to start", 0.05)
+    # When the worker is killed (-9) while it plans (no plan written yet), and another worker starts
+    deployment.kill_group(first)
+    assert deployment.ctx.ledger(job_id).plan() is None
+    deployment.start_worker("w2")
+    # Then the other worker plans it (once the dead planner's lease lapses) and the job succeeds
+    # exactly: every record once, in a part or in the error file
+    deployment.check_outcome(job_id, documents, reference)
+    assert set(deployment.model_runs_per_document()) == {d["id"] for d in documents}

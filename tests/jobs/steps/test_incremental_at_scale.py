@@ -3,10 +3,9 @@ planning holds one id partition at a time, not the corpus."""
 import json
 import tracemalloc
 
-import numpy as np
 import pytest
+from support.engine_doubles import ConstantVectorEngine
 
-from poolq.engine import PoolingOutput
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.settings import Settings
@@ -14,24 +13,6 @@ from poolq.jobs.steps import planner as planner_module
 
 DOCUMENTS = 100_000
 CHANGED = (17, 50_000, 99_998)
-
-
-class FastEngine:
-    """MiniLM's identity and spec (what incremental runs compare), constant vectors (the model is
-    not what this test is about), and a note of every document it is asked to embed."""
-
-    def __init__(self, engine) -> None:
-        self._engine = engine
-        self.keys: list[str] = []
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-    def run(self, requests, policy):
-        vector = np.full(self._engine.dimensions, 1 / np.sqrt(self._engine.dimensions), dtype=np.float32)
-        for request in requests:
-            self.keys.append(request.key)
-            yield PoolingOutput(request.key, vector, num_tokens=5, truncated=False, processed_tokens=5)
 
 
 def _write(path, edited=()):
@@ -46,7 +27,7 @@ def _write(path, edited=()):
 def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_path, minilm_engine, monkeypatch):
     # Parts of 5,000 documents (20 of them): what planning may hold at a time is one part
     ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 20, shard_max_documents=5000))
-    engine = FastEngine(minilm_engine)
+    engine = ConstantVectorEngine(minilm_engine)
     ctx.use_engine("all-MiniLM-L6-v2", engine)
     folder = tmp_path / "corpus"
     folder.mkdir()
