@@ -6,7 +6,7 @@ import io
 import os
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 from poolq.storage.object_keys import validate_key
 from poolq.storage.object_store import ObjectExistsError, ObjectInfo, ObjectNotFoundError, ObjectStore
@@ -23,12 +23,19 @@ class LocalObjectStore(ObjectStore):
         return self.root / validate_key(key)
 
     def put(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
+        self._write(key, (data,), if_absent)
+
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        self._write(key, chunks, if_absent=False)
+
+    def _write(self, key: str, chunks: Iterable[bytes], if_absent: bool) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                for chunk in chunks:
+                    handle.write(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
             if if_absent:

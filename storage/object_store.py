@@ -5,7 +5,7 @@ import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 
 class StorageError(RuntimeError):
@@ -55,6 +55,11 @@ class ObjectStore(ABC):
         With ``if_absent`` the write happens only if nothing is at ``key`` yet; otherwise
         :class:`ObjectExistsError` is raised and the existing object is kept.
         """
+
+    @abstractmethod
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        """Write the concatenation of ``chunks`` at ``key`` atomically, holding at most about one
+        multipart part of it at a time (for outputs whose size grows with the job)."""
 
     @abstractmethod
     def get(self, key: str) -> bytes:

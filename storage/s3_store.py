@@ -5,7 +5,7 @@ import builtins
 import io
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from poolq.storage.object_keys import validate_key
 from poolq.storage.object_store import (
@@ -104,17 +104,31 @@ class S3ObjectStore(ObjectStore):
         except BotoCoreError as exc:
             raise StorageError(f"writing {self.uri(key)} failed: {exc}") from exc
 
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        """One PUT if the whole fits under the multipart threshold, else parts as they fill."""
+        key = validate_key(key)
+        stream, pending = iter(chunks), bytearray()
+        for chunk in stream:
+            pending += chunk
+            if len(pending) > self.config.multipart_threshold_bytes:
+                self._put_parts(key, _parts(pending, stream, self.config.multipart_part_bytes))
+                return
+        self.put(key, bytes(pending))
+
     def _put_multipart(self, key: str, data: bytes) -> None:
-        """Upload in parts; abort on error. A writer killed here leaves a pending upload behind,
-        which ``pending_uploads`` finds and the reconciler aborts."""
         size = self.config.multipart_part_bytes
+        self._put_parts(key, (data[start : start + size] for start in range(0, len(data), size)))
+
+    def _put_parts(self, key: str, bodies: Iterator[bytes]) -> None:
+        """Upload ``bodies`` as the parts of one object; abort on error. A writer killed here leaves
+        a pending upload behind, which ``pending_uploads`` finds and the reconciler aborts."""
         with _as_storage_error(f"writing {self.uri(key)}"):
             upload_id = self.client.create_multipart_upload(Bucket=self.bucket, Key=key)["UploadId"]
             try:
                 parts = []
-                for number, start in enumerate(range(0, len(data), size), start=1):
+                for number, body in enumerate(bodies, start=1):
                     response = self.client.upload_part(
-                        Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data[start : start + size]
+                        Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body
                     )
                     parts.append({"ETag": response["ETag"], "PartNumber": number})
                 self.client.complete_multipart_upload(
@@ -235,3 +249,15 @@ class _BodyReader(io.RawIOBase):
     def close(self) -> None:
         self._body.close()
         super().close()
+
+
+def _parts(pending: bytearray, rest: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """Parts of ``size`` bytes (the last one shorter) from ``pending`` then ``rest``."""
+    for chunk in rest:
+        pending += chunk
+        while len(pending) >= size:
+            yield bytes(pending[:size])
+            del pending[:size]
+    while pending:
+        yield bytes(pending[:size])
+        del pending[:size]

@@ -160,12 +160,19 @@ def _timings(status: JobStatus | None, finished_at: datetime) -> ManifestTimings
 def _write_errors(ctx: JobContext, plan_errors_key: str | None, commits: dict[int, ShardCommit], target: str) -> int:
     """Concatenate planning's and each committed shard's error lines into ``target``."""
     keys = ([plan_errors_key] if plan_errors_key else []) + [commit.errors_key for _, commit in sorted(commits.items())]
-    lines: list[bytes] = []
-    for key in keys:
-        with ctx.store.open(key) as stream:
-            lines.extend(raw if raw.endswith(b"\n") else raw + b"\n" for raw in stream if raw.strip())
-    ctx.store.put(target, b"".join(lines))
-    return len(lines)
+    count = 0
+
+    def lines():  # streamed: the error file is never held whole, whatever its size
+        nonlocal count
+        for key in keys:
+            with ctx.store.open(key) as stream:
+                for raw in stream:
+                    if raw.strip():
+                        count += 1
+                        yield raw if raw.endswith(b"\n") else raw + b"\n"
+
+    ctx.store.put_chunks(target, lines())
+    return count
 
 
 def _final_state(documents: int, errors: int) -> JobState:

@@ -138,3 +138,32 @@ def test_stat_gives_the_size_and_a_version_that_changes_with_the_content(store):
     assert second.size == 9 and second.version != first.version
     with pytest.raises(ObjectNotFoundError):
         store.stat("nope/x")
+
+
+def test_chunks_are_written_as_one_object(store):
+    chunks = [f"line {i}\n".encode() for i in range(1000)]
+    store.put_chunks("e/errors.jsonl", iter(chunks))
+    assert store.get("e/errors.jsonl") == b"".join(chunks)
+    store.put_chunks("e/empty.jsonl", iter([]))
+    assert store.get("e/empty.jsonl") == b""
+
+
+@pytest.mark.integration
+def test_chunks_past_the_threshold_go_up_in_parts_as_they_fill(seaweed):
+    import dataclasses
+    import os
+    import uuid
+
+    from poolq.storage import S3ObjectStore, make_s3_client
+
+    config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
+    client = make_s3_client(config)
+    bucket = f"chunks-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=bucket)
+    store = S3ObjectStore(client, bucket, config)
+    uploaded = []
+    client.meta.events.register("before-parameter-build.s3.UploadPart", lambda params, **_: uploaded.append(len(params["Body"])))
+    chunks = [os.urandom(1 << 20) for _ in range(11)]  # 11 MiB in 1 MiB chunks: parts of 5, 5, 1 MiB
+    store.put_chunks("big/errors.jsonl", iter(chunks))
+    assert uploaded == [5 << 20, 5 << 20, 1 << 20]
+    assert store.get("big/errors.jsonl") == b"".join(chunks) and store.pending_uploads("") == []
