@@ -70,6 +70,7 @@ class Duplicate:
     record_id: str
     line: int
     source: int  # index of the input object it is in
+    position: int  # among the valid records, in input order
 
 
 @dataclass
@@ -125,7 +126,7 @@ class IdPartitions:
             at = int(position)
             if record_id in first_seen:
                 decisions.duplicates += 1
-                on_duplicate(Duplicate(record_id, int(line), int(source)))
+                on_duplicate(Duplicate(record_id, int(line), int(source), at))
                 skipped[at // POSITIONS_PER_RANGE].append(at)
                 continue
             first_seen.add(record_id)

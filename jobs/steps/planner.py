@@ -6,7 +6,6 @@ planning writes the same shard descriptors and carried parts."""
 from __future__ import annotations
 
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,8 +21,9 @@ from poolq.jobs.steps.content_hash import content_hash
 from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready
 from poolq.jobs.steps.id_partitions import Duplicate, IdPartitions, partitions_for
 from poolq.jobs.steps.incremental import Baseline
+from poolq.jobs.steps.plan_errors import PlanErrors
 from poolq.jobs.steps.shard_input import InputChanged, InputFields, ShardInput
-from poolq.storage import JsonlLineError, JsonlObject, dump_jsonl
+from poolq.storage import JsonlLineError, JsonlObject
 
 # Characters per token, to estimate a shard's work before anything is tokenized (English text
 # with WordPiece/BPE vocabularies runs at 4-5; erring low sizes shards a little small, not large).
@@ -93,26 +93,25 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
     baseline = Baseline.load(spec, ctx)
     partitions = partitions_for(input_size(spec, job_id, ctx), ctx.settings.plan_partition_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-plan-{job_id}-") as spill_dir:
-        ids = IdPartitions(Path(spill_dir), partitions)
-        errors: list[tuple[int, int, dict]] = []  # (object, line, error line): written in input order
+        ids = IdPartitions(Path(spill_dir) / "ids", partitions)
+        errors = PlanErrors(Path(spill_dir))
         first = _first_pass(spec, job_id, ids, errors, ctx)
         ids.flush()
         if baseline is not None and not baseline.spill_into(ids, ctx):
             baseline = None
-        decisions = ids.decide(lambda dup: errors.append(
-            (dup.source, dup.line, _error_line(_duplicate(dup), first.names[dup.source]))))
+        decisions = ids.decide(lambda dup: errors.add_duplicate(
+            dup.position, dup.source, dup.line, _error_line(_duplicate(dup), first.names[dup.source])))
         num_shards = _second_pass(spec, job_id, ids, first, ctx)
         carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()
-    error_lines = [line for _, _, line in sorted(errors, key=lambda error: error[:2])]
-    ctx.store.put(ctx.layout(job_id).plan_errors, dump_jsonl(error_lines))
-    plan = Plan(num_shards=num_shards, total=first.total, plan_errors=len(errors), carried=carried,
+        ctx.store.put_chunks(ctx.layout(job_id).plan_errors, errors.lines())
+    plan = Plan(num_shards=num_shards, total=first.total, plan_errors=errors.count, carried=carried,
                 carried_records=decisions.carried if carried else 0,
                 engine=ctx.engine_identity(spec.model) if carried else None)  # what Baseline.load checked
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         plan = ledger.plan() or plan  # a concurrent planner wrote the same plan first
     else:  # this planner's plan counts: its rejected records, once
-        ctx.metrics.plan_errors(Counter(error["code"] for error in error_lines))
+        ctx.metrics.plan_errors(errors.codes)
     return plan
 
 
@@ -134,8 +133,7 @@ class _FirstPass:
         return len(self.objects) - 1
 
 
-def _first_pass(spec: JobSpec, job_id: str, ids: IdPartitions, errors: list[tuple[int, int, dict]],
-                ctx: JobContext) -> _FirstPass:
+def _first_pass(spec: JobSpec, job_id: str, ids: IdPartitions, errors: PlanErrors, ctx: JobContext) -> _FirstPass:
     """Validate every line: errors aside, each valid record's (position, id, hash) spilled."""
     found = _FirstPass()
     where = _ReadPosition(spec)
@@ -145,7 +143,7 @@ def _first_pass(spec: JobSpec, job_id: str, ids: IdPartitions, errors: list[tupl
             found.total += 1
             index = found.index_of(source)
             if isinstance(record, RecordError):
-                errors.append((index, record.line, _error_line(record, source.name)))
+                errors.add(index, record.line, _error_line(record, source.name))
                 continue
             ids.add_record(record.id, content_hash(record.text, record.chunk_spans), record.line, index)
             found.valid += 1
