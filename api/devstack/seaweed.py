@@ -15,7 +15,7 @@ import ipaddress
 import json
 import os
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import boto3
@@ -74,11 +74,13 @@ class SeaweedConfig:
     secret_key: str
     bucket: str
     host: str = LOOPBACK
-    ports: SeaweedPorts = field(default_factory=SeaweedPorts.free)
+    ports: SeaweedPorts = None  # type: ignore[assignment]  # None: fresh free ports, none of them s3_port
     volume_size_limit_mb: int = 64
     max_volumes: int = 32
 
     def __post_init__(self) -> None:
+        if self.ports is None:
+            object.__setattr__(self, "ports", SeaweedPorts.free(exclude={self.s3_port}))
         if not ipaddress.ip_address(self.host).is_loopback:
             raise ValueError(f"SeaweedFS host must be a loopback address, not {self.host!r}")
         if not self.access_key or not self.secret_key:

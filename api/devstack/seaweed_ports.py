@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from poolq.api.devstack.ports import free_port, port_is_free
 from poolq.api.devstack.process import ServiceError
@@ -31,9 +32,10 @@ class SeaweedPorts:
             raise ValueError(f"admin_grpc must be admin + {GRPC_PORT_OFFSET} (weed's workers assume it)")
 
     @classmethod
-    def free(cls) -> SeaweedPorts:
-        """Pick distinct ports that are free on 127.0.0.1 now."""
-        taken: set[int] = set()
+    def free(cls, exclude: Iterable[int] = ()) -> SeaweedPorts:
+        """Pick distinct ports that are free on 127.0.0.1 now, none of them in ``exclude`` (the S3
+        port, which the caller picked and released: the kernel may hand it out again)."""
+        taken: set[int] = set(exclude)
         admin = _pick_port(taken, grpc_offset=GRPC_PORT_OFFSET)
         return cls(
             master=_pick_port(taken),

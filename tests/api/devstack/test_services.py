@@ -205,3 +205,14 @@ def test_seaweed_stop_leaves_no_process_and_data_persists(tmp_path: Path) -> Non
     # Restart on the same directory with fresh ports: the object is still there.
     with SeaweedServer(seaweed_config(data_dir)) as again:
         assert s3_client(again).get_object(Bucket=BUCKET, Key="kept")["Body"].read() == b"still here"
+
+
+def test_default_internal_ports_never_take_the_s3_port(monkeypatch, tmp_path: Path) -> None:
+    # The kernel may hand the just-released S3 port out again: the internal ports skip it
+    from poolq.api.devstack import seaweed_ports
+
+    handed_out = iter([40000, 40000, *range(41000, 41100)])
+    monkeypatch.setattr(seaweed_ports, "free_port", lambda: next(handed_out))
+    monkeypatch.setattr(seaweed_ports, "port_is_free", lambda port: True)
+    config = SeaweedConfig(data_dir=tmp_path, s3_port=40000, access_key="k", secret_key="s", bucket="b")
+    assert 40000 not in config.all_ports()[1:]
