@@ -9,7 +9,7 @@ import time
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseStore
-from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
+from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 
 PLAN_UNIT = "plan"
@@ -47,6 +47,12 @@ def fill_window(job_id: str, num_shards: int, ctx: JobContext) -> list[int]:
 def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
     ctx.status.note_dispatch(job_id, [FINALIZE_UNIT], time.time())
     ctx.enqueuer.finalize(job_id)
+
+
+def record_plan(job_id: str, plan: Plan, ctx: JobContext) -> None:
+    """Cache the plan's figures in the status (idempotent): shards and totals, what planning counted."""
+    ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
 
 
 def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:

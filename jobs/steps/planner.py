@@ -18,7 +18,7 @@ from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.steps.content_hash import content_hash
-from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready
+from poolq.jobs.steps.dispatch import PLAN_UNIT, dispatch_finalize, fill_window, finalize_if_ready, record_plan
 from poolq.jobs.steps.id_partitions import Duplicate, IdPartitions, partitions_for
 from poolq.jobs.steps.incremental import Baseline
 from poolq.jobs.steps.plan_errors import PlanErrors
@@ -243,8 +243,7 @@ def _error_line(error: RecordError, source: str | None) -> dict:
 
 def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
     """Cache the plan in the status store and send the first window of shard tasks."""
-    ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
-    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
+    record_plan(job_id, plan, ctx)
     if plan.num_shards == 0:
         dispatch_finalize(job_id, ctx)
         return

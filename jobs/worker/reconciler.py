@@ -29,6 +29,7 @@ from poolq.jobs.steps.dispatch import (
     fill_window,
     queue_of,
     ready_to_finalize,
+    record_plan,
     shard_unit,
 )
 from poolq.jobs.steps.finalizer import sync_status
@@ -135,6 +136,8 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepth
             dispatch_plan(job_id, ctx)
             report.resent.append(f"{job_id}/{PLAN_UNIT}")
         return
+    if ctx.status.field(job_id, "num_shards") is None:  # the planner wrote the plan, then lost Redis
+        record_plan(job_id, plan, ctx)
     # Only the window is looked at: a pass costs O(window), whatever the job's size. A lost shard
     # that was committed meanwhile is counted by its re-sent task, at no model cost.
     missing = [shard for shard in ctx.window.in_flight(job_id) if lost(shard_unit(shard))]

@@ -305,3 +305,22 @@ def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(seaweed, t
     assert sorted(upload.key for upload in store.pending_uploads("")) == sorted(others)
     for upload in store.pending_uploads(""):
         store.abort_upload(upload)
+
+
+def test_a_plan_whose_publishing_was_lost_is_published_by_the_reconciler(ctx, monkeypatch):
+    # Given a job whose planner wrote plan.json, then lost Redis before caching it or sending shards
+    from poolq.jobs.steps import planner
+
+    job_id = _submit(ctx)
+    ctx.enqueuer.take()
+    monkeypatch.setattr(planner, "_publish", lambda *args: None)
+    plan_job(job_id, ctx)
+    monkeypatch.undo()
+    assert ctx.ledger(job_id).plan() is not None and ctx.status.field(job_id, "num_shards") is None
+    # When the reconciler passes and the work it sends runs
+    report = reconcile(ctx)
+    assert ctx.status.field(job_id, "num_shards") == "3", report
+    _drain(ctx)
+    # Then the shards ran, and the job finished
+    assert ctx.ledger(job_id).manifest() is not None
+    assert ctx.status.get(job_id).status is JobState.PARTIALLY_SUCCEEDED  # the blank document is an error
