@@ -117,10 +117,10 @@ def _write_plan(job_id: str, ctx: JobContext) -> Plan:
 
 @dataclass
 class _FirstPass:
-    """What the first reading found: lines, valid records, and each input object as it was read."""
+    """What the first reading found: lines, and each input object as it was read (the valid
+    records are counted by the id partitions they are spilled into)."""
 
     total: int = 0
-    valid: int = 0
     objects: list[InputObject] = field(default_factory=list)
 
     @property
@@ -146,7 +146,6 @@ def _first_pass(spec: JobSpec, job_id: str, ids: IdPartitions, errors: PlanError
                 errors.add(index, record.line, _error_line(record, source.name))
                 continue
             ids.add_record(record.id, content_hash(record.text, record.chunk_spans), record.line, index)
-            found.valid += 1
     except Exception as exc:  # not about one record (those are errors above): say where reading stopped
         exc.add_note(where.describe())
         raise
@@ -170,9 +169,9 @@ def _second_pass(spec: JobSpec, job_id: str, ids: IdPartitions, first: _FirstPas
         else:
             shards.add(record, item, source)
         position += 1
-    if seen != first.objects or position != first.valid:
+    if seen != first.objects or position != ids.valid_records:
         raise InputChanged(f"the input changed while job {job_id} was planned: "
-                           f"{position} valid records where {first.valid} were read before; submit the job again")
+                           f"{position} valid records where {ids.valid_records} were read before; submit the job again")
     return shards.close()
 
 

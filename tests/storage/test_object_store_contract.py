@@ -84,26 +84,32 @@ def test_a_fresh_store_has_no_pending_uploads(store):
     assert store.pending_uploads("") == [] and store.pending_uploads("m/") == []
 
 
-@pytest.mark.integration
-def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_open(seaweed):
+def _multipart_store(seaweed, prefix: str):
+    """An S3 store on SeaweedFS going multipart above 5 MiB, in parts of 5 MiB, and the list of
+    (part number, bytes) its uploads send."""
     import dataclasses
-    import os
     import uuid
 
     from poolq.storage import S3ObjectStore, make_s3_client
 
     config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
     client = make_s3_client(config)
-    bucket = f"multipart-{uuid.uuid4().hex[:12]}"
+    bucket = f"{prefix}-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
-    store = S3ObjectStore(client, bucket, config)
-    uploaded_parts = []
-    client.meta.events.register(
-        "before-parameter-build.s3.UploadPart", lambda params, **_: uploaded_parts.append(params["PartNumber"])
-    )
+    uploaded: list[tuple[int, int]] = []
+    client.meta.events.register("before-parameter-build.s3.UploadPart",
+                                lambda params, **_: uploaded.append((params["PartNumber"], len(params["Body"]))))
+    return S3ObjectStore(client, bucket, config), uploaded
+
+
+@pytest.mark.integration
+def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_open(seaweed):
+    import os
+
+    store, uploaded = _multipart_store(seaweed, "multipart")
     data = os.urandom(11 << 20)  # three parts: 5 + 5 + 1 MiB
     store.put("big/part.parquet", data)
-    assert uploaded_parts == [1, 2, 3]
+    assert [number for number, _ in uploaded] == [1, 2, 3]
     assert store.get("big/part.parquet") == data
     assert store.pending_uploads("") == []
     # A conditional write is never multipart: it stays a single conditional PUT, even when large
@@ -111,7 +117,7 @@ def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_op
     store.put("big/marker", marker, if_absent=True)
     with pytest.raises(ObjectExistsError):
         store.put("big/marker", b"second", if_absent=True)
-    assert uploaded_parts == [1, 2, 3] and store.get("big/marker") == marker
+    assert [number for number, _ in uploaded] == [1, 2, 3] and store.get("big/marker") == marker
 
 
 def test_a_byte_range_reads_exactly_those_bytes_line_by_line(store):
@@ -150,20 +156,10 @@ def test_chunks_are_written_as_one_object(store):
 
 @pytest.mark.integration
 def test_chunks_past_the_threshold_go_up_in_parts_as_they_fill(seaweed):
-    import dataclasses
     import os
-    import uuid
 
-    from poolq.storage import S3ObjectStore, make_s3_client
-
-    config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
-    client = make_s3_client(config)
-    bucket = f"chunks-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
-    store = S3ObjectStore(client, bucket, config)
-    uploaded = []
-    client.meta.events.register("before-parameter-build.s3.UploadPart", lambda params, **_: uploaded.append(len(params["Body"])))
+    store, uploaded = _multipart_store(seaweed, "chunks")
     chunks = [os.urandom(1 << 20) for _ in range(11)]  # 11 MiB in 1 MiB chunks: parts of 5, 5, 1 MiB
     store.put_chunks("big/errors.jsonl", iter(chunks))
-    assert uploaded == [5 << 20, 5 << 20, 1 << 20]
+    assert [size for _, size in uploaded] == [5 << 20, 5 << 20, 1 << 20]
     assert store.get("big/errors.jsonl") == b"".join(chunks) and store.pending_uploads("") == []
