@@ -5,7 +5,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from poolq.engine import ModelRegistry
 from poolq.jobs.coordination.dispatch_window import DispatchWindow, InMemoryDispatchWindow, RedisDispatchWindow
@@ -14,13 +14,14 @@ from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.status_store import JobStatusStore
 from poolq.jobs.job import JobNotFound, JobSpec, is_job_id
-from poolq.jobs.ledger.job_ledger import JobLedger
+from poolq.jobs.ledger.job_ledger import JobLedger, Plan
 from poolq.jobs.ledger.layout import JobLayout, ServiceLayout
 from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
 
+_T = TypeVar("_T")
 _SPECS_KEPT = 256  # a worker serves a few jobs at a time; older specs are read again if needed
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class JobContext:
     _tenants: dict[str, str] = field(default_factory=dict, repr=False)
     _tenants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _specs: OrderedDict[str, JobSpec] = field(default_factory=OrderedDict, repr=False)  # recent jobs' specs
+    _plans: OrderedDict[str, Plan] = field(default_factory=OrderedDict, repr=False)  # and their plans
 
     @property
     def service_layout(self) -> ServiceLayout:
@@ -84,16 +86,30 @@ class JobContext:
 
     def spec(self, job_id: str) -> JobSpec:
         """The job's spec, read once per process (it never changes once written)."""
+        return self._cached(self._specs, job_id,
+                            lambda: JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec)))
+
+    def plan(self, job_id: str) -> Plan:
+        """The job's plan, read once per process (written once, never changed); ObjectNotFoundError
+        if the job is not planned yet."""
+        def read() -> Plan:
+            plan = self.ledger(job_id).plan()
+            if plan is None:
+                raise ObjectNotFoundError(f"job {job_id} has no plan yet")
+            return plan
+        return self._cached(self._plans, job_id, read)
+
+    def _cached(self, cache: "OrderedDict[str, _T]", job_id: str, read: Callable[[], _T]) -> _T:
         with self._tenants_lock:
-            if job_id in self._specs:
-                self._specs.move_to_end(job_id)
-                return self._specs[job_id]
-        spec = JobSpec.model_validate_json(self.store.get(self.layout(job_id).spec))
+            if job_id in cache:
+                cache.move_to_end(job_id)
+                return cache[job_id]
+        value = read()
         with self._tenants_lock:
-            self._specs[job_id] = spec
-            while len(self._specs) > _SPECS_KEPT:
-                self._specs.popitem(last=False)
-        return spec
+            cache[job_id] = value
+            while len(cache) > _SPECS_KEPT:
+                cache.popitem(last=False)
+        return value
 
     def use_engine(self, model: str, engine: "PoolingEngine") -> None:
         """Serve ``model`` with an engine loaded elsewhere (tests and embedding callers share one)."""

@@ -5,10 +5,12 @@ from pathlib import Path
 
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.job import JobSpec, JobStatus
+from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import InlineEnqueuer
 from poolq.jobs.steps.failures import fail_job, fail_shard
 from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
@@ -25,6 +27,9 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
     # In process there is nobody to retry: a failing step fails for good, with its message.
     enqueuer.bind(
         plan=lambda job_id: _guarded(lambda: plan_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
+        plan_section=lambda job_id, stage, section: _guarded(
+            lambda: plan_section(job_id, SectionStage(stage), section, ctx), lambda exc: fail_job(job_id, exc, ctx)
+        ),
         run_shard=lambda job_id, shard: _guarded(
             lambda: run_shard(job_id, shard, ctx), lambda exc: fail_shard(job_id, shard, exc, ctx)
         ),

@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     shard_tokens_per_s: float | None = Field(None, gt=0, description="a worker's embedding throughput, for sizing "
                                              "shards (default: by device)")
     shard_max_documents: int = Field(20_000, ge=1)
+    plan_section_bytes: int = Field(64 << 20, ge=1 << 10, description="planning reads the input in sections of about "
+                                    "this many bytes, each by its own task (large objects are cut at line ends)")
     plan_partition_bytes: int = Field(16 << 20, ge=1 << 16, description="planning decides duplicate ids and unchanged "
                                       "documents in partitions of about this much input each (its memory bound)")
     shard_max_chars: int = Field(16_000_000, ge=1)

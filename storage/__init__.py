@@ -1,7 +1,7 @@
 """Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
 from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
 from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
-from poolq.storage.jsonl import JsonlLineError, JsonlObject, dump_jsonl, lone_surrogate_path, read_jsonl
+from poolq.storage.jsonl import JsonlLineError, JsonlObject, JsonlProgress, dump_jsonl, lone_surrogate_path, read_jsonl
 from poolq.storage.local_store import LocalObjectStore
 from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
 from poolq.storage.object_store import (
@@ -29,6 +29,7 @@ __all__ = [
     "InvalidURIError",
     "JsonlLineError",
     "JsonlObject",
+    "JsonlProgress",
     "LocalObjectStore",
     "ObjectExistsError",
     "ObjectInfo",

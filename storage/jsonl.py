@@ -44,14 +44,24 @@ class JsonlLineError:
     message: str
 
 
-def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0) -> Iterator[JsonlObject | JsonlLineError]:
+@dataclass
+class JsonlProgress:
+    """How far a ``read_jsonl`` got: lines read (blank ones too) and bytes (decompressed)."""
+
+    lines: int = 0
+    bytes: int = 0
+
+
+def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0,
+               progress: JsonlProgress | None = None) -> Iterator[JsonlObject | JsonlLineError]:
     """Yield each non-blank line as an object or an error. Never holds more than one line.
 
     ``first_line`` and ``start_offset`` number the lines and bytes of a stream that begins inside
-    an object (a byte range of it)."""
+    an object (a byte range of it); ``progress``, if given, is kept up to date as lines are read."""
     compressed, lines = _lines(stream)
     number = first_line - 1
     offset = start_offset
+    progress = progress if progress is not None else JsonlProgress()
     while True:
         try:
             raw = next(lines)
@@ -63,7 +73,9 @@ def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0) -> 
                                  "nothing after it could be read")
             return
         number += 1
-        item = parse_jsonl_line(raw, number)
+        progress.lines += 1
+        progress.bytes += len(raw)
+        item = parse_jsonl_line(raw, number, at_start=offset == 0)
         if isinstance(item, JsonlObject) and not compressed:
             item = JsonlObject(item.line, item.value, offset, len(raw))
         offset += len(raw)
@@ -71,13 +83,16 @@ def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0) -> 
             yield item
 
 
-def parse_jsonl_line(raw: bytes, number: int) -> JsonlObject | JsonlLineError | None:
-    """One line (``number`` is 1-based) as an object or an error; None for a blank line."""
+def parse_jsonl_line(raw: bytes, number: int, at_start: bool | None = None) -> JsonlObject | JsonlLineError | None:
+    """One line (``number`` is 1-based) as an object or an error; None for a blank line.
+
+    ``at_start``: the line begins the object (only there can a byte order mark be); by default,
+    line 1 does. A byte range read from inside an object passes False for its first line."""
     try:
         text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         return JsonlLineError(number, "invalid_utf8", f"line {number}: invalid UTF-8 at byte {exc.start}")
-    if number == 1 and text.startswith(_BOM):  # (only line 1 of an object can start with one)
+    if (number == 1 if at_start is None else at_start) and text.startswith(_BOM):
         text = text[1:]
     if not text.strip():
         return None

@@ -6,13 +6,18 @@ manifest. Readers trust only what is written here.
 """
 from __future__ import annotations
 
+import bisect
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from itertools import accumulate
 
 from poolq.jobs.job import JobSpec
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+
+_READERS = 16  # commit markers read concurrently by the finalizer (S3 GETs are latency-bound)
 
 
 @dataclass(frozen=True)
@@ -27,20 +32,37 @@ class CarriedPart:
 
 @dataclass(frozen=True)
 class Plan:
-    num_shards: int
+    """What planning decided. Shards are numbered across the input's sections in order: section 0's
+    ``section_shards[0]`` shards first (``jobs/planning/``)."""
+
     total: int  # records read, valid or not
     plan_errors: int  # records rejected while planning (they are in plan-errors.jsonl)
+    section_shards: tuple[int, ...] = ()  # shards cut from each section of the input
     carried: tuple[CarriedPart, ...] = ()
     carried_records: int = 0
     engine: str | None = None  # the engine identity carried rows were made with (incremental runs)
 
+    @property
+    def num_shards(self) -> int:
+        return sum(self.section_shards)
+
+    def shard_location(self, shard: int) -> tuple[int, int]:
+        """``(section, n)``: the job's ``shard`` is the ``n``-th shard cut from that section."""
+        if not 0 <= shard < self.num_shards:
+            raise ValueError(f"shard {shard} is not one of the plan's {self.num_shards}")
+        ends = list(accumulate(self.section_shards))
+        section = bisect.bisect_right(ends, shard)
+        return section, shard - (ends[section] - self.section_shards[section])
+
     def to_json(self) -> dict:
-        return {**asdict(self), "carried": [asdict(part) for part in self.carried]}
+        return {**asdict(self), "carried": [asdict(part) for part in self.carried],
+                "section_shards": list(self.section_shards), "num_shards": self.num_shards}
 
     @classmethod
     def from_json(cls, raw: dict) -> "Plan":
+        fields = {name: value for name, value in raw.items() if name != "num_shards"}  # num_shards: for readers
         carried = tuple(CarriedPart(**part) for part in raw.get("carried", ()))
-        return cls(**{**raw, "carried": carried})
+        return cls(**{**fields, "carried": carried, "section_shards": tuple(raw.get("section_shards", ()))})
 
 
 @dataclass(frozen=True)
@@ -109,9 +131,12 @@ class JobLedger:
         return set(self._commit_keys())
 
     def commits(self) -> dict[int, ShardCommit]:
-        """Every committed shard with its marker (one read per shard: use ``committed_shards`` if
-        only which shards are committed matters)."""
-        return {shard: ShardCommit(**json.loads(self.store.get(key))) for shard, key in self._commit_keys().items()}
+        """Every committed shard with its marker (one read per shard, ``_READERS`` at a time: use
+        ``committed_shards`` if only which shards are committed matters)."""
+        keys = self._commit_keys()
+        with ThreadPoolExecutor(max_workers=_READERS) as pool:
+            markers = pool.map(lambda key: ShardCommit(**json.loads(self.store.get(key))), keys.values())
+            return dict(zip(keys, markers))
 
     def _commit_keys(self) -> dict[int, str]:
         objects = ((parse_shard_object(key), key) for key in self.store.list(self.layout.work_prefix))

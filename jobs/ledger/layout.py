@@ -13,7 +13,6 @@ from poolq.storage import join_key
 
 
 class ShardObjectKind(Enum):
-    INPUT = "input"  # work/shard-00001.input.json: byte ranges of the input (jobs/steps/shard_input.py)
     COMMIT = "commit"  # work/shard-00001.commit.json
     ATTEMPT_ERRORS = "attempt_errors"  # work/shard-00001.<attempt>.errors.jsonl
     ATTEMPT_PART = "attempt_part"  # parts/part-00001.<attempt>.parquet
@@ -21,7 +20,6 @@ class ShardObjectKind(Enum):
 
 # The names JobLayout builds below, read back: the one place that parses a shard's object keys.
 _SHARD_OBJECT_NAMES = {
-    ShardObjectKind.INPUT: re.compile(r"shard-(\d{5,})\.input\.json"),
     ShardObjectKind.COMMIT: re.compile(r"shard-(\d{5,})\.commit\.json"),
     ShardObjectKind.ATTEMPT_ERRORS: re.compile(r"shard-(\d{5,})\.([^.]+)\.errors\.jsonl"),
     ShardObjectKind.ATTEMPT_PART: re.compile(r"part-(\d{5,})\.([^.]+)\.parquet"),
@@ -133,8 +131,36 @@ class JobLayout:
     def cancel(self) -> str:
         return self._key("cancel.json")
 
-    def shard_input(self, shard: int) -> str:
-        return self._key("work", f"shard-{shard:05d}.input.json")
+    @property
+    def planning_prefix(self) -> str:
+        """Planning's objects (``jobs/planning/``): the input's sections and what each stage found."""
+        return self._key("planning") + "/"
+
+    @property
+    def planning_sections(self) -> str:
+        return self._key("planning", "sections.json")
+
+    @property
+    def planning_decided(self) -> str:
+        """Written once every section is scanned: duplicates and carried documents decided."""
+        return self._key("planning", "decided.json")
+
+    def section_object(self, section: int, name: str) -> str:
+        """``planning/section-00007.<name>``: ids.tsv, skips.npz, errors.jsonl."""
+        return self._key("planning", f"section-{section:05d}.{name}")
+
+    @property
+    def planning_stages_prefix(self) -> str:
+        """The sections' stage records alone (listed to see which sections are done)."""
+        return self._key("planning", "stages") + "/"
+
+    def stage_record(self, section: int, stage: str) -> str:
+        """``planning/stages/section-00007.scan.json`` (or ``.cut.json``): the stage is done."""
+        return self._key("planning", "stages", f"section-{section:05d}.{stage}.json")
+
+    def shard_input(self, section: int, local: int) -> str:
+        """The descriptor of the ``local``-th shard cut from ``section``: byte ranges of the input."""
+        return self.section_object(section, f"shard-{local:05d}.json")
 
     def shard_commit(self, shard: int) -> str:
         """The commit marker: names the one attempt whose outputs count."""

@@ -1,7 +1,7 @@
 """Handing work on: send a unit's task (noting when), count finished units, start finalizing.
 
-Units of work are named ``plan``, ``shard-00007`` and ``finalize``; leases, dispatch times and
-counters all use these names.
+Units of work are named ``plan``, ``plan-scan-00003`` and ``plan-cut-00003`` (a section's planning
+stages), ``shard-00007`` and ``finalize``; leases, dispatch times and counters all use these names.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseStore
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
+from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 
 PLAN_UNIT = "plan"
@@ -21,14 +22,24 @@ def shard_unit(shard: int) -> str:
     return f"{_SHARD_PREFIX}{shard:05d}"
 
 
+def section_unit(stage: SectionStage, section: int) -> str:
+    return f"plan-{stage.value}-{section:05d}"
+
+
 def queue_of(unit: str) -> str:
-    """The queue a unit's task is sent to: shards to the GPU workers, plan and finalize to control."""
+    """The queue a unit's task is sent to: shards to the GPU workers, planning and finalize to control."""
     return GPU_QUEUE if unit.startswith(_SHARD_PREFIX) else CONTROL_QUEUE
 
 
 def dispatch_plan(job_id: str, ctx: JobContext) -> None:
     ctx.status.note_dispatch(job_id, [PLAN_UNIT], time.time())
     ctx.enqueuer.plan(job_id)
+
+
+def dispatch_section(job_id: str, stage: SectionStage, sections: list[int], ctx: JobContext) -> None:
+    ctx.status.note_dispatch(job_id, [section_unit(stage, section) for section in sections], time.time())
+    for section in sections:
+        ctx.enqueuer.plan_section(job_id, stage.value, section)
 
 
 def dispatch_shards(job_id: str, shards: list[int], ctx: JobContext) -> None:

@@ -7,6 +7,7 @@ from typing import Callable
 
 # Task names and queues, declared once; tasks.py registers handlers under these names.
 PLAN_TASK = "poolq.plan_job"
+PLAN_SECTION_TASK = "poolq.plan_section"  # args [job_id, stage ("scan" | "cut"), section]
 SHARD_TASK = "poolq.run_shard"
 FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
@@ -16,10 +17,13 @@ GPU_QUEUE = "gpu"
 
 
 class Enqueuer(ABC):
-    """Schedules the three steps of a job: plan, one task per shard, finalize."""
+    """Schedules the steps of a job: plan (and its sections' stages), one task per shard, finalize."""
 
     @abstractmethod
     def plan(self, job_id: str) -> None: ...
+
+    @abstractmethod
+    def plan_section(self, job_id: str, stage: str, section: int) -> None: ...
 
     @abstractmethod
     def run_shard(self, job_id: str, shard: int) -> None: ...
@@ -40,6 +44,9 @@ class CeleryEnqueuer(Enqueuer):
 
     def plan(self, job_id: str) -> None:
         self.app.send_task(PLAN_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+    def plan_section(self, job_id: str, stage: str, section: int) -> None:
+        self.app.send_task(PLAN_SECTION_TASK, args=[job_id, stage, section], queue=CONTROL_QUEUE)
 
     def run_shard(self, job_id: str, shard: int) -> None:
         self.app.send_task(SHARD_TASK, args=[job_id, shard], queue=GPU_QUEUE)
@@ -64,8 +71,8 @@ class InlineEnqueuer(Enqueuer):
         self._draining = False
         self.handlers: dict[str, Callable] = {}
 
-    def bind(self, plan: Callable, run_shard: Callable, finalize: Callable) -> None:
-        self.handlers = {PLAN_TASK: plan, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
+    def bind(self, plan: Callable, plan_section: Callable, run_shard: Callable, finalize: Callable) -> None:
+        self.handlers = {PLAN_TASK: plan, PLAN_SECTION_TASK: plan_section, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
 
     def _submit(self, name: str, *args) -> None:
         self._queue.append(lambda: self.handlers[name](*args))
@@ -80,6 +87,9 @@ class InlineEnqueuer(Enqueuer):
 
     def plan(self, job_id: str) -> None:
         self._submit(PLAN_TASK, job_id)
+
+    def plan_section(self, job_id: str, stage: str, section: int) -> None:
+        self._submit(PLAN_SECTION_TASK, job_id, stage, section)
 
     def run_shard(self, job_id: str, shard: int) -> None:
         self._submit(SHARD_TASK, job_id, shard)

@@ -80,7 +80,7 @@ def sync_status(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
 def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> JobManifest:
     layout = ctx.layout(job_id)
     spec = ledger.spec()
-    plan = ledger.plan() or Plan(num_shards=0, total=_known_total(spec), plan_errors=0)
+    plan = ledger.plan() or Plan(total=_known_total(spec), plan_errors=0)
     commits = ledger.commits()
     cancelled = ledger.cancel_requested()
     error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)

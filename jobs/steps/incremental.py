@@ -25,7 +25,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.steps.id_partitions import Decisions, IdPartitions, read_ids
+from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
 from poolq.storage import ObjectNotFoundError, read_embeddings, write_embeddings
 
 log = logging.getLogger(__name__)

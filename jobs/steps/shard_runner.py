@@ -102,7 +102,8 @@ def _commit(ledger: JobLedger, shard: int, commit: ShardCommit, ctx: JobContext)
 
 def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
     """The shard's records, read back from the byte ranges of the input its descriptor names."""
-    shard_input = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(shard)))
+    section, local = ctx.plan(job_id).shard_location(shard)
+    shard_input = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(section, local)))
     return read_shard_records(shard_input, InputFields.of(ctx.spec(job_id)), ctx.settings.s3_config())
 
 

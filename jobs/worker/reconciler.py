@@ -5,10 +5,8 @@ neither committed nor leased, whose task was not sent recently), finalizes jobs 
 are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
 simply expire (they carry a TTL), after which their units count as not running.
 
-A task sent long ago and never consumed is re-sent only while its queue holds nothing: under a
-backlog it is most likely still waiting there, and re-sending every waiting task on each pass
-would grow the backlog with duplicates. A message truly lost behind a backlog is re-sent once
-the queue drains.
+Which units are lost is decided in ``lost_units.py``; a job still planning gets its plan task
+again, which re-sends lost section tasks (``planner.py``).
 """
 from __future__ import annotations
 
@@ -27,12 +25,12 @@ from poolq.jobs.steps.dispatch import (
     dispatch_plan,
     dispatch_shards,
     fill_window,
-    queue_of,
     ready_to_finalize,
     record_plan,
     shard_unit,
 )
 from poolq.jobs.steps.finalizer import sync_status
+from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +55,7 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     report = ReconcileReport()
     now = time.time() if now is None else now
     sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
-    queues = _QueueDepths(ctx)
+    queues = QueueDepths(ctx)
     for job_id in active_jobs(ctx):
         report.jobs += 1
         try:
@@ -74,24 +72,7 @@ def _counted_all(job_id: str, ctx: JobContext) -> bool:
     return status.counts.completed + status.counts.failed >= status.counts.total
 
 
-class _QueueDepths:
-    """Each queue's depth, asked at most once per pass (and only when a decision needs it)."""
-
-    def __init__(self, ctx: JobContext) -> None:
-        self._ctx = ctx
-        self._depths: dict[str, int | None] = {}
-
-    def backlogged(self, queue: str) -> bool:
-        if queue not in self._depths:
-            try:
-                self._depths[queue] = self._ctx.enqueuer.waiting(queue)
-            except Exception:  # noqa: BLE001 - unknown depth: fall back to the time rule alone
-                log.warning("reading the depth of queue %s failed", queue, exc_info=True)
-                self._depths[queue] = None
-        return bool(self._depths[queue])
-
-
-def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepths, report: ReconcileReport) -> None:
+def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: QueueDepths, report: ReconcileReport) -> None:
     ledger = ctx.ledger(job_id)
     manifest = ledger.manifest()
     if manifest is not None:  # finished, but its status or clean-up may not have caught up
@@ -107,19 +88,7 @@ def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: _QueueDepth
         recover_status(job_id, ctx)
         report.recovered.append(job_id)
     report.aborted_uploads += abort_stale_uploads(job_id, ctx, ctx.settings.stale_upload_s)
-    sent = ctx.status.dispatches(job_id)
-    started = ctx.leases.last_started(job_id)
-    running = set(ctx.leases.live_units(job_id))
-
-    def lost(unit: str) -> bool:
-        """Not running, and its task is not waiting in a queue: consumed since it was last sent
-        (its attempt died) or never sent as far as Redis knows, or sent long ago to a queue that
-        now holds nothing."""
-        if unit in running:
-            return False
-        if unit not in sent or started.get(unit, -1.0) >= sent[unit]:
-            return True
-        return now - sent[unit] >= ctx.settings.requeue_after_s and not queues.backlogged(queue_of(unit))
+    lost = LostUnits(job_id, ctx, now, queues)
 
     # The ledger's verdict lists the job's commits: asked only when the cached counts say every
     # document is accounted for, or after a cancel, so a healthy pass never lists a running job.

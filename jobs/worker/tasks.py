@@ -16,12 +16,22 @@ from celery.exceptions import Reject
 
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.observability.log_format import log_context
+from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.schedules.schedule_runner import run_schedule
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
-from poolq.jobs.steps.enqueuer import FINALIZE_TASK, PLAN_TASK, RECONCILE_TASK, SCHEDULE_TASK, SHARD_TASK, CeleryEnqueuer
+from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
+from poolq.jobs.steps.enqueuer import (
+    FINALIZE_TASK,
+    PLAN_SECTION_TASK,
+    PLAN_TASK,
+    RECONCILE_TASK,
+    SCHEDULE_TASK,
+    SHARD_TASK,
+    CeleryEnqueuer,
+)
 from poolq.jobs.steps.failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.worker.reconciler import reconcile
@@ -81,6 +91,13 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     def plan_task(self: Task, job_id: str) -> None:
         run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
             job_id=job_id)
+
+    @app.task(name=PLAN_SECTION_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
+              time_limit=settings.plan_time_limit_s)
+    def plan_section_task(self: Task, job_id: str, stage: str, section: int) -> None:
+        planning_stage = SectionStage(stage)
+        run(self, lambda ctx: plan_section(job_id, planning_stage, section, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx),
+            section_unit(planning_stage, section), job_id=job_id, section=section)
 
     @app.task(name=SHARD_TASK, bind=True, shared=False)
     def shard_task(self: Task, job_id: str, shard: int) -> None:

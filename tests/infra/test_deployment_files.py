@@ -338,7 +338,10 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
         service.active(job), service.idempotency(digest), service.schedule(schedule),
         service.schedule_run(schedule, slot_name(slot)), service.job_index(job),
         join_key(service.uploads_prefix(tenant), f"{upload}.jsonl"), *store.list(""),  # the key record
-        layout.spec, layout.inline_input, layout.plan, layout.cancel, layout.shard_input(0), layout.shard_commit(0),
+        layout.spec, layout.inline_input, layout.plan, layout.plan_errors, layout.cancel, layout.shard_input(0, 0),
+        layout.shard_commit(0), layout.planning_sections, layout.planning_decided,
+        *(layout.section_object(0, name) for name in ("ids.tsv", "skips.npz", "errors.jsonl")),
+        layout.stage_record(0, "scan"), layout.stage_record(0, "cut"),
         layout.attempt_part(0, attempt), layout.attempt_errors(0, attempt), layout.carried_part(0),
         layout.errors, layout.manifest,
     }

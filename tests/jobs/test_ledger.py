@@ -47,7 +47,7 @@ def test_commits_lists_every_committed_shard_and_nothing_else(ledger):
     store, layout = ledger.store, ledger.layout
     # Given shard inputs, attempt objects and commit markers side by side under work/
     for shard in range(3):
-        store.put(layout.shard_input(shard), b'{"id": "x"}\n')
+        store.put(layout.shard_input(0, shard), b'{"id": "x"}\n')
         store.put(layout.attempt_errors(shard, "c" * 16), b"")
     commits = {0: _commit(ledger, 0, "d" * 16), 2: _commit(ledger, 2, "e" * 16, rows=1)}
     for shard, commit in commits.items():
@@ -68,14 +68,15 @@ def test_a_gave_up_commit_round_trips(ledger):
 def test_the_plan_is_written_once_and_round_trips_with_carried_parts(ledger):
     assert ledger.plan() is None
     plan = Plan(
-        num_shards=3, total=12, plan_errors=1,
+        section_shards=(2, 1), total=12, plan_errors=1,
         carried=(CarriedPart("jobs/old/parts/part-00000.x.parquet", rows=5, tokens=50), CarriedPart("jobs/old/p1", rows=2)),
         carried_records=7,
     )
     assert ledger.write_plan(plan)
-    assert not ledger.write_plan(Plan(num_shards=1, total=1, plan_errors=0))  # a second planner loses
+    assert not ledger.write_plan(Plan(section_shards=(1,), total=1, plan_errors=0))  # a second planner loses
     read = ledger.plan()
     assert read == plan and isinstance(read.carried, tuple) and read.carried[1].tokens == 0
+    assert read.num_shards == 3 and [read.shard_location(shard) for shard in range(3)] == [(0, 0), (0, 1), (1, 0)]
 
 
 def test_cancel_is_a_durable_request(ledger):

@@ -9,7 +9,7 @@ import uuid
 import pytest
 import redis
 from support.api_client import authed_client
-from support.job_doubles import FakeClock, RecordingEnqueuer
+from support.job_doubles import FakeClock, RecordingEnqueuer, drain
 
 from poolq.engine import ModelRegistry
 from poolq.jobs.context import JobContext
@@ -21,7 +21,6 @@ from poolq.jobs.ledger.cleanup import delete_dead_attempts
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
-from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
@@ -30,10 +29,7 @@ from poolq.storage import S3ObjectStore, make_s3_client
 
 
 def _drain(ctx) -> None:
-    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
-    while ctx.enqueuer.tasks:
-        kind, *args = ctx.enqueuer.tasks.pop(0)
-        steps[kind](*args, ctx)
+    drain(ctx)
 
 
 @pytest.fixture

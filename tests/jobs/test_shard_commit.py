@@ -6,7 +6,7 @@ can act between steps. Leases run on a fake clock: a lapse is ``clock.advance``.
 import json
 
 import pytest
-from support.job_doubles import FakeClock
+from support.job_doubles import FakeClock, run_task
 from support.job_doubles import RecordingEnqueuer as StepEnqueuer
 from support.job_doubles import drain as _drain
 
@@ -15,8 +15,6 @@ from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.dispatch import shard_unit
-from poolq.jobs.steps.finalizer import finalize_job
-from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
@@ -69,7 +67,7 @@ def _submit(ctx, docs) -> str:
 def _drain_kind(ctx, kind: str) -> None:
     for task in [t for t in ctx.enqueuer.tasks if t[0] == kind]:
         ctx.enqueuer.tasks.remove(task)
-        {"plan": plan_job, "finalize": finalize_job}[kind](*task[1:], ctx)
+        run_task(task, ctx)
 
 
 def _engine(ctx) -> CountingEngine:

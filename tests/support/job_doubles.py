@@ -1,8 +1,10 @@
 """Test doubles for the jobs layer: a settable clock, an enqueuer that records tasks, a drain."""
 from __future__ import annotations
 
+from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.jobs.steps.finalizer import finalize_job
+from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 
@@ -30,6 +32,9 @@ class RecordingEnqueuer(Enqueuer):
     def plan(self, job_id):
         self.tasks.append(("plan", job_id))
 
+    def plan_section(self, job_id, stage, section):
+        self.tasks.append(("plan_section", job_id, stage, section))
+
     def run_shard(self, job_id, shard):
         self.tasks.append(("shard", job_id, shard))
 
@@ -45,9 +50,28 @@ class RecordingEnqueuer(Enqueuer):
         return tasks
 
 
-def drain(ctx) -> None:
-    """Run the recorded tasks (and those they record) until none is left."""
-    steps = {"plan": plan_job, "shard": run_shard, "finalize": finalize_job}
-    while ctx.enqueuer.tasks:
-        kind, *args = ctx.enqueuer.tasks.pop(0)
-        steps[kind](*args, ctx)
+def run_section(job_id, stage, section, ctx) -> None:
+    plan_section(job_id, SectionStage(stage), section, ctx)
+
+
+# What each recorded task runs: (job_id, ...args, ctx)
+STEPS = {"plan": plan_job, "plan_section": run_section, "shard": run_shard, "finalize": finalize_job}
+
+
+def run_task(task: tuple, ctx) -> None:
+    kind, *args = task
+    STEPS[kind](*args, ctx)
+
+
+PLANNING = frozenset({"plan", "plan_section"})
+
+
+def drain(ctx, only: frozenset[str] | None = None) -> None:
+    """Run the recorded tasks (and those they record) in order until none is left; with ``only``,
+    just the tasks of those kinds (the others stay recorded)."""
+    while True:
+        runnable = [task for task in ctx.enqueuer.tasks if only is None or task[0] in only]
+        if not runnable:
+            return
+        ctx.enqueuer.tasks.remove(runnable[0])
+        run_task(runnable[0], ctx)

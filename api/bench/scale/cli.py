@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="a poolq setting for every process, e.g. --set shard_max_documents=2000 (POOLQ_NAME)")
     parser.add_argument("--seaweed-volumes", type=int, default=None, help="SeaweedFS 64 MB volumes (default: sized "
                         "for the corpus and its vectors)")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="cancel each job once it is planned: planning's time, memory and requests alone")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write every result as JSON here")
     return parser

@@ -40,7 +40,8 @@ def submit_and_wait(state, r, uri: str, args: argparse.Namespace, result: RunRes
     with PoolqClient(state.api_url, state.api_key, timeout=60) as client:
         job = client.submit(body)
         result.job_id = job["id"]
-        final, plan_seen = wait_for_job(client, r, job["id"], args.timeout, result.documents, log)
+        final, plan_seen = wait_for_job(client, r, job["id"], args.timeout, result.documents, log,
+                                        cancel_when_planned=args.plan_only)
     result.status = final["status"] if final else "timeout"
     fill_timings(result, final, plan_seen)
     after_sum, after_count = shard_metrics(state.api_url)
@@ -51,10 +52,12 @@ def submit_and_wait(state, r, uri: str, args: argparse.Namespace, result: RunRes
     return final
 
 
-def wait_for_job(client, r, job_id: str, timeout_s: float, documents: int, log) -> tuple[dict | None, float | None]:
+def wait_for_job(client, r, job_id: str, timeout_s: float, documents: int, log,
+                 cancel_when_planned: bool = False) -> tuple[dict | None, float | None]:
     """Poll the job's Redis status hash every 0.1 s (and the API every 5 s) until it is terminal or
-    ``timeout_s`` passes (then cancel it, bounded). Returns (final status from the API, or None on
-    timeout; the wall-clock time num_shards first appeared)."""
+    ``timeout_s`` passes (then cancel it, bounded); with ``cancel_when_planned``, cancel it once it
+    is planned. Returns (final status from the API, or None on timeout; the wall-clock time
+    num_shards first appeared)."""
     deadline = time.monotonic() + timeout_s
     plan_seen, last_report = None, time.monotonic()
     key = f"poolq:job:{job_id}"
@@ -64,6 +67,9 @@ def wait_for_job(client, r, job_id: str, timeout_s: float, documents: int, log) 
         if plan_seen is None and fields[1] is not None:
             plan_seen = now
             log(f"[{documents}] planned: {int(fields[1])} shard(s)")
+            if cancel_when_planned:
+                client.cancel(job_id)
+                return client.wait(job_id, poll_interval=0.5, timeout=300), plan_seen
         if fields[0] is not None and fields[0].decode() in TERMINAL:
             return client.wait(job_id, poll_interval=0.2, timeout=120), plan_seen
         if time.monotonic() - last_report > 5:

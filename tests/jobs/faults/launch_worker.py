@@ -104,17 +104,17 @@ def _patch_planning() -> None:
     slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_PLAN_S", "0"))
     if not slow_s:
         return
-    from poolq.jobs.steps import planner
+    from poolq.jobs.planning import sections
 
-    original_records = planner._records
+    original_lines = sections.section_lines
 
-    def records(spec, job_id, ctx):
-        _record("planning", job_id=job_id)
-        for item in original_records(spec, job_id, ctx):
+    def section_lines(section, ctx, *args, **kwargs):
+        _record("planning", uri=section.uri)
+        for item in original_lines(section, ctx, *args, **kwargs):
             time.sleep(slow_s)
             yield item
 
-    planner._records = records
+    sections.section_lines = section_lines
 
 
 def _patch_commit() -> None:

@@ -37,6 +37,7 @@ from poolq.api.devstack.ports import free_port
 from poolq.api.devstack.process import spawn, stop_pid, wait_until
 from poolq.api.devstack.redis_server import RedisConfig, RedisServer
 from poolq.api.server.api_keys import ApiKeyStore
+from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.schedules.beat_entries import entry_name
 from poolq.jobs.schedules.schedule_store import ScheduleStore
@@ -210,7 +211,8 @@ def test_an_incremental_rerun_after_editing_3_of_100_documents_embeds_exactly_th
     assert second["incremental_from"] == first["job_id"] and fresh["status"] == "succeeded"
     # Then run 2 embedded exactly the 3 edited documents
     job2 = ServiceLayout(stack.settings.output_prefix).job(TENANT, second["job_id"])
-    shard_inputs = [k for k in stack.store.list(job2.work_prefix) if re.search(r"/shard-\d{5}\.input\.json$", k)]
+    plan2 = Plan.from_json(json.loads(stack.store.get(job2.plan)))
+    shard_inputs = [job2.shard_input(*plan2.shard_location(shard)) for shard in range(plan2.num_shards)]
     embedded = [record_id for key in shard_inputs for record_id in read_shard_records(
         ShardInput.from_bytes(stack.store.get(key)), InputFields(), stack.settings.s3_config())]
     assert sorted(embedded) == edited_ids

@@ -1,13 +1,12 @@
 """A job's queue stays O(window): shards are sent a window at a time, refilled as they commit; a
 cancel leaves at most a window of cheap tasks; a finished job's late tasks touch nothing."""
 import pytest
-from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import RecordingEnqueuer, run_task
 
 from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.cancel import cancel_job
-from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
@@ -49,8 +48,7 @@ def _planned_job(ctx, shards: int = SHARDS) -> str:
 
 
 def _run(ctx, task) -> None:
-    kind, *args = task
-    {"shard": run_shard, "finalize": finalize_job, "plan": plan_job}[kind](*args, ctx)
+    run_task(task, ctx)
 
 
 def test_planning_sends_one_window_and_each_commit_sends_the_next_shard(ctx):

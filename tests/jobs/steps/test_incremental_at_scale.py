@@ -55,9 +55,10 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     manifest = ctx.ledger(second.id).manifest()
     assert (manifest.counts.completed, manifest.counts.carried) == (DOCUMENTS, DOCUMENTS - 3)
     assert sum(part.rows for part in manifest.parts) == DOCUMENTS
-    # And planning's Python allocations stayed within its fixed buffers (two spill buffers of 2 MiB,
-    # one id partition of ~1 MiB of input, one range of decisions), while the corpus's ids and
-    # content hashes alone, held in one dict as before, take over 20 MB
+    # And planning's Python allocations (every stage: the input is one section) stayed within its
+    # fixed buffers (the scan's 1 MiB upload chunk, two 1 MiB spill buffers, one id partition of
+    # ~1 MiB of input, one range of decisions and the section's skip arrays), while the corpus's
+    # ids and content hashes alone, held in one dict, take over 20 MB
     held = {f"doc-{i:06d}": "0" * 64 for i in range(DOCUMENTS)}
     assert peaks and peaks[0] < 10 << 20 < _python_bytes(held), f"planning peaked at {peaks[0] / 2**20:.1f} MiB"
 

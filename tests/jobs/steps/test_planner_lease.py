@@ -6,6 +6,7 @@ from support.job_doubles import RecordingEnqueuer
 
 from poolq.jobs.job import JobSpec
 from poolq.jobs.local_runner import local_context
+from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps import planner as planner_module
 from poolq.jobs.steps.dispatch import PLAN_UNIT
@@ -19,14 +20,14 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
     ctx.enqueuer = RecordingEnqueuer()
     job_id = submit_job(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "slow input"}]}}), ctx).id
     reading, done = threading.Event(), threading.Event()
-    records = planner_module._records
+    scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
 
-    def slow_records(*args):
+    def slow_scan(*args):
         reading.set()
         time.sleep(3.0)
-        yield from records(*args)
+        return scan(*args)
 
-    monkeypatch.setattr(planner_module, "_records", slow_records)
+    monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN, slow_scan)
     planner = threading.Thread(target=lambda: (planner_module.plan_job(job_id, ctx), done.set()))
     planner.start()
     reading.wait(5)
@@ -48,5 +49,5 @@ def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
     job_id = submit_job(JobSpec.model_validate({"input": {"documents": short + long}}), ctx).id
     planner_module.plan_job(job_id, ctx)
     # Then the short ones go four to a shard, and the long one is alone
-    sizes = [ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(shard))).documents for shard in range(3)]
+    sizes = [ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, shard))).documents for shard in range(3)]
     assert ctx.ledger(job_id).plan().num_shards == 3 and sizes == [4, 4, 1]

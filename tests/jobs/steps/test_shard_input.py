@@ -43,7 +43,7 @@ def _plan(ctx, uri) -> str:
 def test_a_shard_names_runs_of_the_input_and_reads_back_the_same_records(tmp_path):
     ctx = _ctx(tmp_path)
     job_id = _plan(ctx, _write(tmp_path / "in.jsonl", LINES))
-    raw = ctx.store.get(ctx.layout(job_id).shard_input(0))
+    raw = ctx.store.get(ctx.layout(job_id).shard_input(0, 0))
     shard = ShardInput.from_bytes(raw)
     # No text is copied: the descriptor names three runs (a+blank+b, d, e) of the input
     assert b"alpha" not in raw and shard.records == [] and shard.documents == 4
@@ -71,7 +71,7 @@ def test_an_input_replaced_after_planning_fails_the_shard_saying_so(tmp_path, mi
     path = tmp_path / "in.jsonl"
     job_id = _plan(ctx, _write(path, LINES))
     _write(path, [line.replace("document", "text!") for line in LINES] + ["{}"])  # replaced (other size and time)
-    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0)))
+    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, 0)))
     try:
         read_shard_records(shard, InputFields(), ctx.settings.s3_config())
     except ValueError as exc:
@@ -83,6 +83,6 @@ def test_an_input_replaced_after_planning_fails_the_shard_saying_so(tmp_path, mi
 def test_a_gzip_input_is_not_addressable_by_ranges_so_its_shards_hold_the_records(tmp_path):
     ctx = _ctx(tmp_path)
     job_id = _plan(ctx, _write(tmp_path / "in.jsonl.gz", LINES, compress=True))
-    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0)))
+    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, 0)))
     assert shard.runs == [] and [row["id"] for row in shard.records] == ["a", "b", "d", "e"]
     assert set(read_shard_records(shard, InputFields(), ctx.settings.s3_config())) == {"a", "b", "d", "e"}

@@ -3,14 +3,13 @@ import json
 import random
 
 import pytest
-from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import PLANNING, RecordingEnqueuer, drain
 
 from poolq.jobs.job import JobSpec
 from poolq.jobs.local_runner import local_context
+from poolq.jobs.planning import id_partitions
+from poolq.jobs.planning.id_partitions import IdPartitions
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps import id_partitions
-from poolq.jobs.steps.id_partitions import IdPartitions
-from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.submit import submit_job
 
 
@@ -22,14 +21,14 @@ def test_partitions_find_exactly_the_repeats_and_the_unchanged(tmp_path, monkeyp
     baseline = {f"id-{i}": f"{i % 3:016x}" for i in range(0, 300, 2)}
     # Given the records and a baseline spilled into the partitions
     ids = IdPartitions(tmp_path / "spill", partitions)
-    for line, (record_id, digest) in enumerate(records, start=1):
-        ids.add_record(record_id, digest, line, source=0)
+    for record_id, digest in records:
+        ids.add_record(record_id, digest)
     for record_id, digest in baseline.items():
         ids.add_baseline(record_id, digest, part=int(record_id.split("-")[1]) % 4)
-    duplicates = []
-    decisions = ids.decide(duplicates.append)
-    skipped = ids.skipped_positions()
-    left_out = {position for position in range(len(records)) if position in skipped}
+    decisions = ids.decide()
+    # (asked for in two ranges, as two sections would)
+    duplicates = [*ids.positions("duplicate", 0, 420), *ids.positions("duplicate", 420, len(records))]
+    carried = [*ids.positions("carried", 0, 420), *ids.positions("carried", 420, len(records))]
     # Then they equal what a single set decides
     seen, expected_dups, expected_carried = set(), [], []
     for position, (record_id, digest) in enumerate(records):
@@ -39,9 +38,8 @@ def test_partitions_find_exactly_the_repeats_and_the_unchanged(tmp_path, monkeyp
         seen.add(record_id)
         if baseline.get(record_id) == digest:
             expected_carried.append(position)
-    assert sorted(d.line - 1 for d in duplicates) == expected_dups
-    assert decisions.carried == len(expected_carried)
-    assert left_out == set(expected_dups) | set(expected_carried)
+    assert duplicates == expected_dups and decisions.duplicates == len(expected_dups)
+    assert carried == expected_carried and decisions.carried == len(expected_carried)
     carried_ids = {line.strip() for path in decisions.carried_by_part.values() for line in path.open()}
     assert carried_ids == {records[position][0] for position in expected_carried}
 
@@ -55,8 +53,11 @@ def test_duplicate_ids_across_two_input_objects_are_reported_naming_the_second(t
     ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 16))
     ctx.enqueuer = RecordingEnqueuer()
     job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}}), ctx).id
-    plan = plan_job(job_id, ctx)
+    # When it is planned (two objects: two sections, each scanned and cut by its own task)
+    drain(ctx, only=PLANNING)
+    plan = ctx.ledger(job_id).plan()
     errors = [json.loads(line) for line in ctx.store.get(ctx.layout(job_id).plan_errors).splitlines()]
     assert (plan.total, plan.plan_errors) == (7, 1)
     assert [(e["code"], e["id"], e["line"]) for e in errors] == [("duplicate_id", "d3", 1)]
     assert errors[0]["source"].endswith("/b.jsonl") and "b.jsonl: line 1" in errors[0]["message"]
+

@@ -1,12 +1,12 @@
 """Duplicate ids and unchanged documents, decided in partitions: memory bounded by one partition.
 
-Planning reads its input twice. The first pass validates every line and spills each valid
-record's (position, id, content hash) into one of P local files chosen by a stable hash of the
-id; an incremental run spills its baseline's (id, content hash, part) the same way. Each
-partition then fits in memory alone and decides, for its ids, which positions repeat an earlier
-id (``duplicate_id``) and which hold a document unchanged since the baseline (carried). The
-positions to leave out are filed by position range, so the second pass, reading the input again
-in order, holds one range of them at a time. Nothing here grows with the corpus but the disk.
+The decide stage reads every section's scan (its valid records' ids and content hashes, in input
+order) and spills each record's (position, id, content hash) into one of P local files chosen by
+a stable hash of the id; an incremental run spills its baseline's (id, content hash, part) the
+same way. Each partition then fits in memory alone and decides, for its ids, which positions
+repeat an earlier id (``duplicate_id``) and which hold a document unchanged since the baseline
+(carried). Those positions are filed by position range, and read back one section's range at a
+time. Nothing here grows with the corpus but the disk.
 """
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator, Literal
 
 import numpy as np
 
 # Bytes of pending spill lines held before they are appended to their files.
-_FLUSH_BYTES = 2 << 20
+_FLUSH_BYTES = 1 << 20
 # Positions per range file of decisions (the second pass holds one range at a time).
 POSITIONS_PER_RANGE = 1 << 20
 # Hex digits of the content hash compared (64 bits: a false "unchanged" is a 2^-64 event).
@@ -65,12 +65,7 @@ class _SpillFiles:
                     yield line.rstrip("\n").split("\t")
 
 
-@dataclass(frozen=True)
-class Duplicate:
-    record_id: str
-    line: int
-    source: int  # index of the input object it is in
-    position: int  # among the valid records, in input order
+Left = Literal["duplicate", "carried"]  # why a position is left out of the shards
 
 
 @dataclass
@@ -91,11 +86,11 @@ class IdPartitions:
         self._baseline = _SpillFiles(directory, "baseline", self.partitions)
         self.valid_records = 0
 
-    def add_record(self, record_id: str, digest: str, line: int, source: int) -> int:
-        """Spill one valid record of the first pass; returns its position among valid records."""
+    def add_record(self, record_id: str, digest: str) -> int:
+        """Spill the next valid record (in input order); returns its position among valid records."""
         position = self.valid_records
         self.valid_records += 1
-        fields = (str(position), record_id, digest[:HASH_DIGITS], str(line), str(source))
+        fields = (str(position), record_id, digest[:HASH_DIGITS])
         self._records.add(partition_of(record_id, self.partitions), "\t".join(fields) + "\n")
         return position
 
@@ -108,35 +103,34 @@ class IdPartitions:
         self._records.flush()
         self._baseline.flush()
 
-    def decide(self, on_duplicate: Callable[[Duplicate], None]) -> Decisions:
-        """Decide every partition, one at a time; ``on_duplicate`` hears of each repeated id."""
+    def decide(self) -> Decisions:
+        """Decide every partition, one at a time."""
         self.flush()
         decisions = Decisions()
         for partition in range(self.partitions):
-            self._decide_partition(partition, decisions, on_duplicate)
+            self._decide_partition(partition, decisions)
         return decisions
 
-    def _decide_partition(self, partition: int, decisions: Decisions, on_duplicate: Callable[[Duplicate], None]) -> None:
+    def _decide_partition(self, partition: int, decisions: Decisions) -> None:
         baseline = {record_id: (digest, int(part)) for record_id, digest, part in self._baseline.read(partition)}
         first_seen: set[str] = set()
-        skipped: dict[int, list[int]] = defaultdict(list)  # position range -> positions left out
+        left: dict[tuple[Left, int], list[int]] = defaultdict(list)  # (why, position range) -> positions
         carried: dict[int, list[str]] = defaultdict(list)  # baseline part -> ids it carries
         # Spill lines are in input order within a partition: the first occurrence comes first.
-        for position, record_id, digest, line, source in self._records.read(partition):
+        for position, record_id, digest in self._records.read(partition):
             at = int(position)
             if record_id in first_seen:
                 decisions.duplicates += 1
-                on_duplicate(Duplicate(record_id, int(line), int(source), at))
-                skipped[at // POSITIONS_PER_RANGE].append(at)
+                left["duplicate", at // POSITIONS_PER_RANGE].append(at)
                 continue
             first_seen.add(record_id)
             known = baseline.get(record_id)
             if known is not None and known[0] == digest:
                 decisions.carried += 1
                 carried[known[1]].append(record_id)
-                skipped[at // POSITIONS_PER_RANGE].append(at)
-        for bucket, positions in skipped.items():
-            with self._range_path(bucket).open("ab") as handle:
+                left["carried", at // POSITIONS_PER_RANGE].append(at)
+        for (why, bucket), positions in left.items():
+            with self._range_path(why, bucket).open("ab") as handle:
                 np.asarray(positions, dtype=np.int64).tofile(handle)
         for part, ids in carried.items():
             path = self.directory / f"carried-{part:05d}.txt"
@@ -144,31 +138,18 @@ class IdPartitions:
                 handle.writelines(f"{record_id}\n" for record_id in ids)
             decisions.carried_by_part[part] = path
 
-    def _range_path(self, bucket: int) -> Path:
-        return self.directory / f"skipped-{bucket:06d}.i64"
+    def _range_path(self, why: Left, bucket: int) -> Path:
+        return self.directory / f"{why}-{bucket:06d}.i64"
 
-    def skipped_positions(self) -> "SkippedPositions":
-        return SkippedPositions(self._range_path)
-
-
-class SkippedPositions:
-    """Answers ``position in skipped`` for increasing positions, holding one range at a time as a
-    bitmap (``POSITIONS_PER_RANGE`` bytes, whatever the corpus)."""
-
-    def __init__(self, range_path: Callable[[int], Path]) -> None:
-        self._range_path = range_path
-        self._bucket = -1
-        self._skipped = np.zeros(0, dtype=bool)
-
-    def __contains__(self, position: int) -> bool:
-        bucket, offset = divmod(position, POSITIONS_PER_RANGE)
-        if bucket != self._bucket:
-            self._skipped = np.zeros(POSITIONS_PER_RANGE, dtype=bool)
-            path = self._range_path(bucket)
+    def positions(self, why: Left, start: int, end: int) -> np.ndarray:
+        """The positions in ``[start, end)`` left out for ``why``, sorted (int64)."""
+        found = [np.zeros(0, dtype=np.int64)]
+        for bucket in range(start // POSITIONS_PER_RANGE, -(-end // POSITIONS_PER_RANGE)):
+            path = self._range_path(why, bucket)
             if path.exists():
-                self._skipped[np.fromfile(path, dtype=np.int64) - bucket * POSITIONS_PER_RANGE] = True
-            self._bucket = bucket
-        return bool(self._skipped[offset])
+                positions = np.fromfile(path, dtype=np.int64)
+                found.append(positions[(positions >= start) & (positions < end)])
+        return np.sort(np.concatenate(found))
 
 
 def partitions_for(input_bytes: int, bytes_per_partition: int) -> int:

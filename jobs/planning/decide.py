@@ -1,0 +1,88 @@
+"""The decide stage: duplicate ids and carried documents, across every section, in bounded memory.
+
+Runs once every section is scanned. The sections' id spills are read in input order into the id
+partitions (``id_partitions.py``); each partition decides on its own; then each section gets its
+left-out positions (``skips.npz``: duplicates and carried, relative to the section) and an
+incremental run's carried parts are written. The decided record names each section's first line.
+"""
+from __future__ import annotations
+
+import io
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
+from poolq.jobs.planning.planning_ledger import Decided, PlanningLedger, SectionScan
+from poolq.jobs.planning.section_scan import SPILL_NAME
+from poolq.jobs.planning.sections import InputSection, sections_bytes
+from poolq.jobs.steps.incremental import Baseline
+from poolq.jobs.steps.shard_input import InputChanged
+
+SKIPS_NAME = "skips.npz"
+
+
+@dataclass(frozen=True)
+class SectionSkips:
+    """A section's valid-record positions (0 = its first valid record) left out of its shards."""
+
+    duplicates: np.ndarray  # int64, sorted: an id seen earlier in the input
+    carried: np.ndarray  # int64, sorted: unchanged since the baseline
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, duplicates=self.duplicates, carried=self.carried)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "SectionSkips":
+        with np.load(io.BytesIO(raw)) as arrays:
+            return cls(arrays["duplicates"], arrays["carried"])
+
+
+def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decided:
+    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    scans = [planning.scan(index) for index in range(len(sections))]
+    baseline = Baseline.load(ctx.spec(job_id), ctx)
+    partitions = partitions_for(sections_bytes(sections), ctx.settings.plan_partition_bytes)
+    with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job_id}-") as spill_dir:
+        ids = IdPartitions(Path(spill_dir), partitions)
+        for index, scan in enumerate(scans):
+            _spill_section(planning, index, scan, ids)
+        if baseline is not None and not baseline.spill_into(ids, ctx):
+            baseline = None
+        decisions = ids.decide()
+        start = 0
+        for index, scan in enumerate(scans):
+            end = start + scan.valid
+            skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start)
+            ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
+            start = end
+        carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()
+    return planning.write_decided(Decided(
+        first_lines=first_lines(sections, scans), duplicates=decisions.duplicates, carried=carried,
+        carried_records=decisions.carried if carried else 0,
+        engine=ctx.engine_identity(ctx.spec(job_id).model) if carried else None,  # what Baseline.load checked
+    ))
+
+
+def _spill_section(planning: PlanningLedger, index: int, scan: SectionScan, ids: IdPartitions) -> None:
+    read = 0
+    with planning.store.open(planning.section_key(index, SPILL_NAME)) as stream:
+        for raw in stream:
+            record_id, digest = raw.decode("utf-8").rstrip("\n").split("\t")
+            ids.add_record(record_id, digest)
+            read += 1
+    if read != scan.valid:
+        raise InputChanged(f"section {index}'s id spill holds {read} records where its scan counted {scan.valid}")
+
+
+def first_lines(sections: list[InputSection], scans: list[SectionScan]) -> tuple[int, ...]:
+    """Each section's first line number: 1 at an object's start, else one past the previous section's."""
+    numbers: list[int] = []
+    for index, section in enumerate(sections):
+        numbers.append(1 if section.start == 0 else numbers[-1] + scans[index - 1].lines)
+    return tuple(numbers)

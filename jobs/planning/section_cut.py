@@ -1,0 +1,86 @@
+"""The cut stage: read a section again, leave out what was decided, cut shards, file the errors.
+
+The section's error lines (invalid records and repeated ids) come out in line order, numbered
+from the section's first line in its object, and are uploaded once the section is read.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from typing import IO
+
+import numpy as np
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.records import InputRecord, RecordError
+from poolq.jobs.planning.decide import SKIPS_NAME, SectionSkips
+from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionCut
+from poolq.jobs.planning.sections import InputSection, section_records
+from poolq.jobs.planning.shard_cutter import ShardCutter
+from poolq.jobs.steps.shard_input import InputChanged, InputFields
+from poolq.storage import JsonlObject
+
+ERRORS_NAME = "errors.jsonl"
+_UPLOAD_CHUNK = 1 << 20
+
+
+def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
+    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    section = (planning.sections() or [])[index]
+    decided = planning.decided()
+    if decided is None:
+        raise RuntimeError(f"job {job_id}: section {index} is cut before its duplicates were decided")
+    skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
+    cutter = ShardCutter(ctx, job_id, index, section)
+    codes: Counter[str] = Counter()
+    records = valid = 0
+    duplicates, carried = _Positions(skips.duplicates), _Positions(skips.carried)
+    with tempfile.TemporaryFile() as errors:
+        for item, record in section_records(section, InputFields.of(ctx.spec(job_id)), ctx, decided.first_lines[index]):
+            records += 1
+            if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
+                left_out = duplicates.holds(valid) or carried.holds(valid)
+                if duplicates.holds(valid):
+                    _file_error(errors, duplicate_error(record), section, codes)
+                valid += 1
+                if not left_out:
+                    cutter.add(record, item)
+                    continue
+            elif isinstance(record, RecordError):
+                _file_error(errors, record, section, codes)
+            cutter.skip()
+        if valid != planning.scan(index).valid:
+            raise InputChanged(f"the input changed while job {job_id} was planned: {section.uri} held {valid} "
+                               f"valid records where {planning.scan(index).valid} were read before; submit the job again")
+        shards = cutter.close()
+        if codes:
+            errors.seek(0)
+            ctx.store.put_chunks(planning.section_key(index, ERRORS_NAME), iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
+    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, error_codes=dict(codes)))
+
+
+class _Positions:
+    """Membership of increasing positions in a sorted array, in O(1) memory beyond the array."""
+
+    def __init__(self, positions: np.ndarray) -> None:
+        self.positions = positions
+        self.next = 0
+
+    def holds(self, position: int) -> bool:
+        while self.next < len(self.positions) and self.positions[self.next] < position:
+            self.next += 1
+        return self.next < len(self.positions) and int(self.positions[self.next]) == position
+
+
+def duplicate_error(record: InputRecord) -> RecordError:
+    numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
+    return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+
+
+def _file_error(errors: IO[bytes], error: RecordError, section: InputSection, codes: Counter[str]) -> None:
+    """One error line; a prefix input's errors name their object."""
+    line = error.to_json() if section.name is None else {
+        **error.to_json(), "message": f"{section.name}: {error.message}", "source": section.name}
+    codes[error.code] += 1
+    errors.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))

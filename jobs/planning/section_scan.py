@@ -1,0 +1,49 @@
+"""The scan stage: validate a section's lines and spill its valid records' ids and content hashes."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.records import InputRecord
+from poolq.jobs.planning.id_partitions import HASH_DIGITS
+from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
+from poolq.jobs.planning.sections import section_records
+from poolq.jobs.steps.content_hash import content_hash
+from poolq.jobs.steps.shard_input import InputFields
+from poolq.storage import JsonlProgress
+
+SPILL_NAME = "ids.tsv"  # one line per valid record, in input order: id <TAB> content hash
+_CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects meanwhile)
+
+
+def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
+    """Scan ``section`` of the job's input: its id spill, then its scan record (the commit point)."""
+    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    sections = planning.sections() or []
+    fields = InputFields.of(ctx.spec(job_id))
+    progress = JsonlProgress()
+    counted = {"valid": 0}
+
+    def spill_lines() -> Iterator[bytes]:
+        for _, record in section_records(sections[section], fields, ctx, progress=progress):
+            if isinstance(record, InputRecord):
+                counted["valid"] += 1
+                digest = content_hash(record.text, record.chunk_spans)[:HASH_DIGITS]
+                yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
+
+    ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
+    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"]))
+
+
+def chunked(lines: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """``lines`` joined into chunks of about ``size`` bytes (one per upload call, not one per line)."""
+    pending: list[bytes] = []
+    held = 0
+    for line in lines:
+        pending.append(line)
+        held += len(line)
+        if held >= size:
+            yield b"".join(pending)
+            pending, held = [], 0
+    if pending:
+        yield b"".join(pending)

@@ -1,0 +1,31 @@
+"""A section's planning stage, as its own task: scan or cut one section of the input.
+
+Runs under the section's lease (renewed while it reads); a section already done is not read
+again. The task that finds its stage done for every section sends the plan task on.
+"""
+from __future__ import annotations
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.leases import LeaseKeeper
+from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionStage
+from poolq.jobs.steps.dispatch import dispatch_plan, section_unit
+from poolq.jobs.steps.planner import STAGE_STEPS
+
+
+def plan_section(job_id: str, stage: SectionStage, section: int, ctx: JobContext) -> None:
+    ledger = ctx.ledger(job_id)
+    if ledger.cancel_requested() or ledger.manifest_written():
+        return  # nothing to plan for: the plan task (or the finalizer) sees to the job
+    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    if not planning.is_done(stage, section):
+        lease = ctx.leases.acquire(job_id, section_unit(stage, section), ctx.settings.lease_ttl_s)
+        if lease is None:
+            return  # another attempt is at it
+        try:
+            with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+                STAGE_STEPS[stage](job_id, section, ctx)
+        finally:
+            ctx.leases.release(lease)
+    sections = planning.sections() or []
+    if planning.done(stage) >= set(range(len(sections))):
+        dispatch_plan(job_id, ctx)  # the stage is over: the planner moves on
