@@ -54,6 +54,9 @@ class LongDocumentPolicy:
     chunk_sentences: int = 3
     overlap_tokens: int | None = None
     allow_any_pooling: bool = False  # late chunking with a non-MEAN model
+    # naive_chunks: a chunk longer than the window (a long sentence group, a caller's span) is cut
+    # at the window into pieces whose rows say ``split``; False makes it a chunk_too_long error
+    split_long_chunks: bool = True
 
     def __post_init__(self) -> None:
         for name in ("window_tokens", "max_embed_len", "chunk_tokens", "chunk_sentences"):
@@ -114,6 +117,7 @@ class ChunkSpan:
     token_end: int
     char_start: int
     char_end: int
+    split: bool = False  # a piece of a chunk that was longer than the window
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,13 @@ class JobUsage(BaseModel):
     tokens: int = 0
 
 
+class JobProgress(BaseModel):
+    """Work the running shards have done and not committed yet (it moves between commits)."""
+
+    documents: int = 0
+    tokens: int = 0
+
+
 class JobResult(BaseModel):
     manifest_uri: str
 
@@ -190,3 +197,6 @@ class JobStatus(BaseModel):
     finished_at: datetime | None = None
     result: JobResult | None = None
     error: str | None = None
+    errors_by_code: dict[str, int] = Field(default_factory=dict)  # failed records by error code
+    error_samples: list[str] = Field(default_factory=list)  # the first few error messages
+    in_progress: JobProgress = Field(default_factory=JobProgress)

@@ -65,6 +65,8 @@ class Settings(BaseSettings):
     requeue_after_s: float = Field(600.0, gt=0, description="re-send an unleased unit's task after this long")
     max_shard_crashes: int = Field(3, ge=1, description="a shard that crashed its worker this often fails")
     cancel_check_interval_s: float = Field(1.0, gt=0)
+    progress_interval_s: float = Field(1.0, gt=0, description="a running shard reports the documents and tokens it "
+                                       "has done at most this often (progress between commits)")
     stale_upload_s: float = Field(3600.0, gt=0, description="abort multipart uploads older than this")
     # A step that failed with a retryable error is retried after base * 2**retry seconds (capped), jittered.
     task_retry_backoff_s: float = Field(1.0, gt=0)

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from poolq.storage.embedding_codec import EmbeddingCodec, Float32Codec
 
 CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
+SPLIT_COLUMN = "split"  # chunk rows: a piece of a chunk longer than the window
 
 
 def embedding_schema(dimensions: int, with_chunks: bool = False, codec: EmbeddingCodec | None = None) -> pa.Schema:
@@ -32,6 +33,7 @@ def embedding_schema(dimensions: int, with_chunks: bool = False, codec: Embeddin
     ]
     if with_chunks:
         fields += [pa.field(name, pa.int32(), nullable=False) for name in CHUNK_COLUMNS]
+        fields.append(pa.field(SPLIT_COLUMN, pa.bool_(), nullable=False))
     return pa.schema(fields)
 
 
@@ -47,10 +49,12 @@ class EmbeddingRows:
     num_tokens: list[int] = field(default_factory=list)
     truncated: list[bool] = field(default_factory=list)
     chunk_values: list[tuple[int, ...]] = field(default_factory=list)  # one CHUNK_COLUMNS tuple per row
+    chunk_split: list[bool] = field(default_factory=list)  # and its SPLIT_COLUMN
     content_hashes: list[str | None] = field(default_factory=list)
 
     def append(self, record_id: str, vector: np.ndarray, num_tokens: int, truncated: bool,
-               chunk: tuple[int, int, int, int, int] | None = None, content_hash: str | None = None) -> None:
+               chunk: tuple[int, int, int, int, int] | None = None, content_hash: str | None = None,
+               split: bool = False) -> None:
         if vector.shape != (self.dimensions,):
             raise ValueError(f"record {record_id!r}: vector shape {vector.shape}, expected ({self.dimensions},)")
         if (chunk is not None) != self.with_chunks:
@@ -62,6 +66,7 @@ class EmbeddingRows:
         self.content_hashes.append(content_hash)
         if chunk is not None:
             self.chunk_values.append(chunk)
+            self.chunk_split.append(split)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -76,6 +81,7 @@ class EmbeddingRows:
         if self.with_chunks:
             by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
             columns += [pa.array(values, pa.int32()) for values in by_column]
+            columns.append(pa.array(self.chunk_split, pa.bool_()))
         return pa.Table.from_arrays(columns, schema=embedding_schema(self.dimensions, self.with_chunks, self.codec))
 
     def to_parquet_bytes(self) -> bytes:

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import click
 
-DEFAULT_DIR = Path(".poolq")
+from poolq.api.cli.local_stack import DEFAULT_STACK_DIR, STACK_DIR_ENV
+
+DEFAULT_DIR = DEFAULT_STACK_DIR
 _dir_option = click.option(
-    "--dir", "state_dir", default=DEFAULT_DIR, show_default=True, type=click.Path(file_okay=False, path_type=Path),
-    help="where the stack keeps its state, data, logs and pids",
+    "--dir", "state_dir", default=DEFAULT_DIR, show_default=True, envvar=STACK_DIR_ENV,
+    type=click.Path(file_okay=False, path_type=Path),
+    help=f"where the stack keeps its state, data, logs and pids (env {STACK_DIR_ENV}; other commands find it there)",
 )
 
 
@@ -59,6 +62,8 @@ def status(state_dir: Path, as_json: bool) -> None:
         for name, is_alive in alive.items():
             click.echo(f"{name:8} {'running' if is_alive else 'stopped'}  pid {state.pids.get(name, '-')}")
         click.echo(f"API {state.api_url}  S3 {state.s3_endpoint} bucket {state.bucket}  Redis {state.redis_url}")
+        if state.api_key:
+            click.echo(f"API key (tenant dev, admin): {state.api_key}")
     if not all(alive.values()):
         sys.exit(1)
 

@@ -14,7 +14,6 @@ import click
 from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.api.server.schemas import JobResults
 
 DTYPES = ("float32", "float16", "int8", "binary")
 _poll_option = click.option("--poll-interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
@@ -42,7 +41,9 @@ def submit(client: PoolqClient, source: str, model: str | None, id_field: str, t
            long_documents: str | None, dtype: str | None, dimensions: int | None, idempotency_key: str | None,
            wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
     """Submit SOURCE: a local JSONL file (uploaded first) or an s3:// URI. Prints the job id."""
-    spec = _spec(model, id_field, text_field, long_documents, dtype, dimensions)  # bad options fail before uploading
+    spec = _spec(model, id_field, text_field, long_documents, dtype, dimensions)
+    if "://" not in source:  # bad options fail before a file is uploaded, with the server's own checks
+        client.validate({**spec, "input": {**spec["input"], "uri": UPLOAD_PLACEHOLDER}})
     spec["input"]["uri"] = _input_uri(client, source)
     job = client.submit(spec, idempotency_key=idempotency_key)
     if as_json and not wait_:
@@ -80,20 +81,20 @@ def wait(client: PoolqClient, job_id: str, poll_interval: float, timeout: float 
 
 @click.command()
 @click.argument("job_id")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="directory for manifest.json, parts/*.parquet and errors.jsonl")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="directory for manifest.json, parts/*.parquet and errors.jsonl (default: ./JOB_ID/)")
 @with_client
-def results(client: PoolqClient, job_id: str, out_dir: Path) -> None:
-    """Download a finished job's results: every part, the error file and the manifest."""
-    paths = client.download(job_id, out_dir)
-    answer = JobResults.model_validate_json(paths[-1].read_text(encoding="utf-8"))
-    for part, path in zip(answer.parts, paths):
-        click.echo(f"part      {path}  ({part.rows} rows)")
-    click.echo(f"errors    {paths[-2]}  ({answer.errors.count} records)")
+def results(client: PoolqClient, job_id: str, out_dir: Path | None) -> None:
+    """Download a finished job's results: every part, the error file and its stored manifest."""
+    paths = client.download(job_id, out_dir if out_dir is not None else Path(job_id))
+    manifest = json.loads(paths[-1].read_text(encoding="utf-8"))
+    for part, path in zip(manifest["parts"], paths):
+        click.echo(f"part      {path}  ({part['rows']} rows)")
+    click.echo(f"errors    {paths[-2]}  ({manifest['errors']['count']} records)")
     click.echo(f"manifest  {paths[-1]}")
-    counts = answer.counts
-    click.echo(f"job {job_id} {answer.status}: {sum(p.rows for p in answer.parts)} rows in {len(answer.parts)} parts; "
-               f"{counts.completed} documents embedded, {counts.failed} failed")
+    counts = manifest["counts"]
+    click.echo(f"job {job_id} {manifest['status']}: {counts['rows']} rows in {len(manifest['parts'])} parts; "
+               f"{counts['completed']} documents embedded, {counts['failed']} failed")
 
 
 @click.command()
@@ -120,11 +121,13 @@ def jobs(client: PoolqClient, limit: int, before: str | None, as_json: bool) -> 
     if as_json:
         print_json(page)
         return
+    row = "{:<32}  {:<19}  {:>10}  {:>8}  {:>10}  {:>12}  {}"
+    click.echo(row.format("JOB", "STATUS", "COMPLETED", "FAILED", "TOTAL", "TOKENS", "CREATED"))
     for job in page["jobs"]:
-        total = "?" if job["counts"].get("total") is None else job["counts"]["total"]
-        done = job["counts"]["completed"] + job["counts"]["failed"]
-        tokens = job["usage"]["tokens"]
-        click.echo(f"{job['id']}  {job['status']:<19}  {done:>6}/{total:<6}  {tokens:>10,} tokens  {job['created_at']}")
+        counts = job["counts"]
+        total = "?" if counts.get("total") is None else f"{counts['total']:,}"
+        click.echo(row.format(job["id"], job["status"], f"{counts['completed']:,}", f"{counts['failed']:,}", total,
+                              f"{job['usage']['tokens']:,}", job["created_at"]))
     if page.get("next_before"):
         click.echo(f"more: poolq jobs --before {page['next_before']}", err=True)
 
@@ -147,6 +150,10 @@ def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeo
     else:
         click.echo(job_summary(job))
     sys.exit(int(job_exit_code(job)))
+
+
+# Where the upload will be, for validating the body before it exists (its form is all that is checked).
+UPLOAD_PLACEHOLDER = "s3://upload-pending/input.jsonl"
 
 
 def _input_uri(client: PoolqClient, source: str) -> str:

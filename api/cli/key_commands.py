@@ -1,18 +1,25 @@
-"""`poolq keys create | list | revoke`: API keys, per tenant (settings from POOLQ_* env)."""
+"""`poolq keys create | list | revoke`: API keys, per tenant (settings from POOLQ_* env, else the
+running local stack's: see ``local_stack.py``)."""
 from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 import click
 
+from poolq.api.cli.local_stack import cli_settings, reporting_store_errors
 
-def _keys():
+
+@contextmanager
+def _keys() -> Iterator:
+    """The key store, every store failure reported in one line."""
     from poolq.api.server.api_keys import ApiKeyStore
-    from poolq.jobs.settings import Settings
 
-    settings = Settings()
-    return ApiKeyStore(settings.object_store(), settings.output_prefix, cache_s=0)
+    settings = cli_settings()
+    with reporting_store_errors(settings):
+        yield ApiKeyStore(settings.object_store(), settings.output_prefix, cache_s=0)
 
 
 @click.group()
@@ -29,7 +36,8 @@ def create(tenant: str, admin: bool, name: str) -> None:
     from poolq.api.server.api_keys import InvalidTenant
 
     try:
-        key, record = _keys().create(tenant, admin=admin, name=name)
+        with _keys() as store:
+            key, record = store.create(tenant, admin=admin, name=name)
     except InvalidTenant as exc:
         raise click.BadParameter(str(exc), param_hint="--tenant") from None
     click.echo(f"key {record.key_id} for tenant {tenant} ({', '.join(record.scopes)}); store it now, it is not shown again:",
@@ -41,7 +49,8 @@ def create(tenant: str, admin: bool, name: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def list_keys(as_json: bool) -> None:
     """Key ids, tenants, scopes, creation and revocation times (never the keys)."""
-    records = _keys().list()
+    with _keys() as store:
+        records = store.list()
     if as_json:
         click.echo(json.dumps([{k: v for k, v in vars(r).items() if k != "secret_sha256"} for r in records], indent=2))
         return
@@ -54,7 +63,8 @@ def list_keys(as_json: bool) -> None:
 @click.argument("key_id")
 def revoke(key_id: str) -> None:
     """Revoke KEY_ID (API processes notice within POOLQ_API_KEY_CACHE_S seconds)."""
-    record = _keys().revoke(key_id)
+    with _keys() as store:
+        record = store.revoke(key_id)
     if record is None:
         click.echo(f"error: no key {key_id!r}", err=True)
         sys.exit(4)

@@ -98,16 +98,30 @@ def with_client(command: Callable) -> Callable:
     """Add ``--api-url``/``--api-key`` and pass a connected ``client`` as the first argument.
     Put it right above the ``def`` (below the command's own options)."""
 
-    @click.option("--api-url", envvar="POOLQ_API_URL", default=DEFAULT_API_URL, show_default=True,
-                  help="the poolq API (env POOLQ_API_URL)")
+    @click.option("--api-url", envvar="POOLQ_API_URL", default=None,
+                  help=f"the poolq API (env POOLQ_API_URL; default: a running `poolq dev up` stack's, else {DEFAULT_API_URL})")
     @click.option("--api-key", envvar="POOLQ_API_KEY", default=None, show_default=False,
-                  help="API key (env POOLQ_API_KEY); never printed")
+                  help="API key (env POOLQ_API_KEY; default: the local stack's dev key); never printed")
     @functools.wraps(command)
-    def wrapper(api_url: str, api_key: str | None, **kwargs: object) -> object:
+    def wrapper(api_url: str | None, api_key: str | None, **kwargs: object) -> object:
+        api_url, api_key = _endpoint(api_url, api_key)
         with reporting_errors(api_key_given=bool(api_key)), PoolqClient(api_url, api_key) as client:
             return command(client, **kwargs)
 
     return wrapper
+
+
+def _endpoint(api_url: str | None, api_key: str | None) -> tuple[str, str | None]:
+    """The API to talk to: the one given; else a running local stack's (with its dev key when
+    no key is given); else the default URL."""
+    if api_url:
+        return api_url, api_key
+    from poolq.api.cli.local_stack import running_stack
+
+    state = running_stack("api")
+    if state is None:
+        return DEFAULT_API_URL, api_key
+    return state.api_url, api_key or state.api_key or None
 
 
 def print_json(value: object) -> None:
@@ -124,6 +138,9 @@ def job_summary(job: dict) -> str:
     took = seconds_between(job.get("started_at"), job.get("finished_at"))
     if took is not None:
         line += f" in {took:.1f} s"
+    by_code = job.get("errors_by_code") or {}
+    if by_code and not job.get("error"):  # an error (every record failed) already says why
+        line += " (" + ", ".join(f"{count} {code}" for code, count in sorted(by_code.items(), key=lambda kv: -kv[1])) + ")"
     return line + (f"; error: {job['error']}" if job.get("error") else "")
 
 
@@ -135,6 +152,8 @@ def job_details(job: dict) -> list[str]:
             lines.append(f"  {field.removesuffix('_at'):10} {job[field]}")
     if job.get("result"):
         lines.append(f"  manifest   {job['result']['manifest_uri']}")
+    for message in job.get("error_samples") or ():
+        lines.append(f"  failed     {message}")
     return lines
 
 

@@ -27,7 +27,7 @@ class Throughput:
     documents_per_s: float | None = field(default=None, init=False)
 
     def observe(self, job: dict) -> None:
-        now, tokens, done = self.clock(), job["usage"]["tokens"], _done(job)
+        now, tokens, done = self.clock(), _tokens(job), _done(job)
         took = seconds_between(job.get("started_at"), job.get("finished_at"))
         if took:
             self.tokens_per_s, self.documents_per_s = tokens / took, done / took
@@ -123,4 +123,13 @@ def job_progress(every_s: float = 5.0) -> RichJobProgress | PlainJobProgress:
 
 
 def _done(job: dict) -> int:
-    return job["counts"]["completed"] + job["counts"]["failed"]
+    """Documents done: committed (embedded or failed), plus what running shards did so far."""
+    return job["counts"]["completed"] + job["counts"]["failed"] + _in_progress(job).get("documents", 0)
+
+
+def _tokens(job: dict) -> int:
+    return job["usage"]["tokens"] + _in_progress(job).get("tokens", 0)
+
+
+def _in_progress(job: dict) -> dict:
+    return job.get("in_progress") or {}

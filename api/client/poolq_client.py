@@ -79,6 +79,10 @@ class PoolqClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         return self._call("POST", "/v1/jobs", json=spec, headers=headers)
 
+    def validate(self, spec: dict) -> dict:
+        """``POST /v1/jobs/validate``: the submission's checks, nothing submitted (422 names what is wrong)."""
+        return self._call("POST", "/v1/jobs/validate", json=spec)
+
     def upload(self, source: str | os.PathLike | bytes) -> str:
         """Upload a JSONL file (a path, or its bytes) through a presigned PUT (``POST /v1/uploads``);
         returns the ``s3://`` URI to submit as ``{"input": {"uri": ...}}``. 501 on a local-store server."""
@@ -149,14 +153,18 @@ class PoolqClient:
 
     def download(self, job_id: str, out_dir: str | os.PathLike) -> list[Path]:
         """Write the job's result files under ``out_dir``: ``parts/<name>.parquet`` for every part
-        the manifest lists, ``errors.jsonl`` and ``manifest.json`` (the ``/results`` answer, last).
-        Returns the paths written, in that order."""
+        the manifest lists, ``errors.jsonl`` and ``manifest.json`` (last): the stored manifest, each
+        part and the error file with its ``path`` relative to ``out_dir``. Returns the paths written,
+        in that order."""
         out = Path(out_dir)
-        answer = self.results(job_id)
-        results = JobResults.model_validate(answer)
-        written = [save_url(part.url, out / "parts" / part.key.rsplit("/", 1)[-1], self._files) for part in results.parts]
+        results = JobResults.model_validate(self.results(job_id))
+        manifest = dict(results.manifest)
+        local_parts = [Path("parts") / part.key.rsplit("/", 1)[-1] for part in results.parts]
+        written = [save_url(part.url, out / path, self._files) for part, path in zip(results.parts, local_parts)]
         written.append(save_url(results.errors.url, out / "errors.jsonl", self._files))
-        (out / "manifest.json").write_text(json.dumps(answer, indent=2), encoding="utf-8")
+        manifest["parts"] = [{**part, "path": path.as_posix()} for part, path in zip(manifest.get("parts", []), local_parts)]
+        manifest["errors"] = {**manifest.get("errors", {}), "path": "errors.jsonl"}
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         return [*written, out / "manifest.json"]
 
     def read_table(self, job_id: str):

@@ -28,7 +28,7 @@ def run_demo(
     state_dir: Path, *, keep: bool = False, ports: StackPorts | None = None, console: Console | None = None
 ) -> int:
     """Returns a process exit code: 0 when the job succeeded and its results were read back."""
-    console = console or Console()
+    console = console or Console(soft_wrap=True)  # keys, URLs and ids are never broken across lines
     stack = LocalStack(state_dir, ports)
     try:
         state, started = stack.up(log=console.print)

@@ -38,6 +38,7 @@ class JobResults(BaseModel):
     parts: list[ResultPart]
     errors: ResultErrors
     url_expires_in_s: int
+    manifest: dict  # the stored manifest itself (no URLs): what `poolq results` writes as manifest.json
 
     @classmethod
     def from_manifest(cls, manifest: JobManifest, manifest_key: str, store: ObjectStore, expires_s: int) -> "JobResults":
@@ -51,8 +52,14 @@ class JobResults(BaseModel):
             counts=manifest.counts, error=manifest.error, usage=manifest.usage, output=manifest.output,
             parts=[ResultPart(**part.model_dump(), url=sign(part.key)) for part in manifest.parts],
             errors=ResultErrors(**manifest.errors.model_dump(), url=sign(manifest.errors.key)),
-            url_expires_in_s=expires_s,
+            url_expires_in_s=expires_s, manifest=manifest.model_dump(mode="json"),
         )
+
+
+class SpecValidation(BaseModel):
+    """``POST /v1/jobs/validate``: the body would be accepted (else the answer is a 422)."""
+
+    valid: bool
 
 
 class JobList(BaseModel):

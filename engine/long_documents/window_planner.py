@@ -100,7 +100,8 @@ class WindowPlanner:
             spans = list(request.chunk_spans)
         return char_spans_to_token_chunks(offsets, spans, len(request.text))
 
-    def _spans(self, content_chunks, offsets, first_start: int, last_end: int) -> tuple[ChunkSpan, ...]:
+    def _spans(self, content_chunks, offsets, first_start: int, last_end: int,
+               split: tuple[bool, ...] = ()) -> tuple[ChunkSpan, ...]:
         """Content chunks in full-sequence coordinates; the first/last chunk reach ``first_start``/``last_end``."""
         described = describe_chunks(content_chunks, offsets)
         prefix = len(self.prefix)
@@ -108,18 +109,21 @@ class WindowPlanner:
         for index, chunk in enumerate(described):
             start = first_start if index == 0 else chunk.token_start + prefix
             end = last_end if index == len(described) - 1 else chunk.token_end + prefix
-            spans.append(ChunkSpan(index, start, end, chunk.char_start, chunk.char_end))
+            spans.append(ChunkSpan(index, start, end, chunk.char_start, chunk.char_end, bool(split and split[index])))
         return tuple(spans)
 
     def _naive(self, request, content_ids, offsets, chunks, num_tokens) -> DocumentPlan | RequestError:
         room = self.window - len(self.prefix) - len(self.suffix)
-        for index, (start, end) in enumerate(chunks):
-            if end - start > room:
-                return RequestError(request.key, "chunk_too_long",
-                                    f"chunk {index} has {end - start} tokens; a window holds {room} besides its special tokens")
-        windows = [Window([*self.prefix, *content_ids[s:e], *self.suffix]) for s, e in chunks]
+        too_long = [(index, end - start) for index, (start, end) in enumerate(chunks) if end - start > room]
+        if too_long and not self.policy.split_long_chunks:
+            index, length = too_long[0]
+            return RequestError(request.key, "chunk_too_long",
+                                f"chunk {index} has {length} tokens; a window holds {room} besides its special tokens "
+                                "(split_long_chunks cuts such chunks at the window)")
+        pieces, split = split_at_window(chunks, room)
+        windows = [Window([*self.prefix, *content_ids[s:e], *self.suffix]) for s, e in pieces]
         prefix = len(self.prefix)
-        spans = self._spans(chunks, offsets, chunks[0][0] + prefix, chunks[-1][1] + prefix)
+        spans = self._spans(pieces, offsets, pieces[0][0] + prefix, pieces[-1][1] + prefix, split)
         return NaiveChunksPlan(windows, num_tokens, chunks=spans)
 
     def _late(self, request, content_ids, offsets, chunks, num_tokens) -> DocumentPlan:
@@ -139,3 +143,16 @@ class WindowPlanner:
             if end == len(full):
                 return windows
             start += step
+
+
+def split_at_window(chunks: list[tuple[int, int]], room: int) -> tuple[list[tuple[int, int]], tuple[bool, ...]]:
+    """Chunks of at most ``room`` tokens: a longer one is cut into consecutive pieces of ``room``
+    (the last one shorter), each flagged as split."""
+    pieces: list[tuple[int, int]] = []
+    split: list[bool] = []
+    for start, end in chunks:
+        cut = end - start > room
+        for piece_start in range(start, end, room):
+            pieces.append((piece_start, min(end, piece_start + room)))
+            split.append(cut)
+    return pieces, tuple(split)

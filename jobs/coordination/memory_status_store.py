@@ -6,13 +6,19 @@ from datetime import datetime
 
 from poolq.jobs.coordination.status_store import (
     COUNTERS,
+    ERROR_FIELD,
+    PROGRESS_FIELD,
     RESERVATION_GRACE_S,
+    SAMPLES_FIELD,
     TERMINAL_STATES,
     JobStatusStore,
+    error_fields,
     flatten_status,
     plain_fields,
+    samples_field,
 )
 from poolq.jobs.job import JobState, JobStatus
+from poolq.jobs.ledger.error_summary import ErrorSummary
 
 
 class InMemoryJobStatusStore(JobStatusStore):
@@ -105,17 +111,35 @@ class InMemoryJobStatusStore(JobStatusStore):
             record.update(plain_fields(fields), status=target.value)
             return True
 
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> int:
         with self._lock:
             units = self._units.setdefault(job_id, set())
+            record = self._jobs.setdefault(job_id, {})
             if unit not in units:
                 units.add(unit)
-                record = self._jobs.setdefault(job_id, {})
                 for name, amount in zip(COUNTERS, (completed, failed, tokens)):
                     record[name] = str(int(record.get(name, 0)) + amount)
+                for name, count in error_fields(errors).items():
+                    record[name] = str(int(record.get(name, 0)) + int(count))
+                if samples_field(errors):
+                    record.setdefault(SAMPLES_FIELD, samples_field(errors))
+            record.pop(PROGRESS_FIELD + unit, None)
             return len(units)
 
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
+        with self._lock:
+            record = self._jobs.get(job_id)
+            if record is not None and "status" in record and unit not in self._units.get(job_id, set()):
+                record[PROGRESS_FIELD + unit] = f"{documents},{tokens}"
+
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
+                   errors: ErrorSummary | None = None) -> None:
         with self._lock:
             self._units[job_id] = set(units)
-            self._jobs.setdefault(job_id, {}).update(completed=str(completed), failed=str(failed), tokens=str(tokens))
+            record = self._jobs.setdefault(job_id, {})
+            for name in [name for name in record if name.startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]:
+                del record[name]
+            record.update(completed=str(completed), failed=str(failed), tokens=str(tokens), **error_fields(errors))
+            if samples_field(errors):
+                record[SAMPLES_FIELD] = samples_field(errors)

@@ -5,13 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 
 from poolq.jobs.coordination.status_store import (
+    ERROR_FIELD,
+    PROGRESS_FIELD,
     RESERVATION_GRACE_S,
+    SAMPLES_FIELD,
     TERMINAL_STATES,
     JobStatusStore,
+    error_fields,
     flatten_status,
     plain_fields,
+    samples_field,
 )
 from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
+from poolq.jobs.ledger.error_summary import ErrorSummary
 
 # KEYS[1] job hash; ARGV[1] target; ARGV[2] allowed sources (comma-separated); ARGV[3..] field/value pairs.
 _TRANSITION_LUA = """
@@ -29,14 +35,24 @@ if redis.call('HEXISTS', KEYS[1], 'status') == 1 then return 0 end
 for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return 1
 """
-# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2..4] completed, failed, tokens.
+# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2..4] completed, failed, tokens,
+# ARGV[5] the error samples (JSON, '' for none), ARGV[6..] error field/count pairs.
 _COUNT_LUA = """
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'completed', ARGV[2])
   redis.call('HINCRBY', KEYS[1], 'failed', ARGV[3])
   redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
+  if ARGV[5] ~= '' then redis.call('HSETNX', KEYS[1], 'error_samples', ARGV[5]) end
+  for i = 6, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
+redis.call('HDEL', KEYS[1], 'progress:' .. ARGV[1])
 return redis.call('SCARD', KEYS[2])
+"""
+# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2] "documents,tokens".
+_PROGRESS_LUA = """
+if redis.call('HEXISTS', KEYS[1], 'status') == 0 or redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'progress:' .. ARGV[1], ARGV[2])
+return 1
 """
 
 
@@ -77,6 +93,7 @@ class RedisJobStatusStore(JobStatusStore):
         self._count = redis_client.register_script(_COUNT_LUA)
         self._create = redis_client.register_script(_CREATE_LUA)
         self._reserve = redis_client.register_script(_RESERVE_LUA)
+        self._progress = redis_client.register_script(_PROGRESS_LUA)
 
     @staticmethod
     def _key(job_id: str) -> str:
@@ -102,9 +119,14 @@ class RedisJobStatusStore(JobStatusStore):
         args = [target.value, ",".join(_sources(target)), *pairs]
         return bool(self._transition(keys=[self._key(job_id)], args=args))
 
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> int:
         keys = [self._key(job_id), self._units_key(job_id)]
-        return int(self._count(keys=keys, args=[unit, completed, failed, tokens]))
+        pairs = [item for name, count in error_fields(errors).items() for item in (name, count)]
+        return int(self._count(keys=keys, args=[unit, completed, failed, tokens, samples_field(errors), *pairs]))
+
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
+        self._progress(keys=[self._key(job_id), self._units_key(job_id)], args=[unit, f"{documents},{tokens}"])
 
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
         if units:
@@ -147,9 +169,17 @@ class RedisJobStatusStore(JobStatusStore):
     def all_active_ids(self) -> list[str]:
         return sorted(member.decode() for member in self.redis.smembers(self._ALL_ACTIVE_KEY))
 
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
+                   errors: ErrorSummary | None = None) -> None:
+        stale = [name for name in self.redis.hkeys(self._key(job_id))
+                 if name.decode().startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(self._key(job_id), mapping={"completed": completed, "failed": failed, "tokens": tokens})
+        if stale:
+            pipe.hdel(self._key(job_id), *stale)
+        mapping = {"completed": completed, "failed": failed, "tokens": tokens, **error_fields(errors)}
+        if samples_field(errors):
+            mapping[SAMPLES_FIELD] = samples_field(errors)
+        pipe.hset(self._key(job_id), mapping=mapping)
         pipe.delete(self._units_key(job_id))
         if units:
             pipe.sadd(self._units_key(job_id), *units)

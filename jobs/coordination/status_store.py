@@ -7,12 +7,18 @@ redelivered or repeated commit never counts twice.
 """
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from poolq.jobs.job import LOCAL_TENANT, TRANSITIONS, JobCounts, JobResult, JobState, JobStatus, JobUsage
+from poolq.jobs.job import LOCAL_TENANT, TRANSITIONS, JobCounts, JobProgress, JobResult, JobState, JobStatus, JobUsage
+from poolq.jobs.ledger.error_summary import ErrorSummary
 
 COUNTERS = ("completed", "failed", "tokens")
+# Fields beside the counters: failed records by code, the first messages, a running unit's progress.
+ERROR_FIELD = "error:"  # + code -> records failed with it
+SAMPLES_FIELD = "error_samples"  # JSON list: the first messages (from the first unit that had errors)
+PROGRESS_FIELD = "progress:"  # + unit -> "documents,tokens" done by a running unit, not yet counted
 # A reserved job gets its status within a submission; one still without it this long later died.
 RESERVATION_GRACE_S = 120.0
 TERMINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
@@ -38,12 +44,21 @@ class JobStatusStore(ABC):
         """Move to ``target`` if the current state allows it (and set ``fields``); False otherwise."""
 
     @abstractmethod
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0) -> int:
-        """Add a finished unit's counts once, however often it is reported; returns units counted."""
+    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> int:
+        """Add a finished unit's counts (and its errors by code) once, however often it is reported,
+        and drop its progress; returns units counted."""
 
     @abstractmethod
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int) -> None:
-        """Overwrite the counters with totals read from the ledger (recovery, finalization)."""
+    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
+                   errors: ErrorSummary | None = None) -> None:
+        """Overwrite the counters with totals read from the ledger (recovery, finalization); no
+        unit is in progress any more."""
+
+    @abstractmethod
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
+        """A running unit has done this much so far (not counted until it finishes). Ignored once
+        the unit is counted, or when the job has no status (a finished job's record expired)."""
 
     @abstractmethod
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
@@ -136,10 +151,32 @@ class JobStatusStore(ABC):
             finished_at=fields.get("finished_at") or None,
             result=JobResult(manifest_uri=manifest_uri) if manifest_uri else None,
             error=fields.get("error") or None,
+            errors_by_code={name[len(ERROR_FIELD):]: int(value) for name, value in fields.items()
+                            if name.startswith(ERROR_FIELD) and int(value)},
+            error_samples=json.loads(fields.get(SAMPLES_FIELD) or "[]"),
+            in_progress=_in_progress(fields),
         )
 
     def field(self, job_id: str, name: str) -> str | None:
         return (self._read(job_id) or {}).get(name)
+
+
+def _in_progress(fields: dict[str, str]) -> JobProgress:
+    documents = tokens = 0
+    for name, value in fields.items():
+        if name.startswith(PROGRESS_FIELD):
+            done_documents, done_tokens = value.split(",")
+            documents, tokens = documents + int(done_documents), tokens + int(done_tokens)
+    return JobProgress(documents=documents, tokens=tokens)
+
+
+def error_fields(errors: ErrorSummary | None) -> dict[str, str]:
+    """The fields a unit's (or the ledger's) errors add: a count per code."""
+    return {} if errors is None else {ERROR_FIELD + code: str(count) for code, count in errors.codes.items()}
+
+
+def samples_field(errors: ErrorSummary | None) -> str:
+    return json.dumps(list(errors.samples)) if errors is not None and errors.samples else ""
 
 
 def flatten_status(status: JobStatus) -> dict[str, str]:

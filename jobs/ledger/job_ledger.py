@@ -9,10 +9,11 @@ from __future__ import annotations
 import bisect
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 
 from poolq.jobs.job import JobSpec
+from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
@@ -41,6 +42,12 @@ class Plan:
     carried: tuple[CarriedPart, ...] = ()
     carried_records: int = 0
     engine: str | None = None  # the engine identity carried rows were made with (incremental runs)
+    error_codes: dict[str, int] = field(default_factory=dict)  # the plan errors by code
+    error_samples: list[str] = field(default_factory=list)  # and their first messages
+
+    @property
+    def errors_summary(self) -> ErrorSummary:
+        return ErrorSummary(dict(self.error_codes), tuple(self.error_samples))
 
     @property
     def num_shards(self) -> int:
@@ -79,6 +86,12 @@ class ShardCommit:
     dimensions: int | None
     gave_up: bool = False
     engine: str | None = None  # JobContext.engine_identity of the worker that embedded it
+    error_codes: dict[str, int] = field(default_factory=dict)  # its errors by code
+    error_samples: list[str] = field(default_factory=list)  # and their first messages
+
+    @property
+    def errors_summary(self) -> ErrorSummary:
+        return ErrorSummary(dict(self.error_codes), tuple(self.error_samples))
 
 
 def _dump(value: dict) -> bytes:

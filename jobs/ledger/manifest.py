@@ -9,9 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poolq.jobs.job import JobState
+from poolq.jobs.ledger.error_summary import ErrorSummary
 
 MANIFEST_VERSION = 2
 
@@ -44,6 +45,12 @@ class ManifestErrors(_ManifestBlock):
     key: str
     uri: str
     count: int
+    by_code: dict[str, int] = Field(default_factory=dict)  # the failed records by error code
+    samples: list[str] = Field(default_factory=list)  # the first few messages
+
+    @property
+    def summary(self) -> ErrorSummary:
+        return ErrorSummary(dict(self.by_code), tuple(self.samples))
 
 
 class ManifestCounts(_ManifestBlock):

@@ -6,6 +6,8 @@ from datetime import datetime, timezone
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobCounts, JobResult, JobState, JobStatus, JobUsage, is_job_id
+from poolq.jobs.ledger.error_summary import ErrorSummary, merge_all
+from poolq.jobs.ledger.job_ledger import Plan, ShardCommit
 from poolq.jobs.steps.dispatch import PLAN_UNIT, shard_unit
 from poolq.storage import ObjectNotFoundError
 
@@ -31,19 +33,26 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
             created_at=manifest.created_at or _created_at(job_id, ctx),
             started_at=manifest.started_at, finished_at=manifest.finished_at,
             result=JobResult(manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest)),
-            error=manifest.error,
+            error=manifest.error, errors_by_code=manifest.errors.by_code, error_samples=manifest.errors.samples,
         )
     plan = ledger.plan()
     commits = ledger.commits() if plan else {}
     state = JobState.CANCELLING if ledger.cancel_requested() else JobState.RUNNING if plan else JobState.QUEUED
     completed = sum(c.documents for c in commits.values()) + (plan.carried_records if plan else 0)
     failed = sum(c.errors for c in commits.values()) + (plan.plan_errors if plan else 0)
+    errors = job_errors(plan, commits)
     return JobStatus(
         id=job_id, tenant=tenant, status=state, model=spec.model, task=spec.task,
         counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed),
         usage=JobUsage(tokens=sum(c.tokens for c in commits.values())),
-        created_at=_created_at(job_id, ctx),
+        created_at=_created_at(job_id, ctx), errors_by_code=errors.codes, error_samples=list(errors.samples),
     )
+
+
+def job_errors(plan: Plan | None, commits: dict[int, ShardCommit]) -> ErrorSummary:
+    """The job's errors in brief: planning's, then each committed shard's in shard order."""
+    plan_errors = [plan.errors_summary] if plan is not None else []
+    return merge_all([*plan_errors, *(commit.errors_summary for _, commit in sorted(commits.items()))])
 
 
 def recover_status(job_id: str, ctx: JobContext) -> JobStatus | None:
@@ -61,7 +70,8 @@ def recover_status(job_id: str, ctx: JobContext) -> JobStatus | None:
         if plan is not None:
             units = [PLAN_UNIT, *(shard_unit(shard) for shard in ledger.committed_shards())]
             ctx.status.set_counts(
-                job_id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens
+                job_id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens,
+                errors=ErrorSummary(status.errors_by_code, tuple(status.error_samples)),
             )
             ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
     return ctx.status.get(job_id)

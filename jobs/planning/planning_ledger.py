@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
+from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.planning.sections import InputSection, dump_sections, load_sections
@@ -52,10 +53,15 @@ class SectionCut:
     valid: int
     shards: int
     error_codes: dict[str, int] = field(default_factory=dict)  # error lines by code, duplicates included
+    error_samples: list[str] = field(default_factory=list)  # the first messages
 
     @property
     def errors(self) -> int:
         return sum(self.error_codes.values())
+
+    @property
+    def errors_summary(self) -> ErrorSummary:
+        return ErrorSummary(dict(self.error_codes), tuple(self.error_samples))
 
 
 _STAGE_RECORD = re.compile(r"section-(\d{5,})\.(scan|cut)\.json")

@@ -14,6 +14,7 @@ import numpy as np
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.records import InputRecord, RecordError
+from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
 from poolq.jobs.planning.decide import SKIPS_NAME, SectionSkips
 from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionCut
 from poolq.jobs.planning.sections import InputSection, section_records
@@ -34,6 +35,7 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
     skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
     cutter = ShardCutter(ctx, job_id, index, section)
     codes: Counter[str] = Counter()
+    samples: list[str] = []
     records = valid = 0
     duplicates, carried = _Positions(skips.duplicates), _Positions(skips.carried)
     with tempfile.TemporaryFile() as errors:
@@ -42,13 +44,13 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
                 left_out = duplicates.holds(valid) or carried.holds(valid)
                 if duplicates.holds(valid):
-                    _file_error(errors, duplicate_error(record), section, codes)
+                    _file_error(errors, duplicate_error(record), section, codes, samples)
                 valid += 1
                 if not left_out:
                     cutter.add(record, item)
                     continue
             elif isinstance(record, RecordError):
-                _file_error(errors, record, section, codes)
+                _file_error(errors, record, section, codes, samples)
             cutter.skip()
         if valid != planning.scan(index).valid:
             raise InputChanged(f"the input changed while job {job_id} was planned: {section.uri} held {valid} "
@@ -57,7 +59,8 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
         if codes:
             errors.seek(0)
             ctx.store.put_chunks(planning.section_key(index, ERRORS_NAME), iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
-    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, error_codes=dict(codes)))
+    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, error_codes=dict(codes),
+                                                 error_samples=samples))
 
 
 class _Positions:
@@ -78,9 +81,12 @@ def duplicate_error(record: InputRecord) -> RecordError:
     return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
 
 
-def _file_error(errors: IO[bytes], error: RecordError, section: InputSection, codes: Counter[str]) -> None:
+def _file_error(errors: IO[bytes], error: RecordError, section: InputSection, codes: Counter[str],
+                samples: list[str]) -> None:
     """One error line; a prefix input's errors name their object."""
     line = error.to_json() if section.name is None else {
         **error.to_json(), "message": f"{section.name}: {error.message}", "source": section.name}
     codes[error.code] += 1
+    if len(samples) < SAMPLES_KEPT:
+        samples.append(line["message"])
     errors.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))

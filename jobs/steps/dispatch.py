@@ -63,14 +63,16 @@ def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
 def record_plan(job_id: str, plan: Plan, ctx: JobContext) -> None:
     """Cache the plan's figures in the status (idempotent): shards and totals, what planning counted."""
     ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
-    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors)
+    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors,
+                          errors=plan.errors_summary)
 
 
 def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:
     """Count a committed shard once, move the dispatch window on (release it, send the next);
     the count that completes the job sends the finalizer."""
     counted = ctx.status.count_unit(
-        job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens
+        job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens,
+        errors=commit.errors_summary,
     )
     ctx.window.release(job_id, shard)
     ctx.status.drop_dispatch(job_id, shard_unit(shard))

@@ -18,6 +18,7 @@ from poolq.jobs.ledger.manifest import (
     ManifestUsage,
     OutputEncoding,
 )
+from poolq.jobs.ledger.recovery import job_errors
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
 from poolq.storage import embedding_schema
 
@@ -68,7 +69,8 @@ def sync_status(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
     counts = manifest.counts
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
     units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).committed_shards())]
-    ctx.status.set_counts(job_id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens)
+    ctx.status.set_counts(job_id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
+                          errors=manifest.errors.summary)
     ctx.status.update(job_id, total=counts.total, manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
     tenant = ctx.tenant_of(job_id)
     if tenant is not None:
@@ -87,6 +89,9 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
     state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, error_count)
+    errors = job_errors(ledger.plan(), commits)
+    if state is JobState.FAILED and failure is None and error_count:  # every record failed: say why
+        failure = f"every record failed: {errors.describe()}"
     status = ctx.status.get(job_id)
     parts = [ManifestPart(key=part.key, uri=ctx.store.uri(part.key), rows=part.rows) for part in plan.carried]
     parts += [
@@ -116,7 +121,8 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
                               gave_up=sum(c.gave_up for c in commits.values())),
         usage=ManifestUsage(tokens=tokens),
         parts=parts,
-        errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count),
+        errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count,
+                              by_code=errors.codes, samples=list(errors.samples)),
         created_at=status.created_at if status else None,
         started_at=status.started_at if status else None,
         finished_at=finished_at,

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.job import JobState
+from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.planning.decide import decide
 from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionStage
@@ -105,16 +106,15 @@ def _commit(job_id: str, num_sections: int, planning: PlanningLedger, ctx: JobCo
                 yield from iter(lambda: stream.read(4 << 20), b"")
 
     ctx.store.put_chunks(ctx.layout(job_id).plan_errors, error_chunks())
-    plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=sum(cut.errors for cut in cuts),
+    errors = merge_all(cut.errors_summary for cut in cuts)
+    plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=errors.count,
                 section_shards=tuple(cut.shards for cut in cuts), carried=decided.carried,
-                carried_records=decided.carried_records, engine=decided.engine)
+                carried_records=decided.carried_records, engine=decided.engine,
+                error_codes=errors.codes, error_samples=list(errors.samples))
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         return ledger.plan() or plan  # a concurrent planner wrote the same plan first
-    codes: Counter[str] = Counter()
-    for cut in cuts:
-        codes.update(cut.error_codes)
-    ctx.metrics.plan_errors(codes)  # this planner's plan counts: its rejected records, once
+    ctx.metrics.plan_errors(Counter(errors.codes))  # this planner's plan counts: its rejected records, once
     return plan
 
 

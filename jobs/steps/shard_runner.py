@@ -15,11 +15,12 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.inputs.records import RecordError
 from poolq.jobs.ledger.cleanup import delete_dead_attempts
+from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
 from poolq.jobs.steps.content_hash import row_content_hash
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
 from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
-from poolq.storage import EmbeddingRows, JsonlObject, dump_jsonl, read_jsonl
+from poolq.storage import EmbeddingRows, dump_jsonl
 
 GAVE_UP_CODE = "shard_failed"
 
@@ -118,6 +119,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
     errors: list[RecordError] = []
     tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
+    progress = _ProgressReport(ctx, job_id, shard_unit(shard))
     requests = (
         PoolingRequest(key=record_id, text=row["text"], params=params, chunk_spans=_spans(row.get("chunk_spans")))
         for record_id, row in records.items()
@@ -130,6 +132,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         _append_rows(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
+        progress(documents, tokens)
     output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=dimensions,
                             engine=ctx.engine_identity(spec.model))
     return _write_attempt(job_id, shard, lease, output, ctx)
@@ -185,22 +188,18 @@ def _write_attempt(job_id: str, shard: int, lease: Lease, output: _AttemptOutput
         ctx.store.put(part_key, output.rows.to_parquet_bytes())
     errors_key = layout.attempt_errors(shard, lease.attempt)
     ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
+    summary = ErrorSummary.of(output.errors)
     return ShardCommit(
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=rows, documents=output.documents,
         errors=len(output.errors), tokens=output.tokens, dimensions=output.dimensions, gave_up=output.gave_up,
-        engine=output.engine,
+        engine=output.engine, error_codes=summary.codes, error_samples=list(summary.samples),
     )
 
 
 def _record_metrics(ctx: JobContext, commit: ShardCommit, latency_s: float) -> None:
     """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
     try:
-        codes: Counter = Counter()
-        if commit.errors:  # the codes are in the attempt's error file (one small read, only then)
-            with ctx.store.open(commit.errors_key) as stream:
-                lines = [item.value for item in read_jsonl(stream) if isinstance(item, JsonlObject)]
-            codes.update(line.get("code") or "unknown" for line in lines)
-        ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, codes)
+        ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
     except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
         log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)
 
@@ -209,6 +208,26 @@ def _delete_attempt(ctx: JobContext, commit: ShardCommit) -> None:
     for key in (commit.part_key, commit.errors_key):
         if key is not None:
             ctx.store.delete(key)
+
+
+class _ProgressReport:
+    """Reports the shard's documents and tokens so far at most every ``progress_interval_s``, so
+    progress moves between commits; best effort (the commit's counts are the record)."""
+
+    def __init__(self, ctx: JobContext, job_id: str, unit: str) -> None:
+        self.ctx, self.job_id, self.unit = ctx, job_id, unit
+        self.interval_s = ctx.settings.progress_interval_s
+        self.next_report = time.monotonic() + self.interval_s
+
+    def __call__(self, documents: int, tokens: int) -> None:
+        now = time.monotonic()
+        if now < self.next_report:
+            return
+        self.next_report = now + self.interval_s
+        try:
+            self.ctx.status.note_progress(self.job_id, self.unit, documents, tokens)
+        except Exception as exc:  # noqa: BLE001 - a lost progress report costs nothing but a still bar
+            log.debug("progress of %s/%s not reported: %s", self.job_id, self.unit, exc)
 
 
 class _CancelCheck:
@@ -239,4 +258,5 @@ def _append_rows(rows: EmbeddingRows, result: PoolingOutput, content_hash: str) 
         return
     for vector, chunk in zip(result.data, result.chunks):
         values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
-        rows.append(result.key, vector, result.num_tokens, result.truncated, values, content_hash=content_hash)
+        rows.append(result.key, vector, result.num_tokens, result.truncated, values, content_hash=content_hash,
+                    split=chunk.split)

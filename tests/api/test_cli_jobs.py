@@ -74,7 +74,11 @@ def test_submit_wait_in_a_terminal_then_results(stack, env, sample_documents, tm
     parts = sorted((out / "parts").glob("*.parquet"))
     ids = [i for part in parts for i in pq.read_table(part).column("id").to_pylist()]
     assert sorted(ids) == sorted(d["id"] for d in docs) and len(parts) == -(-len(docs) // 8)
-    assert (out / "errors.jsonl").read_text() == "" and json.loads((out / "manifest.json").read_text())["job_id"] == job_id
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert (out / "errors.jsonl").read_text() == "" and manifest["job_id"] == job_id
+    # the stored manifest (timings, engines, options; no expiring URLs), its files named relative to DIR
+    assert {"timings", "engines", "model", "options"} <= set(manifest) and "url" not in json.dumps(manifest)
+    assert sorted(out / part["path"] for part in manifest["parts"]) == parts and manifest["errors"]["path"] == "errors.jsonl"
     assert f"{len(ids)} rows in {len(parts)} parts" in result.stdout and str(out / "manifest.json") in result.stdout
 
 
@@ -88,17 +92,21 @@ def test_partial_success_plain_progress_status_results_and_jobs(env, sample_docu
     assert submitted.exit_code == ExitCode.PARTIAL, submitted.output
     job_id = submitted.stdout.splitlines()[0]
     assert JOB_ID.fullmatch(job_id) and f"job {job_id} partially_succeeded: 5/6 documents, 1 failed" in submitted.stdout
+    assert "(1 empty_text)" in submitted.stdout  # why it failed, by code
     assert re.search(rf"{job_id} (queued|running|partially_succeeded): \d/(\d|\?) documents, .* tokens/s, ETA", submitted.stderr)
     assert "━" not in submitted.output
     status = cli("status", job_id, env=env)
     assert status.exit_code == ExitCode.PARTIAL and "manifest   s3://" in status.stdout
+    assert "failed     line 6 (id 'blank'): text is empty" in status.stdout  # the first messages
     assert json.loads(cli("status", job_id, "--json", env=env).stdout)["counts"] == {"total": 6, "completed": 5, "failed": 1}
     results = cli("results", job_id, "--out", str(tmp_path / "out"), env=env)
     assert results.exit_code == 0 and "(1 records)" in results.stdout
     (error,) = [json.loads(line) for line in (tmp_path / "out" / "errors.jsonl").read_text().splitlines()]
     assert error["id"] == "blank" and error["code"] == "empty_text"
     listed = cli("jobs", "--limit", "1", env=env)
-    assert listed.exit_code == 0 and listed.stdout.startswith(job_id) and "more: poolq jobs --before" in listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert listed.exit_code == 0 and header.split()[:6] == ["JOB", "STATUS", "COMPLETED", "FAILED", "TOTAL", "TOKENS"]
+    assert row.split()[:5] == [job_id, "partially_succeeded", "5", "1", "6"] and "more: poolq jobs --before" in listed.stderr
 
 
 @pytest.mark.integration
@@ -130,9 +138,61 @@ def test_refusals_have_clear_messages_and_exit_codes(stack, env, tmp_path):
     assert not_admin.exit_code == ExitCode.REFUSED and "HTTP 403: this needs an admin key" in not_admin.stderr
     unreachable = cli("jobs", "--api-url", f"http://127.0.0.1:{free_port()}", env=env)
     assert unreachable.exit_code == ExitCode.UNAVAILABLE and "cannot reach the poolq API" in unreachable.stderr
-    assert cli("results", "0" * 32, env=env).exit_code == 2  # --out is required: click's usage error
+    assert cli("results", "0" * 32, env=env).exit_code == ExitCode.NOT_FOUND  # --out defaults to ./<job id>/
     no_file = cli("submit", str(tmp_path / "nope.jsonl"), env=env)
     assert no_file.exit_code == 2 and "is not a file" in no_file.output
+
+
+@pytest.mark.integration
+def test_bad_options_are_refused_before_the_file_is_uploaded(stack, env, sample_documents, tmp_path):
+    from poolq.jobs.ledger.layout import ServiceLayout
+    from poolq.storage import S3Config, S3ObjectStore, make_s3_client
+
+    config = S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"])
+    store = S3ObjectStore(make_s3_client(config), stack["bucket"], config)
+    uploads = ServiceLayout("jobs").uploads_prefix("dev")
+    before = set(store.list(uploads))
+    source = _jsonl(tmp_path / "big.jsonl", _docs(sample_documents, 3))
+    refused = cli("submit", str(source), "--long-documents", '{"mode": "chunk"}', env=env)
+    assert refused.exit_code == ExitCode.REFUSED and "body.long_documents.mode" in refused.stderr
+    assert "uploaded" not in refused.output and set(store.list(uploads)) == before  # nothing was uploaded
+
+
+@pytest.mark.integration
+def test_keys_and_client_verbs_find_the_local_stack_by_themselves(stack, tmp_path):
+    # Given no POOLQ_* settings but where the stack lives, from another directory
+    clean = {name: value for name, value in os.environ.items() if not name.startswith("POOLQ_")}
+    clean["POOLQ_DEV_DIR"] = stack["dir"]
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "poolq.api", *args], cwd=tmp_path, env=clean,
+                              capture_output=True, text=True, timeout=120)
+
+    # When a key is created and used, and a verb runs with no key at all
+    created = run("keys", "create", "--tenant", "acme")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip().splitlines()[-1]
+    as_acme = run("jobs", "--api-key", key)
+    as_dev = run("jobs")
+    # Then the key is in the stack's store, the API accepts it, and the dev key is the default
+    assert as_acme.returncode == 0, as_acme.stderr
+    assert as_acme.stdout.splitlines() == [as_acme.stdout.splitlines()[0]]  # a new tenant: the header alone
+    assert as_dev.returncode == 0 and len(as_dev.stdout.splitlines()) > 1  # the dev tenant's jobs of this module
+    assert "Traceback" not in created.stderr + as_acme.stderr + as_dev.stderr
+    status = run("dev", "status")
+    assert f"API key (tenant dev, admin): {stack['api_key']}" in status.stdout
+
+
+def test_store_errors_are_one_line_naming_what_was_tried(tmp_path):
+    env = {name: value for name, value in os.environ.items() if not name.startswith("POOLQ_")}
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    env.update(POOLQ_STORE="s3", POOLQ_S3_ENDPOINT_URL=endpoint, POOLQ_S3_ACCESS_KEY_ID="x", POOLQ_S3_SECRET_ACCESS_KEY="y",
+               POOLQ_DEV_DIR=str(tmp_path / "no-stack"), AWS_MAX_ATTEMPTS="1")
+    listed = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "list"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == ExitCode.UNAVAILABLE and "Traceback" not in listed.stderr
+    assert listed.stderr.startswith(f"error: cannot use bucket 'poolq' at {endpoint}: ") and len(listed.stderr.splitlines()) == 1
+    assert "POOLQ_S3_ENDPOINT_URL" in listed.stderr and "poolq dev up" in listed.stderr
 
 
 @pytest.mark.integration

@@ -100,3 +100,34 @@ def test_a_gguf_model_job_is_validated_from_its_header_without_converting_it(tmp
     assert too_wide.status_code == 422 and "8192" in too_wide.text
     assert ["body", "long_documents", "window_tokens"] in [error["loc"] for error in too_wide.json()["detail"]]
     assert not (tmp_path / "gguf-cache").exists()
+
+
+def test_a_partially_failed_job_says_why_by_code_and_with_its_first_messages(client):
+    # Given a job with one record over the model's window
+    docs = [{"id": "ok", "text": "fine"}, {"id": "long", "text": "word " * 600}]
+    job = client.post("/v1/jobs", json={"input": {"documents": docs}})
+    assert job.status_code == 202
+    polled = client.get(f"/v1/jobs/{job.json()['id']}").json()
+    # Then the status counts the failure by code and quotes it
+    assert polled["status"] == "partially_succeeded" and polled["errors_by_code"] == {"document_too_long": 1}
+    assert len(polled["error_samples"]) == 1 and "long_documents" in polled["error_samples"][0]
+    manifest = client.get(f"/v1/jobs/{job.json()['id']}/results").json()["manifest"]
+    assert manifest["errors"]["by_code"] == {"document_too_long": 1} and manifest["errors"]["samples"]
+
+
+def test_a_job_whose_every_record_failed_names_the_cause(client):
+    body = {"input": {"documents": [{"id": f"long-{i}", "text": "word " * 600} for i in range(3)]}}
+    job = client.post("/v1/jobs", json=body).json()
+    polled = client.get(f"/v1/jobs/{job['id']}").json()
+    assert polled["status"] == "failed" and polled["errors_by_code"] == {"document_too_long": 3}
+    assert polled["error"].startswith("every record failed: 3 document_too_long; first: ") and "tokens" in polled["error"]
+
+
+def test_validate_runs_the_submission_checks_and_submits_nothing(client):
+    good = {"input": {"uri": "s3://bucket/input.jsonl"}, "long_documents": {"mode": "truncate"}}
+    assert client.post("/v1/jobs/validate", json=good).json() == {"valid": True}
+    bad = client.post("/v1/jobs/validate", json={**good, "long_documents": {"mode": "chunk"}})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"][:2] == ["body", "long_documents"]
+    wrong_model = client.post("/v1/jobs/validate", json={**good, "model": "no-such-model"})
+    assert wrong_model.status_code == 422 and wrong_model.json()["detail"][0]["loc"] == ["body", "model"]
+    assert client.get("/v1/jobs").json()["jobs"] == []  # nothing was submitted

@@ -95,6 +95,32 @@ def test_sentence_chunks_follow_sentence_ends(minilm_engine):
     assert pieces == ["The first sentence is here. A second one follows!", "Is this the third? Yes, the fourth."]
 
 
+def test_a_sentence_group_longer_than_the_window_is_split_not_lost(minilm_engine):
+    # Given a 32-token window and a document whose middle sentence group is a long code listing
+    listing = "Run " + " ".join(f"step_{i}(x)" for i in range(40)) + " now."
+    text = f"A short opening. {listing} A short ending."
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS, chunk_by=ChunkBoundary.SENTENCES,
+                                chunk_sentences=1, window_tokens=32)
+    (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
+    # Then the document is kept: the long sentence is cut at the window into pieces flagged split,
+    # each embedded exactly as that window alone; the short sentences stay whole and unflagged
+    assert not hasattr(result, "code"), result
+    prefix, suffix = minilm_engine.tokenizer.special_ids
+    room = 32 - len(prefix) - len(suffix)
+    flags = [chunk.split for chunk in result.chunks]
+    assert flags[0] is False and flags[-1] is False and all(flags[1:-1]) and len(flags) >= 4
+    assert all(c.token_end - c.token_start <= room for c in result.chunks)
+    assert all(a.token_end == b.token_start for a, b in zip(result.chunks, result.chunks[1:]))
+    content = minilm_engine.tokenizer.count_and_tokenize([text])[0]
+    windows = [[*prefix, *content[c.token_start - len(prefix):c.token_end - len(prefix)], *suffix] for c in result.chunks]
+    np.testing.assert_allclose(result.data, _window_vectors(minilm_engine, windows), atol=1e-6)
+    assert text[result.chunks[1].char_start:result.chunks[-2].char_end] == listing
+    # And with split_long_chunks off, the same document is one chunk_too_long error
+    strict = LongDocumentPolicy(**{**policy.__dict__, "split_long_chunks": False})
+    (error,) = minilm_engine.run([PoolingRequest("doc", text)], strict)
+    assert error.code == "chunk_too_long" and "split_long_chunks" in error.message
+
+
 def test_caller_spans_and_bad_spans(minilm_engine):
     text = "alpha beta gamma delta epsilon"
     policy = LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, chunk_by=ChunkBoundary.SPANS)

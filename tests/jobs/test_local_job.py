@@ -88,7 +88,7 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
     assert manifest["columns"] == table.schema.names == [
         "id", "embedding", "num_tokens", "truncated", "content_hash",
-        "chunk_index", "token_start", "token_end", "char_start", "char_end"]
+        "chunk_index", "token_start", "token_end", "char_start", "char_end", "split"]
     rows = table.to_pylist()
     # Counts are documents; the manifest also says how many rows (chunks) were written
     assert (status.counts.total, status.counts.completed) == (3, 3) and manifest["counts"]["rows"] == len(rows) > 3

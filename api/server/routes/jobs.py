@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, R
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.api_keys import Principal
-from poolq.api.server.schemas import ErrorBody, JobList, JobResults
+from poolq.api.server.schemas import ErrorBody, JobList, JobResults, SpecValidation
 from poolq.api.server.security import AUTH_RESPONSES, caller
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs.context import JobContext
@@ -14,7 +14,7 @@ from poolq.jobs.job import JobSpec, JobStatus
 from poolq.jobs.ledger.job_listing import list_jobs
 from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
-from poolq.jobs.steps.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job
+from poolq.jobs.steps.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job, validate_spec
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
@@ -56,6 +56,18 @@ def create_job(
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
     response.headers["Location"] = str(request.url_for("get_job", job_id=job.id))
     return job
+
+
+@router.post("/validate", response_model=SpecValidation)
+def validate(spec: JobSpec, request: Request, principal: Principal = Depends(caller),
+             _strict: None = strict_body(JobSpec)) -> SpecValidation:
+    """The checks ``POST /v1/jobs`` makes on a body (model, task, options), submitting nothing:
+    422 names what is wrong. The input is checked for its form only (not read, not its access)."""
+    try:
+        validate_spec(spec, _ctx(request))
+    except JobRejected as exc:
+        raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
+    return SpecValidation(valid=True)
 
 
 @router.get("", response_model=JobList)

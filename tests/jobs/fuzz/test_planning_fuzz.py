@@ -106,7 +106,9 @@ def check_job(ctx, content: bytes, constructed: set[int], path, stored: bytes | 
     status = run_job_locally(spec, ctx)  # raises nothing, whatever the input
     manifest = ctx.ledger(status.id).manifest()
     assert manifest is not None, f"the job did not finish: {status}"
-    assert status.error is None and manifest.error is None, f"the job failed as a whole: {status.error}"
+    # no failure of the job as a whole: an error, if any, only says that every record failed, and why
+    per_record = status.error is None or (status.error.startswith("every record failed: ") and manifest.counts.completed == 0)
+    assert per_record and manifest.error == status.error, f"the job failed as a whole: {status.error}"
 
     expected: list[Expected] = expect_job(content)
     records = {e.line: e for e in expected if e.is_record}
