@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from poolq.api.cli.progress import RichJobProgress
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.devstack.process import ServiceError
 from poolq.api.devstack.stack import LocalStack, StackPorts
@@ -52,7 +52,7 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     with PoolqClient(api_url, api_key) as client:
         job = client.submit(body)
         console.print(f"submitted job [bold]{job['id']}[/bold]: {len(documents)} documents (POST {api_url}/v1/jobs)")
-        final = _wait_with_progress(client, job["id"], len(documents), console)
+        final = _wait_with_progress(client, job["id"], console)
         console.print(f"job {final['status']}: {final['counts']} tokens={final['usage']['tokens']}")
         if final["status"] not in ("succeeded", "partially_succeeded"):
             console.print(f"[red]job did not succeed:[/red] {final.get('error')}")
@@ -71,16 +71,13 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     return 0
 
 
-def _wait_with_progress(client: PoolqClient, job_id: str, total: int, console: Console) -> dict:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
-        bar = progress.add_task("embedding", total=total)
-
-        def update(job: dict) -> None:
-            counts = job["counts"]
-            progress.update(bar, completed=counts["completed"] + counts["failed"], description=job["status"])
-
-        return client.wait(job_id, poll_interval=0.5, timeout=1800, on_progress=update)
+def _wait_with_progress(client: PoolqClient, job_id: str, console: Console) -> dict:
+    """The CLI's bar: documents (running shards' progress included), tokens/s and ETA."""
+    progress = RichJobProgress(console)
+    try:
+        return client.wait(job_id, poll_interval=0.5, timeout=1800, on_progress=progress.update)
+    finally:
+        progress.close()
 
 
 def _show_nearest_neighbour(table, titles: dict[str, str], console: Console) -> None:

@@ -19,13 +19,16 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "poolq.api", "demo", "--dir", str(state_dir),
          "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2]],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "job succeeded" in out and "'completed': 37" in out
     assert re.search(r"parts/part-00000\.[0-9a-f]{16}\.parquet  \(37 rows\)", out) and "results in bucket poolq" in out
     assert "nearest neighbour of State of the Union" in out
+    # At 80 columns, keys are never broken across lines
+    assert re.search(r"dev API key \(tenant dev, admin\): pq_[0-9a-f]{16}_[A-Za-z0-9_-]{40,}\n", out), out
+    assert re.search(r"manifest  \S+/manifest\.json\n", out), out
     assert "every document embedded whole" in out and "none truncated" in out
     # Then everything it started is stopped
     state = StackState.load(state_dir / "stack.json")
