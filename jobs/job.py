@@ -151,6 +151,15 @@ class JobUsage(BaseModel):
     tokens: int = 0
 
 
+class JobRates(BaseModel):
+    """Throughput since the job started (running shards' progress included) and the time left at
+    that pace; None while unknown (not started, nothing done yet, no total)."""
+
+    tokens_per_s: float | None = None
+    documents_per_s: float | None = None
+    eta_s: float | None = None
+
+
 class JobProgress(BaseModel):
     """Work the running shards have done and not committed yet (it moves between commits)."""
 
@@ -200,3 +209,4 @@ class JobStatus(BaseModel):
     errors_by_code: dict[str, int] = Field(default_factory=dict)  # failed records by error code
     error_samples: list[str] = Field(default_factory=list)  # the first few error messages
     in_progress: JobProgress = Field(default_factory=JobProgress)
+    rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})

@@ -8,6 +8,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobCounts, JobResult, JobState, JobStatus, JobUsage, is_job_id
 from poolq.jobs.ledger.error_summary import ErrorSummary, merge_all
 from poolq.jobs.ledger.job_ledger import Plan, ShardCommit
+from poolq.jobs.observability.job_rates import job_rates
 from poolq.jobs.steps.dispatch import PLAN_UNIT, shard_unit
 from poolq.storage import ObjectNotFoundError
 
@@ -86,5 +87,6 @@ def _created_at(job_id: str, ctx: JobContext) -> datetime:
 
 def current_status(job_id: str, ctx: JobContext) -> JobStatus | None:
     """The job's status: the cache's, else rebuilt from the ledger (Redis may have lost it; the
-    ledger has not). None if there is no such job."""
-    return ctx.status.get(job_id) or recover_status(job_id, ctx)
+    ledger has not), with its rates so far. None if there is no such job."""
+    status = ctx.status.get(job_id) or recover_status(job_id, ctx)
+    return None if status is None else status.model_copy(update={"rates": job_rates(status)})

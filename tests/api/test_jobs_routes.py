@@ -37,6 +37,7 @@ def test_submit_poll_and_fetch_results(client):
     polled = client.get(f"/v1/jobs/{job['id']}").json()
     assert polled["status"] == "succeeded"
     assert polled["counts"] == {"total": 2, "completed": 2, "failed": 0}
+    assert polled["rates"]["tokens_per_s"] > 0 and polled["rates"]["eta_s"] == 0.0
     assert polled["result"]["manifest_uri"].endswith(f"{job['id']}/manifest.json")
     results = client.get(f"/v1/jobs/{job['id']}/results").json()
     assert [part["rows"] for part in results["parts"]] == [2]
