@@ -7,6 +7,9 @@ from datetime import datetime, timedelta, timezone
 from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.layout import ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.planning.decide import SKIPS_NAME
+from poolq.jobs.planning.planning_ledger import PlanningLedger
+from poolq.jobs.planning.section_scan import SPILL_NAME
 
 
 def delete_losing_attempts(job_id: str, ctx: JobContext, keep: set[str]) -> int:
@@ -58,6 +61,18 @@ def abort_stale_uploads(job_id: str, ctx: JobContext, older_than_s: float) -> in
     return len(uploads)
 
 
+def delete_planning_spills(job_id: str, ctx: JobContext) -> int:
+    """A finished job: delete its sections' id spills and skip arrays (planning's bulk, ~40 bytes
+    per document). The stage records, shard descriptors and sections stay: they are small, and
+    they say how the job was planned."""
+    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    sections = planning.sections() or []
+    for index in range(len(sections)):
+        for name in (SPILL_NAME, SKIPS_NAME):
+            ctx.store.delete(planning.section_key(index, name))
+    return 2 * len(sections)
+
+
 def clean_finished_job(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
     """After the manifest: drop unlisted attempt objects, abort uploads, forget run-time state,
     and finally take the job off the active list."""
@@ -65,6 +80,7 @@ def clean_finished_job(job_id: str, manifest: JobManifest, ctx: JobContext) -> N
     keep = {part.key for part in manifest.parts}
     keep |= {commit.errors_key for commit in ledger.commits().values()}
     delete_losing_attempts(job_id, ctx, keep)
+    delete_planning_spills(job_id, ctx)
     abort_stale_uploads(job_id, ctx, older_than_s=0)
     ctx.leases.forget(job_id)
     ctx.status.forget(job_id)

@@ -188,3 +188,18 @@ def test_a_section_whose_object_changed_fails_the_planning_saying_so(tmp_path):
     # Then the scans of its sections fail, naming the object and what to do
     assert failures and all("b.jsonl was replaced while the job was planned" in f and "submit the job again" in f
                             for f in failures)
+
+
+def test_a_finished_job_keeps_its_stage_records_but_not_its_id_spills(tmp_path, minilm_engine):
+    from poolq.jobs.local_runner import run_job_locally
+
+    _corpus(tmp_path / "corpus")
+    ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
+    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    spec = JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}, "long_documents": {"mode": "truncate"}})
+    status = run_job_locally(spec, ctx)
+    assert status.status.value == "partially_succeeded"
+    planning_keys = list(ctx.store.list(ctx.layout(status.id).planning_prefix))
+    assert not [key for key in planning_keys if key.endswith((".ids.tsv", ".skips.npz"))]
+    sections = len(PlanningLedger(ctx.store, ctx.layout(status.id)).sections())
+    assert len([key for key in planning_keys if key.endswith(".cut.json")]) == sections > 6
