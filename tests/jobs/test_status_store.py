@@ -9,6 +9,7 @@ import redis
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
+from poolq.jobs.ledger.error_summary import ErrorSummary
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
@@ -95,6 +96,38 @@ def test_set_counts_replaces_counters_and_counted_units(status_store):
     assert status_store.count_unit(job_id, "shard-00000", completed=1) == 3
     job = status_store.get(job_id)
     assert (job.counts.completed, job.counts.failed, job.usage.tokens) == (5, 2, 10)
+
+
+def test_errors_by_code_count_once_per_unit_and_the_first_samples_stay(status_store):
+    job_id = _new_job(status_store)
+    first = ErrorSummary({"missing_text": 2}, ("line 3: no text", "line 9: no text"))
+    for _ in range(3):  # a redelivered commit
+        status_store.count_unit(job_id, "shard-00000", failed=2, errors=first)
+    status_store.count_unit(job_id, "shard-00001", failed=1, errors=ErrorSummary({"missing_text": 1, "invalid_json": 1},
+                                                                                 ("line 1: bad",)))
+    job = status_store.get(job_id)
+    assert job.errors_by_code == {"missing_text": 3, "invalid_json": 1}
+    assert job.error_samples == ["line 3: no text", "line 9: no text"]
+    # The ledger's totals replace them (recovery, finalization)
+    status_store.set_counts(job_id, ["plan"], completed=0, failed=1, tokens=0, errors=ErrorSummary({"x": 1}, ("line 2",)))
+    job = status_store.get(job_id)
+    assert job.errors_by_code == {"x": 1} and job.error_samples == ["line 2"]
+
+
+def test_a_running_units_progress_shows_until_it_is_counted(status_store):
+    job_id = _new_job(status_store)
+    status_store.note_progress(job_id, "shard-00000", 5, 50)
+    status_store.note_progress(job_id, "shard-00001", 2, 20)
+    status_store.note_progress(job_id, "shard-00000", 7, 70)  # later reports replace earlier ones
+    assert status_store.get(job_id).in_progress.model_dump() == {"documents": 9, "tokens": 90}
+    status_store.count_unit(job_id, "shard-00000", completed=8, tokens=80)
+    status_store.note_progress(job_id, "shard-00000", 7, 70)  # a late report of a counted unit is ignored
+    job = status_store.get(job_id)
+    assert job.in_progress.model_dump() == {"documents": 2, "tokens": 20} and job.counts.completed == 8
+    status_store.note_progress("f" * 32, "shard-00000", 1, 1)  # a job without a status is never created
+    assert status_store.get("f" * 32) is None
+    status_store.set_counts(job_id, ["plan", "shard-00000", "shard-00001"], completed=10, failed=0, tokens=100)
+    assert status_store.get(job_id).in_progress.documents == 0
 
 
 def test_dispatch_times_are_kept_until_forgotten(status_store):
