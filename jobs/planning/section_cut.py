@@ -33,6 +33,7 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
     if decided is None:
         raise RuntimeError(f"job {job_id}: section {index} is cut before its duplicates were decided")
     skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
+    scanned = planning.scan(index).valid
     cutter = ShardCutter(ctx, job_id, index, section)
     codes: Counter[str] = Counter()
     samples: list[str] = []
@@ -42,9 +43,10 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
         for item, record in section_records(section, InputFields.of(ctx.spec(job_id)), ctx, decided.first_lines[index]):
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
-                left_out = duplicates.holds(valid) or carried.holds(valid)
-                if duplicates.holds(valid):
+                repeated = duplicates.holds(valid)
+                if repeated:
                     _file_error(errors, duplicate_error(record), section, codes, samples)
+                left_out = repeated or carried.holds(valid)
                 valid += 1
                 if not left_out:
                     cutter.add(record, item)
@@ -52,9 +54,9 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
             elif isinstance(record, RecordError):
                 _file_error(errors, record, section, codes, samples)
             cutter.skip()
-        if valid != planning.scan(index).valid:
+        if valid != scanned:
             raise InputChanged(f"the input changed while job {job_id} was planned: {section.uri} held {valid} "
-                               f"valid records where {planning.scan(index).valid} were read before; submit the job again")
+                               f"valid records where {scanned} were read before; submit the job again")
         shards = cutter.close()
         if codes:
             errors.seek(0)
