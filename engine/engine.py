@@ -19,6 +19,7 @@ from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan, W
 from poolq.engine.pooling.classifier_heads import Calibration
 from poolq.engine.pooling.dispatcher import UnsupportedTaskError
 from poolq.engine.request import (
+    ChunkRows,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
@@ -91,8 +92,10 @@ class PoolingEngine:
 
     # -- list APIs -------------------------------------------------------------------------
     def encode(self, texts: Sequence[str], task: PoolingTask = PoolingTask.EMBED, params: PoolingParams | None = None,
-               policy: LongDocumentPolicy | None = None, text_pairs: Sequence[str] | None = None) -> list[PooledData]:
-        """One output per text for ``task``; raises :class:`EmbeddingError` if any text failed."""
+               policy: LongDocumentPolicy | None = None,
+               text_pairs: Sequence[str] | None = None) -> list[PooledData | ChunkRows]:
+        """One output per text for ``task`` (chunk modes: its chunk rows); raises :class:`EmbeddingError`
+        if any text failed."""
         self.dispatcher.check(task)
         params = params or PoolingParams()
         pairs = text_pairs if text_pairs is not None else [None] * len(texts)
@@ -161,7 +164,7 @@ class PoolingEngine:
         next (the fast tokenizers release the GIL), so tokenization overlaps compute.
         """
         policy = policy or LongDocumentPolicy()
-        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher.embed_head,
+        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher,
                                 self.config.max_chunks_per_document)
         iterator = iter(requests)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
@@ -196,7 +199,8 @@ class PoolingEngine:
             hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
             owners = [current.owners[i] for i in batch.seq_indices]
             owner_plans = [_scheduled(plans[r]) for r, _ in owners]
-            wants_pooled = [None if plan.wants_states else requests[r] for plan, (r, _) in zip(owner_plans, owners)]
+            wants_pooled = [None if plan.wants_states else _pooled_as(requests[r], plan)
+                            for plan, (r, _) in zip(owner_plans, owners)]
             pooled = self.dispatcher.forward(hidden_states, batch, wants_pooled)
             for row, (plan, (_, window_index)) in enumerate(zip(owner_plans, owners)):
                 start, end = int(batch.cu_seqlens[row]), int(batch.cu_seqlens[row + 1])
@@ -245,12 +249,17 @@ class PoolingEngine:
         return plan
 
 
-def _dense(rows: list[PooledData]) -> list[np.ndarray]:
+def _dense(rows: list[PooledData | ChunkRows]) -> list[np.ndarray]:
     """The outputs of a dense task (every task but sparse_embed), typed as the arrays they are."""
     dense = [row for row in rows if isinstance(row, np.ndarray)]
     if len(dense) != len(rows):
         raise TypeError("a dense task returned a sparse vector")
     return dense
+
+
+def _pooled_as(request: PoolingRequest, plan: DocumentPlan) -> PoolingRequest:
+    """The request a window is pooled for: with its plan's params where they differ (chunked classify pools logits)."""
+    return request if plan.pool_params is None else replace(request, params=plan.pool_params)
 
 
 def _scheduled(plan: DocumentPlan | RequestError) -> DocumentPlan:

@@ -132,6 +132,8 @@ class SparseVector:
 
 
 PooledData = np.ndarray | SparseVector  # [dim] | [num_tokens, dim] | sparse
+# A chunk-row output: [num_chunks, dim] (dense tasks), or one sparse vector per chunk.
+ChunkRows = np.ndarray | tuple[SparseVector, ...]
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,12 @@ class PoolingOutput:
     """The result of one request.
 
     ``data`` is ``[dim]`` for embed/classify, ``[num_tokens, dim]`` for the token tasks, a
-    :class:`SparseVector` for sparse_embed. ``num_tokens`` counts the whole input before
-    truncation; ``processed_tokens`` counts what the model actually ran (the usage).
+    :class:`SparseVector` for sparse_embed; in the chunk modes, one of those per chunk.
+    ``num_tokens`` counts the whole input before truncation; ``processed_tokens`` counts what the model actually ran (the usage).
     """
 
     key: Hashable
-    data: PooledData = field(repr=False)  # chunk modes: [num_chunks, dim]
+    data: PooledData | ChunkRows = field(repr=False)  # chunk modes: ChunkRows
     num_tokens: int
     truncated: bool
     processed_tokens: int

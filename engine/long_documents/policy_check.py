@@ -2,7 +2,21 @@
 from __future__ import annotations
 
 from poolq.engine.loading.model_spec import ModelSpec, PoolingType
-from poolq.engine.request import LongDocumentMode, LongDocumentPolicy
+from poolq.engine.request import LongDocumentMode, LongDocumentPolicy, PoolingTask
+
+_ONE_ROW = (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE)
+# The long-document modes each task can follow, declared once. ``chunked`` combines windows by
+# the task's own rule (embed: token-weighted mean, renormalized; classify: token-weighted mean of
+# logits, then the activation; sparse: SPLADE's max (or sum) over tokens is one over windows).
+# Late chunking mean-pools chunk token states into vectors: embed only. Token tasks keep one
+# window (truncate) until their windows are stitched.
+MODES_BY_TASK: dict[PoolingTask, tuple[LongDocumentMode, ...]] = {
+    PoolingTask.EMBED: tuple(LongDocumentMode),
+    PoolingTask.SPARSE_EMBED: (*_ONE_ROW, LongDocumentMode.CHUNKED, LongDocumentMode.NAIVE_CHUNKS),
+    PoolingTask.CLASSIFY: (*_ONE_ROW, LongDocumentMode.CHUNKED, LongDocumentMode.NAIVE_CHUNKS),
+    PoolingTask.TOKEN_EMBED: _ONE_ROW,
+    PoolingTask.TOKEN_CLASSIFY: _ONE_ROW,
+}
 
 
 class PolicyError(ValueError):
@@ -24,10 +38,24 @@ def default_overlap(policy: LongDocumentPolicy, window: int) -> int:
     return policy.overlap_tokens if policy.overlap_tokens is not None else window // 4
 
 
-def check_policy(spec: ModelSpec, policy: LongDocumentPolicy) -> int:
-    """Raise :class:`PolicyError` for a policy the model cannot follow; return the window."""
+def check_task_mode(task: PoolingTask, mode: LongDocumentMode) -> None:
+    """Raise :class:`PolicyError` if ``task`` cannot follow long-document ``mode``."""
+    served = MODES_BY_TASK[task]
+    if mode not in served:
+        raise PolicyError("mode", f"long_documents.mode={mode.value!r} does not apply to task {task.value!r}; "
+                                  f"it takes {', '.join(repr(m.value) for m in served)}")
+
+
+def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask | None = None) -> int:
+    """Raise :class:`PolicyError` for a policy the model (and ``task``, if given) cannot follow;
+    return the window."""
     window = resolve_window(spec, policy)
     mode = policy.mode
+    if task is not None:
+        check_task_mode(task, mode)
+    if task is PoolingTask.SPARSE_EMBED and mode is LongDocumentMode.CHUNKED and policy.window_specials is False:
+        raise PolicyError("window_specials", "sparse_embed drops each window's special tokens, so chunked windows must "
+                                             "carry them: leave window_specials unset or true")
     if mode is LongDocumentMode.LATE_CHUNKS and spec.pooling is not PoolingType.MEAN and not policy.allow_any_pooling:
         raise PolicyError(
             "allow_any_pooling",

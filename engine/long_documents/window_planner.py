@@ -11,7 +11,7 @@ from poolq.engine.long_documents.chunking import (
     sentence_char_spans,
     token_chunks,
 )
-from poolq.engine.long_documents.policy_check import PolicyError, check_policy, default_overlap
+from poolq.engine.long_documents.policy_check import PolicyError, check_policy, check_task_mode, default_overlap
 from poolq.engine.long_documents.window_plans import (
     ChunkedPlan,
     DocumentPlan,
@@ -20,16 +20,18 @@ from poolq.engine.long_documents.window_plans import (
     SinglePlan,
     Window,
 )
-from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, PoolingTask, RequestError
+from poolq.engine.pooling.dispatcher import PoolerDispatcher
+from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, RequestError
 from poolq.engine.tokenizer import TextTokenizer
 
 
 class WindowPlanner:
     """Turns a request and its content tokens into a :class:`DocumentPlan` (or a per-record error)."""
 
-    def __init__(self, tokenizer: TextTokenizer, spec: ModelSpec, policy: LongDocumentPolicy, window: int, embed_head,
-                 max_chunks: int | None = None) -> None:
-        self.tokenizer, self.spec, self.policy, self.window, self.embed_head = tokenizer, spec, policy, window, embed_head
+    def __init__(self, tokenizer: TextTokenizer, spec: ModelSpec, policy: LongDocumentPolicy, window: int,
+                 dispatcher: PoolerDispatcher, max_chunks: int | None = None) -> None:
+        self.tokenizer, self.spec, self.policy, self.window = tokenizer, spec, policy, window
+        self.dispatcher = dispatcher
         self.max_chunks = max_chunks
         self.prefix, self.suffix = tokenizer.special_ids
         specials = spec.pooling in (PoolingType.CLS, PoolingType.LAST)
@@ -53,9 +55,10 @@ class WindowPlanner:
         if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
             item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
             return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
-        if request.task is not PoolingTask.EMBED:
-            return RequestError(request.key, "unsupported_mode",
-                                f"long_documents.mode={mode.value!r} supports the embed task only")
+        try:
+            check_task_mode(request.task, mode)
+        except PolicyError as exc:
+            return RequestError(request.key, "unsupported_mode", str(exc))
         num_tokens = len(content_ids) + len(self.prefix) + len(self.suffix)
         try:
             if mode is LongDocumentMode.CHUNKED:
@@ -84,8 +87,7 @@ class WindowPlanner:
         else:
             full = [*self.prefix, *content_ids, *self.suffix]
             windows = [Window(full[i : i + self.window]) for i in range(0, len(full), self.window)]
-        normalize = self.spec.normalize if request.params.normalize is None else request.params.normalize
-        return ChunkedPlan(windows, num_tokens, normalize=normalize)
+        return ChunkedPlan(windows, num_tokens, combiner=self.dispatcher.window_combiner(request.task, request.params))
 
     # -- chunk rows --------------------------------------------------------------------------
     def _content_chunks(self, request: PoolingRequest, content_ids: list[int], offsets) -> list[tuple[int, int]]:
@@ -129,7 +131,8 @@ class WindowPlanner:
     def _late(self, request, content_ids, offsets, chunks, num_tokens) -> DocumentPlan:
         full = [*self.prefix, *content_ids, *self.suffix]  # one pass over exactly these tokens
         spans = self._spans(chunks, offsets, 0, len(full))
-        return LateChunksPlan(self._macro_windows(full), num_tokens, chunks=spans, head=self.embed_head, params=request.params)
+        return LateChunksPlan(self._macro_windows(full), num_tokens, chunks=spans, head=self.dispatcher.embed_head,
+                              params=request.params)
 
     def _macro_windows(self, full: list[int]) -> list[Window]:
         """Windows of the model's length stepping by window - overlap; every window after the

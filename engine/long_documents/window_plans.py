@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Hashable
 import numpy as np
 import torch
 
-from poolq.engine.request import ChunkSpan, PooledData, PoolingOutput, PoolingParams
+from poolq.engine.long_documents.window_combiners import WindowCombiner
+from poolq.engine.request import ChunkRows, ChunkSpan, PooledData, PoolingOutput, PoolingParams, SparseVector
 
 if TYPE_CHECKING:
     from poolq.engine.pooling.heads import EmbeddingHead
@@ -40,6 +41,11 @@ class DocumentPlan(ABC):
     truncated: bool = False
     #: True: ``add`` receives the window's raw token states; False: its pooled output.
     wants_states: bool = field(default=False, init=False)
+
+    @property
+    def pool_params(self) -> PoolingParams | None:
+        """The params its windows are pooled with, when not the request's own."""
+        return None
 
     @abstractmethod
     def add(self, window_index: int, value) -> None: ...
@@ -69,26 +75,24 @@ class SinglePlan(DocumentPlan):
 
 @dataclass
 class ChunkedPlan(DocumentPlan):
-    """vLLM's chunked processing: token-weighted mean of the windows' vectors, then normalize
-    again (the mean of unit vectors is shorter than 1 and would skew dot-product ranking)."""
+    """vLLM's chunked processing: every window pooled, folded into one output by the task's
+    combiner (see ``window_combiners.py``)."""
 
-    normalize: bool = True
-    _sum: np.ndarray | None = None  # [dim] float32
-    _weight: int = 0
+    combiner: WindowCombiner | None = None
 
-    def add(self, window_index: int, value: np.ndarray) -> None:
-        weight = len(self.windows[window_index].token_ids)
-        weighted = value.astype(np.float32) * np.float32(weight)
-        self._sum = weighted if self._sum is None else self._sum + weighted
-        self._weight += weight
+    @property
+    def pool_params(self) -> PoolingParams | None:
+        return self.combiner.pool_params if self.combiner is not None else None
+
+    def add(self, window_index: int, value: PooledData) -> None:
+        if self.combiner is None:
+            raise RuntimeError("ChunkedPlan needs its task's window combiner")
+        self.combiner.add(value, len(self.windows[window_index].token_ids))
 
     def output(self, key: Hashable) -> PoolingOutput:
-        if self._sum is None:
-            raise RuntimeError("ChunkedPlan.output() before any window's result was added")
-        vector = self._sum / np.float32(self._weight)
-        if self.normalize:
-            vector = vector / np.linalg.norm(vector)
-        return PoolingOutput(key, vector.astype(np.float32), self.num_tokens, False, self.processed_tokens)
+        if self.combiner is None:
+            raise RuntimeError("ChunkedPlan needs its task's window combiner")
+        return PoolingOutput(key, self.combiner.result(), self.num_tokens, False, self.processed_tokens)
 
 
 @dataclass
@@ -96,13 +100,15 @@ class NaiveChunksPlan(DocumentPlan):
     """Each chunk embedded on its own: one row per chunk."""
 
     chunks: tuple[ChunkSpan, ...] = ()
-    _rows: dict[int, np.ndarray] = field(default_factory=dict)
+    _rows: dict[int, PooledData] = field(default_factory=dict)
 
-    def add(self, window_index: int, value: np.ndarray) -> None:
+    def add(self, window_index: int, value: PooledData) -> None:
         self._rows[window_index] = value
 
     def output(self, key: Hashable) -> PoolingOutput:
-        data = np.stack([self._rows[i] for i in range(len(self.windows))])  # [num_chunks, dim]
+        rows = [self._rows[i] for i in range(len(self.windows))]
+        sparse = tuple(row for row in rows if isinstance(row, SparseVector))
+        data: ChunkRows = sparse if sparse else np.stack(rows)  # type: ignore[arg-type]  # [num_chunks, dim]
         return PoolingOutput(key, data, self.num_tokens, False, self.processed_tokens, self.chunks)
 
 

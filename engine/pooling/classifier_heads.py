@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from poolq.engine.long_documents.window_combiners import MeanLogits
 from poolq.engine.pooling.methods import TokenStates
 from poolq.engine.request import PoolingParams
 
@@ -38,6 +39,9 @@ class ClassifierHead:
         return [
             (self.activation(row) if p.activation else row).cpu().numpy() for row, p in zip(logits, params)
         ]
+
+    def window_combiner(self, params: PoolingParams) -> MeanLogits:
+        return MeanLogits(params, self.activation)
 
 
 class TokenClassifierHead:

@@ -7,6 +7,7 @@ from typing import Sequence
 import torch
 
 from poolq.engine.batch import BatchMetadata
+from poolq.engine.long_documents.window_combiners import WindowCombiner
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.pooler import Pooler
 from poolq.engine.request import PooledData, PoolingParams, PoolingRequest, PoolingTask
@@ -38,6 +39,15 @@ class PoolerDispatcher:
         """The head of the embed pooler (late chunking applies it to chunk means), if any."""
         pooler = self.poolers.get(PoolingTask.EMBED)
         return pooler.head if pooler is not None else None
+
+    def window_combiner(self, task: PoolingTask, params: PoolingParams) -> WindowCombiner:
+        """How ``chunked`` mode folds windows for ``task`` (its head decides); raises
+        UnsupportedTaskError for a task whose head has none (the token tasks)."""
+        self.check(task)
+        make = getattr(self.poolers[task].head, "window_combiner", None)
+        if make is None:
+            raise UnsupportedTaskError(f"task {task.value!r} has no chunked mode")
+        return make(params)
 
     def forward(self, hidden_states: torch.Tensor, batch: BatchMetadata,
                 requests: Sequence[PoolingRequest | None]) -> list[PooledData | None]:

@@ -5,6 +5,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from poolq.engine.long_documents.window_combiners import MeanVector
 from poolq.engine.pooling.methods import TokenStates
 from poolq.engine.request import PoolingParams
 
@@ -28,6 +29,9 @@ class EmbeddingHead:
         if self.projector is not None:
             pooled = self.projector(_like_weights(pooled, self.projector)).float()
         return [finish_vectors(row, p, self.normalize).cpu().numpy() for row, p in zip(pooled, params)]
+
+    def window_combiner(self, params: PoolingParams) -> MeanVector:
+        return MeanVector(self.normalize if params.normalize is None else params.normalize)
 
 
 class TokenEmbeddingHead:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from poolq.engine.long_documents.window_combiners import SparseReduce
 from poolq.engine.pooling.methods import TokenStates
 from poolq.engine.request import PoolingParams, SparseVector
 
@@ -23,6 +24,9 @@ class SparseHead:
 
     def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
         return [self._one(tokens) for tokens in states]
+
+    def window_combiner(self, params: PoolingParams) -> SparseReduce:
+        return SparseReduce(self.reduce)
 
     def _one(self, tokens: torch.Tensor) -> SparseVector:  # tokens: [n, hidden]
         tokens = tokens[self.num_prefix : tokens.shape[0] - self.num_suffix]

@@ -1,0 +1,102 @@
+"""Long documents for the tasks beyond embed: chunked windows folded by each task's rule, against
+references computed window by window with plain transformers."""
+import numpy as np
+import pytest
+import torch
+
+from poolq.engine import (
+    LongDocumentMode,
+    LongDocumentPolicy,
+    PolicyError,
+    PoolingEngine,
+    PoolingParams,
+    PoolingRequest,
+    PoolingTask,
+    check_policy,
+)
+from poolq.engine.loading.registry import PACKAGED_MODELS
+
+LONG_TEXT = " ".join(f"The river number {i} runs past a town with a mill and an old stone bridge." for i in range(12))
+WINDOW = 32
+
+
+def _content_windows(engine, text, window):
+    """The document's content ids cut into windows of ``window`` tokens, each with [CLS] .. [SEP]."""
+    tokenizer = engine.tokenizer._tokenizer
+    content = tokenizer(text, add_special_tokens=False)["input_ids"]
+    step = window - 2
+    return [[tokenizer.cls_token_id, *content[i:i + step], tokenizer.sep_token_id] for i in range(0, len(content), step)]
+
+
+@pytest.fixture(scope="module")
+def splade_engine():
+    return PoolingEngine.from_pretrained(str(PACKAGED_MODELS["splade-tiny"].location()))
+
+
+@torch.no_grad()
+def test_chunked_sparse_is_the_max_over_windows_of_the_splade_formula(splade_engine):
+    # Given SPLADE-tiny (real weights) and a document of ~10 windows of 32 tokens
+    from transformers import AutoModelForMaskedLM
+
+    hf = AutoModelForMaskedLM.from_pretrained(PACKAGED_MODELS["splade-tiny"].location(), dtype=torch.float32).eval()
+    windows = _content_windows(splade_engine, LONG_TEXT, WINDOW)
+    assert len(windows) > 5
+    # Reference: log1p(relu(MLM logits)) over each window's content tokens, max over tokens, then over windows
+    reference = torch.zeros(hf.config.vocab_size)
+    for ids in windows:
+        activations = torch.log1p(torch.relu(hf(input_ids=torch.tensor([ids])).logits[0, 1:-1]))
+        reference = torch.maximum(reference, activations.amax(0))
+    # When the engine runs it in chunked mode
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_tokens=WINDOW)
+    (result,) = splade_engine.run([PoolingRequest("doc", LONG_TEXT, PoolingTask.SPARSE_EMBED)], policy)
+    # Then its sparse vector is that max, ids ascending, no zero weights
+    dense = torch.zeros_like(reference)
+    dense[torch.from_numpy(result.data.token_ids).long()] = torch.from_numpy(result.data.weights)
+    torch.testing.assert_close(dense, reference, atol=1e-5, rtol=1e-5)
+    assert np.all(np.diff(result.data.token_ids) > 0) and np.all(result.data.weights > 0)
+    assert result.num_tokens == sum(len(w) - 2 for w in windows) + 2 and not result.truncated
+
+
+def test_naive_chunks_give_one_sparse_vector_per_chunk(splade_engine):
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS, chunk_tokens=20)
+    (result,) = splade_engine.run([PoolingRequest("doc", LONG_TEXT, PoolingTask.SPARSE_EMBED)], policy)
+    pieces = [LONG_TEXT[chunk.char_start:chunk.char_end] for chunk in result.chunks]
+    alone = splade_engine.encode(pieces, PoolingTask.SPARSE_EMBED, policy=LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE))
+    assert len(result.data) == len(result.chunks) > 3
+    for chunk_vector, expected in zip(result.data, alone):
+        np.testing.assert_array_equal(chunk_vector.token_ids, expected.token_ids)
+        np.testing.assert_allclose(chunk_vector.weights, expected.weights, atol=1e-5)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("activation", [True, False])
+def test_chunked_classify_averages_logits_by_tokens_then_activates(model_factory, bert_config, activation):
+    # Given a random multi-label classifier and a document of several 32-token windows
+    from transformers import BertForSequenceClassification
+
+    config = bert_config(num_labels=3, problem_type="multi_label_classification")
+    path, hf = model_factory("multilabel-chunked", BertForSequenceClassification, config)
+    engine = PoolingEngine.from_pretrained(str(path))
+    windows = _content_windows(engine, LONG_TEXT, WINDOW)
+    # Reference: each window's logits weighted by its tokens, averaged, then the sigmoid
+    logits = torch.stack([hf(input_ids=torch.tensor([ids])).logits[0] for ids in windows])
+    weights = torch.tensor([len(ids) for ids in windows], dtype=torch.float32)
+    mean = (logits * weights[:, None]).sum(0) / weights.sum()
+    expected = torch.sigmoid(mean) if activation else mean
+    # When the engine classifies it in chunked mode
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_tokens=WINDOW)
+    request = PoolingRequest("doc", LONG_TEXT, PoolingTask.CLASSIFY, params=PoolingParams(activation=activation))
+    (result,) = engine.run([request], policy)
+    np.testing.assert_allclose(result.data, expected.numpy(), atol=1e-5)
+
+
+def test_modes_a_task_cannot_follow_are_refused_up_front_and_per_request(splade_engine):
+    late = LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS, allow_any_pooling=True)
+    with pytest.raises(PolicyError, match="late_chunks.*does not apply to task 'sparse_embed'") as caught:
+        check_policy(splade_engine.spec, late, PoolingTask.SPARSE_EMBED)
+    assert caught.value.field == "mode"
+    with pytest.raises(PolicyError, match="window_specials"):
+        check_policy(splade_engine.spec, LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_specials=False),
+                     PoolingTask.SPARSE_EMBED)
+    (result,) = splade_engine.run([PoolingRequest("doc", "text", PoolingTask.SPARSE_EMBED)], late)
+    assert result.code == "unsupported_mode" and "'chunked'" in result.message
