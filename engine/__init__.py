@@ -6,9 +6,11 @@ from poolq.engine.long_documents.chunking import ChunkBoundary
 from poolq.engine.long_documents.policy_check import PolicyError, check_policy
 from poolq.engine.request import (
     ChunkSpan,
+    ChunkRows,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
+    PooledData,
     PoolingOutput,
     PoolingParams,
     PoolingRequest,
@@ -32,6 +34,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "ChunkBoundary",
+    "ChunkRows",
+    "PooledData",
     "PolicyError",
     "check_policy",
     "DEFAULT_MODEL",

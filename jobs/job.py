@@ -61,6 +61,12 @@ class OutputOptions(_Strict):
     int8_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
         None, description="int8: [min, max] mapped onto -128..127; default [-1, 1] for L2-normalized models"
     )
+    sparse_top_k: int | None = Field(None, ge=1, description="sparse_embed: keep the K largest weights of each vector")
+    sparse_min_weight: FiniteFloat | None = Field(None, ge=0, description="sparse_embed: drop weights below this")
+    activation: bool = Field(True, description="classify: scores after the model's activation; false: raw logits")
+    label_threshold: FiniteFloat = Field(
+        0.5, ge=0, le=1, description="classify, multi-label models: ``labels`` lists those scoring at least this"
+    )
 
     @field_validator("int8_range")
     @classmethod
@@ -95,11 +101,15 @@ class LongDocuments(LongDocumentPolicy):
         return self
 
 
+# The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
+JobTaskName = Literal["embed", "sparse_embed", "classify"]
+
+
 class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
     model: str = DEFAULT_MODEL
-    task: Literal["embed"] = "embed"
+    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify")
     input: InlineInput | UriInput
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)

@@ -1,4 +1,5 @@
 """Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
+from poolq.storage.classify_rows import ClassifyRows, classify_schema
 from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
 from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
 from poolq.storage.jsonl import JsonlLineError, JsonlObject, JsonlProgress, dump_jsonl, lone_surrogate_path, read_jsonl
@@ -14,10 +15,20 @@ from poolq.storage.object_store import (
     UnsupportedOperation,
 )
 from poolq.storage.parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
+from poolq.storage.row_columns import RowColumns, read_part, type_name, write_part
 from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
+from poolq.storage.sparse_rows import SparseRows, sparse_schema
 from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
+    "ClassifyRows",
+    "RowColumns",
+    "SparseRows",
+    "classify_schema",
+    "read_part",
+    "sparse_schema",
+    "type_name",
+    "write_part",
     "CODECS",
     "EmbeddingCodec",
     "codec_for",

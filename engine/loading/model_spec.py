@@ -87,6 +87,11 @@ class ModelSpec:
     activation_fn: str | None = None  # sentence-transformers' classifier activation, if named
     dense_dirs: tuple[str, ...] = ()  # sentence-transformers Dense (projector) modules, in order
     sparse_reduce: str = "max"  # SPLADE: max or sum over tokens
+    labels: tuple[str, ...] = ()  # classifiers: label names by index (config id2label, else LABEL_i)
+
+    @property
+    def multi_label(self) -> bool:
+        return self.problem_type == "multi_label_classification"
 
 
 def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> ModelSpec:
@@ -108,6 +113,7 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
     pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
     normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
     kind = _model_kind(architecture, modules)
+    num_labels = int(config.get("num_labels") or len(config.get("id2label") or {}) or 0)
     return ModelSpec(
         path=model_dir,
         architecture=architecture,
@@ -118,12 +124,22 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
         normalize=normalize,
         is_causal=is_causal,
         kind=kind,
-        num_labels=int(config.get("num_labels") or len(config.get("id2label") or {}) or 0),
+        num_labels=num_labels,
         problem_type=config.get("problem_type"),
         activation_fn=(config.get("sentence_transformers") or {}).get("activation_fn"),
         dense_dirs=tuple(m["path"] for m in modules if m.get("type") == _ST_DENSE),
         sparse_reduce=_sparse_reduce(model_dir, modules),
+        labels=_label_names(config, num_labels) if kind in (ModelKind.SEQUENCE_CLASSIFIER, ModelKind.TOKEN_CLASSIFIER) else (),
     )
+
+
+def _label_names(config: dict, num_labels: int) -> tuple[str, ...]:
+    """``id2label`` in index order; a label it does not name is ``LABEL_i`` (transformers' default)."""
+    named = config.get("id2label") or {}
+    if not isinstance(named, dict):
+        raise ModelSpecError("config.json: id2label is not an object")
+    by_index = {int(index): str(name) for index, name in named.items() if str(index).lstrip("-").isdigit()}
+    return tuple(by_index.get(index, f"LABEL_{index}") for index in range(num_labels))
 
 
 def _sparse_reduce(model_dir: Path, modules: list[dict]) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from poolq.jobs.job import JobState
 from poolq.jobs.ledger.error_summary import ErrorSummary
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3  # 3: output.schema
 
 
 class _ManifestBlock(BaseModel):
@@ -81,8 +81,17 @@ class ManifestTimings(_ManifestBlock):
     running_s: float | None = None
 
 
+class ManifestColumn(_ManifestBlock):
+    """One column of the parts' Parquet schema: its name and Arrow type (as pyarrow prints it)."""
+
+    name: str
+    type: str
+    nullable: bool = True
+
+
 class OutputEncoding(_ManifestBlock):
-    """How the ``embedding`` column is stored and what decoding it needs.
+    """The parts' schema (``schema``: every column, in order), how the ``embedding`` column of an
+    embed job is stored and what decoding it needs.
 
     ``int8``: ``x = (q - zero_point) * scale`` over ``[min, max]``; ``binary``: ``threshold`` and
     ``bit_order``. Parameters of other dtypes are absent rather than null."""
@@ -90,13 +99,16 @@ class OutputEncoding(_ManifestBlock):
     format: str
     dimensions: int | None
     dtype: str
+    # ``schema`` is a BaseModel attribute, so the field has another name and is written as "schema".
+    model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
+    schema_: list[ManifestColumn] | None = Field(None, alias="schema")  # written since version 3
     min: float | None = None
     max: float | None = None
     scale: float | None = None
     zero_point: float | None = None
     threshold: str | None = None
     bit_order: str | None = None
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order")
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order", "schema")
 
 
 class JobManifest(_ManifestBlock):

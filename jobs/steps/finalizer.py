@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pyarrow as pa
+
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
 from poolq.jobs.ledger.cleanup import clean_finished_job
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.manifest import (
     JobManifest,
+    ManifestColumn,
     ManifestCounts,
     ManifestErrors,
     ManifestPart,
@@ -20,7 +23,8 @@ from poolq.jobs.ledger.manifest import (
 )
 from poolq.jobs.ledger.recovery import job_errors
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
-from poolq.storage import embedding_schema
+from poolq.jobs.tasks import job_task
+from poolq.storage import type_name
 
 
 def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
@@ -102,6 +106,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     dimensions = max([c.dimensions for c in commits.values() if c.dimensions]
                      + [part.dimensions for part in plan.carried if part.dimensions], default=None)
     finished_at = datetime.now(timezone.utc)
+    schema = job_task(spec).schema(ctx.registry.spec(spec.model), dimensions)
     return JobManifest(
         job_id=job_id,
         status=state,
@@ -109,9 +114,9 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         task=spec.task,
         options=spec.model_dump(mode="json", exclude={"input"}),
         engines=_engines(plan, commits),
-        columns=embedding_schema(1, spec.long_documents.mode.chunk_rows).names,
+        columns=schema.names,
         dimensions=dimensions,
-        output=_output_block(spec, dimensions),
+        output=_output_block(spec, dimensions, schema),
         counts=ManifestCounts(
             total=plan.total, completed=documents, failed=error_count,
             not_processed=max(0, plan.total - documents - error_count) if cancelled else 0,
@@ -144,15 +149,17 @@ def _engines(plan: Plan, commits: dict) -> list[str]:
     return sorted(made)
 
 
-def _output_block(spec: JobSpec, dimensions: int | None) -> OutputEncoding:
-    """How ``embedding`` is stored: dtype, the vectors' dimensions, and what decoding needs (int8:
-    ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when no row was written.
+def _output_block(spec: JobSpec, dimensions: int | None, schema: pa.Schema) -> OutputEncoding:
+    """The parts' schema, and how ``embedding`` is stored: dtype, the vectors' dimensions, and what
+    decoding needs (int8: ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when
+    no row was written.
 
     A job passed ``validate_spec``, so int8 without ``int8_range`` means a normalized model: [-1, 1].
     """
     codec = spec.output.codec(normalized=True)
+    columns = [ManifestColumn(name=column.name, type=type_name(column.type), nullable=column.nullable) for column in schema]
     return OutputEncoding(format=spec.output.format, dimensions=dimensions or spec.output.dimensions,
-                          **codec.manifest_info())
+                          schema_=columns, **codec.manifest_info())
 
 
 def _timings(status: JobStatus | None, finished_at: datetime) -> ManifestTimings:

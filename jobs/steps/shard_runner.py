@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from poolq.engine import PoolingOutput, PoolingParams, PoolingRequest, RequestError
+from poolq.engine import PoolingRequest, RequestError
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.inputs.records import RecordError
@@ -20,7 +20,8 @@ from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
 from poolq.jobs.steps.content_hash import row_content_hash
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
 from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
-from poolq.storage import EmbeddingRows, dump_jsonl
+from poolq.jobs.tasks import job_task
+from poolq.storage import RowColumns, dump_jsonl
 
 GAVE_UP_CODE = "shard_failed"
 
@@ -109,31 +110,31 @@ def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
 
 
 def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx: JobContext) -> ShardCommit:
+    """Run the shard's records through the job's task; its rows and per-record errors."""
     spec = ctx.spec(job_id)
     engine = ctx.engine(spec.model)
-    policy = spec.long_documents.policy()
-    dimensions = spec.output.dimensions or engine.dimensions  # the engine fails records asking for more
-    codec = spec.output.codec(engine.spec.normalize)  # fixed for the job: same range in every shard
-    rows = EmbeddingRows(dimensions, with_chunks=policy.mode.chunk_rows, codec=codec)
-    params = PoolingParams(dimensions=spec.output.dimensions)
+    task = job_task(spec)
+    rows = task.rows(engine)
+    params = task.params()
     errors: list[RecordError] = []
     tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
     progress = _ProgressReport(ctx, job_id, shard_unit(shard))
     requests = (
-        PoolingRequest(key=record_id, text=row["text"], params=params, chunk_spans=_spans(row.get("chunk_spans")))
+        PoolingRequest(key=record_id, text=row["text"], task=task.pooling_task, params=params,
+                       chunk_spans=_spans(row.get("chunk_spans")))
         for record_id, row in records.items()
     )
-    for result in engine.run(requests, policy):
+    for result in engine.run(requests, spec.long_documents.policy()):
         cancel_check()
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
-        _append_rows(rows, result, row_content_hash(records[result.key]))
+        task.append(rows, result, row_content_hash(records[result.key]))
         tokens += result.processed_tokens
         documents += 1
         progress(documents, tokens)
-    output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=dimensions,
+    output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=task.dimensions(engine),
                             engine=ctx.engine_identity(spec.model))
     return _write_attempt(job_id, shard, lease, output, ctx)
 
@@ -169,7 +170,7 @@ def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], me
 class _AttemptOutput:
     """What one attempt of a shard produced, before it is written under the attempt's keys."""
 
-    rows: EmbeddingRows | None  # None when nothing was embedded
+    rows: RowColumns | None  # None when nothing was embedded
     errors: list[RecordError]
     tokens: int = 0
     documents: int = 0
@@ -249,14 +250,3 @@ class _CancelCheck:
 
 def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
     return None if raw is None else tuple((start, end) for start, end in raw)
-
-
-def _append_rows(rows: EmbeddingRows, result: PoolingOutput, content_hash: str) -> None:
-    """One row per document, or one per chunk in the chunk modes; each names the document's content hash."""
-    if result.chunks is None:
-        rows.append(result.key, result.data, result.num_tokens, result.truncated, content_hash=content_hash)
-        return
-    for vector, chunk in zip(result.data, result.chunks):
-        values = (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end)
-        rows.append(result.key, vector, result.num_tokens, result.truncated, values, content_hash=content_hash,
-                    split=chunk.split)

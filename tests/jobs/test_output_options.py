@@ -12,7 +12,7 @@ from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.submit import JobRejected, validate_spec
-from poolq.storage import codec_for, read_embeddings
+from poolq.storage import codec_for, read_embeddings, type_name
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -40,6 +40,16 @@ def _decode(manifest: dict, table: pa.Table) -> np.ndarray:
     return codec_for(output["dtype"], value_range).decode(table.column("embedding"), output["dimensions"])
 
 
+def _encoding(manifest: dict, table: pa.Table) -> dict:
+    """The manifest's output block without its schema, once the schema is checked against the part's."""
+    output = dict(manifest["output"])
+    schema = output.pop("schema")
+    assert [(column["name"], column["type"], column["nullable"]) for column in schema] == [
+        (field.name, type_name(field.type), field.nullable) for field in table.schema
+    ]
+    return output
+
+
 def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
@@ -56,14 +66,14 @@ def test_float32_is_unchanged(reference, minilm_engine, documents):
     assert table.schema.field("embedding").type == pa.list_(pa.float32(), 384)
     np.testing.assert_allclose(vectors, minilm_engine.embed([d["text"] for d in documents]), atol=1e-6)
     assert manifest["dimensions"] == 384
-    assert manifest["output"] == {"format": "parquet", "dtype": "float32", "dimensions": 384}
+    assert _encoding(manifest, table) == {"format": "parquet", "dtype": "float32", "dimensions": 384}
 
 
 def test_float16_is_close_to_float32(local_ctx, documents, reference):
     manifest, table = _run(local_ctx, documents, dtype="float16")
     assert table.schema.field("embedding").type == pa.list_(pa.float16(), 384)
     assert _cosines(_decode(manifest, table), reference[2]).min() >= 0.999
-    assert manifest["output"] == {"format": "parquet", "dtype": "float16", "dimensions": 384}
+    assert _encoding(manifest, table) == {"format": "parquet", "dtype": "float16", "dimensions": 384}
 
 
 def test_int8_uses_the_unit_range_of_a_normalized_model(local_ctx, documents, reference):
@@ -73,7 +83,7 @@ def test_int8_uses_the_unit_range_of_a_normalized_model(local_ctx, documents, re
     assert _cosines(decoded, reference[2]).min() >= 0.99
     scale = 2 / 255
     assert np.abs(decoded - reference[2]).max() <= scale / 2 + 1e-6
-    assert manifest["output"] == {"format": "parquet", "dtype": "int8", "dimensions": 384,
+    assert _encoding(manifest, table) == {"format": "parquet", "dtype": "int8", "dimensions": 384,
                                   "min": -1.0, "max": 1.0, "scale": scale, "zero_point": -0.5}
     # The README's formula on the raw codes gives the same vectors
     codes = np.stack(table.column("embedding").to_numpy(zero_copy_only=False)).astype(np.float64)
@@ -93,7 +103,7 @@ def test_binary_bits_are_the_signs_of_the_float32_vectors(local_ctx, documents, 
     assert table.schema.field("embedding").type == pa.binary(48)
     bits = codec_for("binary").unpack(table.column("embedding"), 384)
     np.testing.assert_array_equal(bits, (reference[2] > 0).astype(np.uint8))
-    assert manifest["output"] == {"format": "parquet", "dtype": "binary", "dimensions": 384,
+    assert _encoding(manifest, table) == {"format": "parquet", "dtype": "binary", "dimensions": 384,
                                   "threshold": "x > 0", "bit_order": "big"}
 
 

@@ -14,7 +14,7 @@ def _unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:
 
 def _round_trip(codec, vectors: np.ndarray) -> tuple[pa.Table, np.ndarray]:
     """Write through a real Parquet part and decode the column read back."""
-    rows = EmbeddingRows(vectors.shape[1], codec=codec)
+    rows = EmbeddingRows(dimensions=vectors.shape[1], codec=codec)
     for i, vector in enumerate(vectors):
         rows.append(f"doc-{i}", vector, 10, False, content_hash="h")
     table = read_embeddings(rows.to_parquet_bytes())
@@ -38,7 +38,7 @@ def test_float32_is_exact_and_the_default():
     vectors = _unit_vectors(5, 16)
     table, decoded = _round_trip(Float32Codec(), vectors)
     np.testing.assert_array_equal(decoded, vectors)
-    assert EmbeddingRows(16).codec == Float32Codec() and decoded.dtype == np.float32
+    assert EmbeddingRows(dimensions=16).codec == Float32Codec() and decoded.dtype == np.float32
 
 
 def test_float16_is_within_half_precision():
@@ -109,7 +109,7 @@ def test_binary_pads_the_last_byte_and_decodes_sliced_columns():
 def test_an_empty_part_has_the_codecs_type():
     for dtype in CODECS:
         codec = codec_for(dtype, (-1.0, 1.0))
-        table = read_embeddings(EmbeddingRows(12, codec=codec).to_parquet_bytes())
+        table = read_embeddings(EmbeddingRows(dimensions=12, codec=codec).to_parquet_bytes())
         assert table.num_rows == 0 and table.schema.field("embedding").type == codec.arrow_type(12)
 
 

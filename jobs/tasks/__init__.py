@@ -1,0 +1,16 @@
+"""The tasks a job may ask for, each with its output format: the registry, declared once."""
+from poolq.jobs.job import JobSpec
+from poolq.jobs.tasks.classify_task import ClassifyTask
+from poolq.jobs.tasks.embed_task import EmbedTask
+from poolq.jobs.tasks.job_task import JobTask, OptionRejected
+from poolq.jobs.tasks.sparse_task import SparseTask
+
+JOB_TASKS: dict[str, type[JobTask]] = {task.name: task for task in (EmbedTask, SparseTask, ClassifyTask)}
+
+
+def job_task(spec: JobSpec) -> JobTask:
+    """The task ``spec`` asks for, bound to it."""
+    return JOB_TASKS[spec.task](spec)
+
+
+__all__ = ["JOB_TASKS", "ClassifyTask", "EmbedTask", "JobTask", "OptionRejected", "SparseTask", "job_task"]

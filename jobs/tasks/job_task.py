@@ -1,0 +1,94 @@
+"""A job's task: what it asks of the engine, which output options apply, how its rows are written.
+
+One subclass per task (``embed_task.py``, ``sparse_task.py``, ``classify_task.py``), registered
+in ``__init__.py``; an instance serves one job's spec. Submission checks the spec against its
+model with :meth:`JobTask.check` (from the model's declarations: no weights are loaded); a
+shard builds its rows with :meth:`rows` and :meth:`append`; the finalizer records
+:meth:`schema` in the manifest.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, ClassVar, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
+from poolq.jobs.job import JobSpec, OutputOptions
+from poolq.storage import RowColumns
+
+if TYPE_CHECKING:
+    from poolq.engine import PoolingEngine
+
+ChunkFields = tuple[int, int, int, int, int] | None
+
+
+class OptionRejected(ValueError):
+    """An output option the task or model cannot follow; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class JobTask(ABC):
+    name: ClassVar[str]
+    pooling_task: ClassVar[PoolingTask]
+    # The output options this task takes besides ``format``; any other set to a non-default value is a 422.
+    output_options: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+
+    @property
+    def chunk_rows(self) -> bool:
+        return self.spec.long_documents.mode.chunk_rows
+
+    def check(self, model_spec: ModelSpec) -> None:
+        """Raise :class:`OptionRejected` for output options that do not apply to this task or model."""
+        defaults, output = OutputOptions(), self.spec.output
+        for name in sorted(output.model_fields_set - self.output_options - {"format"}):
+            if getattr(output, name) != getattr(defaults, name):
+                takes = ", ".join(sorted(self.output_options)) or "none of them"
+                raise OptionRejected(f"output.{name}", f"output.{name} does not apply to task {self.name!r} "
+                                                       f"(its output options: {takes})")
+
+    def params(self) -> PoolingParams:
+        return PoolingParams()
+
+    def dimensions(self, engine: "PoolingEngine") -> int | None:
+        """The size of the job's vectors, for tasks that write fixed-size vectors."""
+        return None
+
+    @abstractmethod
+    def rows(self, engine: "PoolingEngine") -> RowColumns:
+        """Empty buffers for one part."""
+
+    @abstractmethod
+    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
+                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+        """Append one row holding ``value``."""
+
+    @abstractmethod
+    def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
+        """The job's Parquet schema (the manifest records it)."""
+
+    def append(self, rows: RowColumns, result: PoolingOutput, content_hash: str) -> None:
+        """One row per document, or one per chunk in the chunk modes; each names the document's content hash."""
+        for value, chunk, split in _row_values(result):
+            self.append_value(rows, str(result.key), value, result, chunk, content_hash, split)
+
+
+def _row_values(result: PoolingOutput) -> Iterator[tuple[PooledData, ChunkFields, bool]]:
+    if result.chunks is None:
+        yield result.data, None, False  # type: ignore[misc]  # one document, one value
+        return
+    for value, chunk in zip(result.data, result.chunks):  # type: ignore[arg-type]  # chunk rows
+        yield value, (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end), chunk.split
+
+
+def as_dense(value: PooledData, task: str) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"task {task!r} got a sparse vector from the engine")
+    return value

@@ -1,0 +1,125 @@
+"""The columns every output part has, whatever the task: who the row is, what it cost, where a
+chunk row comes from. Each task's row format (``parquet.py``, ``sparse_rows.py``,
+``classify_rows.py``) adds its value columns between ``id`` and ``num_tokens``."""
+from __future__ import annotations
+
+import io
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
+SPLIT_COLUMN = "split"  # chunk rows: a piece of a chunk longer than the window
+ChunkValues = tuple[int, int, int, int, int]  # one CHUNK_COLUMNS tuple
+
+
+def part_schema(value_fields: list[pa.Field], with_chunks: bool) -> pa.Schema:
+    """id, the task's value columns, num_tokens, truncated, content_hash; chunk rows add where each
+    chunk comes from. ``content_hash`` is null only in rows appended without one (parts written by
+    poolq always have it)."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False), *value_fields,
+        pa.field("num_tokens", pa.int32(), nullable=False),
+        pa.field("truncated", pa.bool_(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=True),
+    ]
+    if with_chunks:
+        fields += [pa.field(name, pa.int32(), nullable=False) for name in CHUNK_COLUMNS]
+        fields.append(pa.field(SPLIT_COLUMN, pa.bool_(), nullable=False))
+    return pa.schema(fields)
+
+
+@dataclass
+class RowColumns(ABC):
+    """Column buffers for one Parquet part: the common columns here, the values in subclasses."""
+
+    with_chunks: bool = False
+    ids: list[str] = field(default_factory=list)
+    num_tokens: list[int] = field(default_factory=list)
+    truncated: list[bool] = field(default_factory=list)
+    chunk_values: list[ChunkValues] = field(default_factory=list)
+    chunk_split: list[bool] = field(default_factory=list)  # and its SPLIT_COLUMN
+    content_hashes: list[str | None] = field(default_factory=list)
+
+    @abstractmethod
+    def value_fields(self) -> list[pa.Field]: ...
+
+    @abstractmethod
+    def value_arrays(self) -> list[pa.Array]: ...
+
+    def schema(self) -> pa.Schema:
+        return part_schema(self.value_fields(), self.with_chunks)
+
+    def append_row(self, record_id: str, num_tokens: int, truncated: bool, chunk: ChunkValues | None,
+                   content_hash: str | None, split: bool) -> None:
+        """The common columns of one row; a subclass appends its values first (they may refuse it)."""
+        if (chunk is not None) != self.with_chunks:
+            raise ValueError(f"record {record_id!r}: chunk columns {'missing' if self.with_chunks else 'unexpected'}")
+        self.ids.append(record_id)
+        self.num_tokens.append(num_tokens)
+        self.truncated.append(truncated)
+        self.content_hashes.append(content_hash)
+        if chunk is not None:
+            self.chunk_values.append(chunk)
+            self.chunk_split.append(split)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def to_table(self) -> pa.Table:
+        columns: list[Any] = [
+            pa.array(self.ids, pa.string()), *self.value_arrays(), pa.array(self.num_tokens, pa.int32()),
+            pa.array(self.truncated, pa.bool_()), pa.array(self.content_hashes, pa.string()),
+        ]
+        if self.with_chunks:
+            by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
+            columns += [pa.array(values, pa.int32()) for values in by_column]
+            columns.append(pa.array(self.chunk_split, pa.bool_()))
+        return pa.Table.from_arrays(columns, schema=self.schema())
+
+    def to_parquet_bytes(self) -> bytes:
+        return write_part(self.to_table())
+
+
+_PLAIN_NAMES = {"float": "float32", "halffloat": "float16", "double": "float64"}
+
+
+def type_name(data_type: pa.DataType) -> str:
+    """An Arrow type as the manifest and README write it: ``list<float32>``,
+    ``fixed_size_list<int8>[384]`` (no child field names, which Parquet round trips rename)."""
+    if pa.types.is_fixed_size_list(data_type):
+        return f"fixed_size_list<{type_name(data_type.value_type)}>[{data_type.list_size}]"
+    if pa.types.is_list(data_type):
+        return f"list<{type_name(data_type.value_type)}>"
+    if pa.types.is_fixed_size_binary(data_type):
+        return f"fixed_size_binary[{data_type.byte_width}]"
+    name = str(data_type)
+    return _PLAIN_NAMES.get(name, name)
+
+
+def list_array(rows: list[np.ndarray], value_type: pa.DataType, dtype: type) -> pa.Array:
+    """One ``list<value_type>`` array from per-row numpy arrays, without a Python list per value."""
+    offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum([len(row) for row in rows], out=offsets[1:])
+    flat: np.ndarray = np.concatenate(rows).astype(dtype, copy=False) if rows else np.zeros(0, dtype=dtype)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(flat, value_type))
+
+
+def write_part(table: pa.Table) -> bytes:
+    """Serialize a part's table (e.g. rows filtered out of an earlier part) as one Parquet object."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def read_part(data: bytes, columns: list[str] | None = None) -> pa.Table:
+    """Read a part; with ``columns``, only those of them it has (parts written before
+    ``content_hash`` existed lack it)."""
+    source = pq.ParquetFile(io.BytesIO(data))
+    if columns is not None:
+        columns = [name for name in columns if name in source.schema_arrow.names]
+    return source.read(columns=columns)
