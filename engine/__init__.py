@@ -5,8 +5,8 @@ from poolq.engine.loading.registry import DEFAULT_MODEL, ModelRegistry, UnknownM
 from poolq.engine.long_documents.chunking import ChunkBoundary
 from poolq.engine.long_documents.policy_check import PolicyError, check_policy
 from poolq.engine.request import (
-    ChunkSpan,
     ChunkRows,
+    ChunkSpan,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
