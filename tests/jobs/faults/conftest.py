@@ -183,6 +183,7 @@ class Deployment:
     overrides: dict = field(default_factory=dict)
     procs: list[Proc] = field(default_factory=list)
     api_url: str | None = None
+    job_fields: dict = field(default_factory=dict)  # e.g. model and task of the jobs submitted (default: embed)
 
     def __post_init__(self) -> None:
         self.fault_dir = self.tmp_path / "faults"
@@ -360,9 +361,9 @@ class Deployment:
         return eventually(probe, timeout, what, interval=interval, logs=self.logs)
 
     # -- jobs ----------------------------------------------------------------------------------
-    @staticmethod
-    def spec(documents: list[dict]) -> dict:
-        return {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, "long_documents": TRUNCATE}
+    def spec(self, documents: list[dict]) -> dict:
+        return {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, "long_documents": TRUNCATE,
+                **self.job_fields}
 
     def submit(self, documents: list[dict], *, idempotency_key: str | None = None) -> str:
         """Submit over HTTP if this test started the API, else in process (``submit_job``)."""
@@ -435,7 +436,7 @@ class Deployment:
             table = pq.read_table(io.BytesIO(ctx.store.get(part["key"])))
             assert table.num_rows == part["rows"]
             ids += table.column("id").to_pylist()
-            vectors += list(table.column("embedding").to_numpy(zero_copy_only=False))
+            vectors += row_values(table, manifest["task"])
         errors = [json.loads(line) for line in ctx.store.get(layout.errors).decode().splitlines()]
         error_ids = [error["id"] for error in errors]
         all_ids = {d["id"] for d in documents}
@@ -495,17 +496,51 @@ def fault_bucket(seaweed):
     return seaweed.s3_config
 
 
-@pytest.fixture(scope="session")
-def reference(sample_documents) -> dict[str, np.ndarray]:
-    """Each sample document's vector from a clean engine run (settings' engine config, truncate)."""
-    from poolq.engine import PoolingEngine, PoolingRequest
+SPLADE_VOCABULARY = 30522  # SPLADE-tiny's: sparse rows are compared as dense vectors of this size
+
+
+def row_values(table, task: str) -> list[np.ndarray]:
+    """Each row's output as one float32 array: the vector (embed), or the dense form of the sparse vector."""
+    if task == "sparse_embed":
+        dense = []
+        for indices, values in zip(table.column("sparse_indices").to_pylist(), table.column("sparse_values").to_pylist()):
+            vector = np.zeros(SPLADE_VOCABULARY, dtype=np.float32)
+            vector[indices] = values
+            dense.append(vector)
+        return dense
+    return list(table.column("embedding").to_numpy(zero_copy_only=False))
+
+
+def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, np.ndarray]:
+    """Each document's output from a clean engine run (settings' engine config, truncate)."""
+    from poolq.engine import PoolingEngine, PoolingRequest, PoolingTask, SparseVector
     from poolq.jobs.job import LongDocuments
     from poolq.jobs.settings import Settings
 
-    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
-    requests = (PoolingRequest(key=d["id"], text=d["text"]) for d in sample_documents)
-    return {result.key: np.asarray(result.data, dtype=np.float32)
-            for result in engine.run(requests, LongDocuments(**TRUNCATE).policy())}
+    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config())
+    task = PoolingTask(task_name)
+    requests = (PoolingRequest(key=d["id"], text=d["text"], task=task) for d in documents)
+    outputs = {}
+    for result in engine.run(requests, LongDocuments(**TRUNCATE).policy()):
+        if isinstance(result.data, SparseVector):
+            vector = np.zeros(SPLADE_VOCABULARY, dtype=np.float32)
+            vector[result.data.token_ids] = result.data.weights
+            outputs[result.key] = vector
+        else:
+            outputs[result.key] = np.asarray(result.data, dtype=np.float32)
+    return outputs
+
+
+@pytest.fixture(scope="session")
+def reference(sample_documents) -> dict[str, np.ndarray]:
+    """Each sample document's vector from a clean engine run."""
+    return _clean_run("all-MiniLM-L6-v2", "embed", sample_documents)
+
+
+@pytest.fixture(scope="session")
+def sparse_reference(sample_documents) -> dict[str, np.ndarray]:
+    """Each sample document's SPLADE-tiny vector (dense form) from a clean engine run."""
+    return _clean_run("splade-tiny", "sparse_embed", sample_documents)
 
 
 @pytest.fixture(scope="session")
