@@ -13,6 +13,7 @@ import click
 
 from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
+from poolq.api.cli.task_options import add_task_fields, output_option, task_option
 from poolq.api.client.poolq_client import PoolqClient
 
 DTYPES = ("float32", "float16", "int8", "binary")
@@ -26,22 +27,24 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @click.command()
 @click.argument("source")
 @click.option("--model", default=None, help="model name (default: the server's, all-MiniLM-L6-v2)")
+@task_option
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--long-documents", default=None, help='JSON, e.g. \'{"mode": "chunked"}\'')
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="embedding column type (default float32)")
 @click.option("--dimensions", type=click.IntRange(min=1), default=None, help="keep the first N dimensions (Matryoshka)")
+@output_option
 @click.option("--idempotency-key", default=None, help="the same key returns the same job (safe retries)")
 @click.option("--wait", "wait_", is_flag=True, help="wait for the job to finish (exit code by its outcome)")
 @_poll_option
 @_timeout_option
 @_json_option
 @with_client
-def submit(client: PoolqClient, source: str, model: str | None, id_field: str, text_field: str,
-           long_documents: str | None, dtype: str | None, dimensions: int | None, idempotency_key: str | None,
-           wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
+def submit(client: PoolqClient, source: str, model: str | None, task: str | None, id_field: str, text_field: str,
+           long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None,
+           idempotency_key: str | None, wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
     """Submit SOURCE: a local JSONL file (uploaded first) or an s3:// URI. Prints the job id."""
-    spec = _spec(model, id_field, text_field, long_documents, dtype, dimensions)
+    spec = add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions), task, output)
     if "://" not in source:  # bad options fail before a file is uploaded, with the server's own checks
         client.validate({**spec, "input": {**spec["input"], "uri": UPLOAD_PLACEHOLDER}})
     spec["input"]["uri"] = _input_uri(client, source)

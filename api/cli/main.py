@@ -12,6 +12,7 @@ from poolq.api.cli.dev_commands import dev
 from poolq.api.cli.job_commands import JOB_COMMANDS
 from poolq.api.cli.key_commands import keys
 from poolq.api.cli.schedule_commands import schedules
+from poolq.api.cli.task_options import add_task_fields, output_option, task_option
 
 
 @click.group()
@@ -33,8 +34,12 @@ main.add_command(schedules)
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
 @click.option("--long-documents", "long_documents", default=None, help='JSON, e.g. \'{"mode": "truncate"}\'')
-def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None) -> None:
-    """Embed INPUT_PATH (JSONL) in this process, no services, into OUT's Parquet layout."""
+@task_option
+@output_option
+def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None,
+          task: str | None, output: str | None) -> None:
+    """Run INPUT_PATH (JSONL) through a model in this process, no services, into OUT's Parquet
+    layout (any task: --task sparse_embed, classify)."""
     from poolq.jobs.job import JobSpec
     from poolq.jobs.local_runner import local_context, run_job_locally
     from poolq.jobs.steps.submit import JobRejected
@@ -45,7 +50,7 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
     try:
         if long_documents:
             body["long_documents"] = json.loads(long_documents)
-        spec = JobSpec.model_validate(body)
+        spec = JobSpec.model_validate(add_task_fields(body, task, output))
         status = run_job_locally(spec, local_context(out_dir.resolve()))
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None

@@ -55,3 +55,28 @@ def test_embed_takes_the_job_bodys_long_document_options(tmp_path, long_document
     rows = table.to_pylist()
     assert len(rows) == -(-(rows[0]["num_tokens"] - 2) // 64)  # one row per 64 content tokens
     assert rows[-1]["token_end"] == rows[0]["num_tokens"] and rows[0]["token_start"] == 0
+
+
+def test_embed_runs_other_tasks_with_their_output_options(tmp_path, sample_documents):
+    # Given three real documents, When poolq embed runs SPLADE-tiny with a top-k of 16
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"id": d["id"], "text": d["text"]}) + "\n" for d in sample_documents[:3]))
+    result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path / "out"), "--model", "splade-tiny",
+                                       "--task", "sparse_embed", "--output", '{"sparse_top_k": 16}',
+                                       "--long-documents", '{"mode": "truncate"}'])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    manifest = json.loads((tmp_path / "out" / "tenants" / "local" / "jobs" / status["id"] / "manifest.json").read_text())
+    table = read_embeddings((tmp_path / "out" / manifest["parts"][0]["key"]).read_bytes())
+    # Then the rows are sparse vectors of at most 16 terms
+    assert status["task"] == "sparse_embed" and table.num_rows == 3
+    assert all(0 < len(indices) <= 16 for indices in table.column("sparse_indices").to_pylist())
+
+
+def test_embed_names_the_option_a_task_does_not_take(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "text": "x"}\n')
+    result = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path), "--output", '{"activation": false}'])
+    assert result.exit_code == 2 and "output.activation does not apply to task 'embed'" in result.output
+    bad = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path), "--output", "[1]"])
+    assert bad.exit_code == 2 and "--output" in bad.output and "JSON object" in bad.output
