@@ -30,7 +30,7 @@ from poolq.engine.request import (
     RequestError,
 )
 from poolq.engine.scheduler import Scheduler
-from poolq.engine.scoring import cosine_scores, maxsim_scores
+from poolq.engine.scoring import cosine_scores, maxsim_scores, score_modes
 
 # Requests tokenized per tokenizer call while filling the lookahead window.
 _TOKENIZE_GROUP = 64
@@ -123,13 +123,7 @@ class PoolingEngine:
     def score_modes(self) -> list[str]:
         """The pair-scoring modes this model serves, preferred first: ``cross_encoder`` (a 1-label
         classifier on the pair), ``cosine`` (of embeddings), ``maxsim`` (over token embeddings)."""
-        tasks = self.supported_tasks
-        offered = {
-            "cross_encoder": PoolingTask.CLASSIFY in tasks and self.spec.num_labels == 1,
-            "cosine": PoolingTask.EMBED in tasks,
-            "maxsim": PoolingTask.TOKEN_EMBED in tasks,
-        }
-        return [mode for mode, served in offered.items() if served]
+        return score_modes(self.spec)
 
     def score(self, texts_a: Sequence[str], texts_b: Sequence[str], *, mode: str = "auto") -> np.ndarray:
         """Pairwise scores of ``texts_a[i]`` with ``texts_b[i]``: ``[n]`` float32.
@@ -223,6 +217,10 @@ class PoolingEngine:
             else:
                 truncate = planner.policy.mode is LongDocumentMode.TRUNCATE
                 item = self.tokenizer.tokenize_pair(request.text, request.text_pair, planner.window, truncate)
+                if item is None:
+                    plans.append(RequestError(request.key, "query_too_long", f"the first text of the pair fills the "
+                                              f"model's window of {planner.window} tokens on its own"))
+                    continue
                 plan = SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
             plans.append(self._check(request, plan, planner))
         return plans

@@ -1,10 +1,28 @@
 """Scores of text pairs from pooled outputs: pure array functions, no model and no torch.
 
-Which of them a model can serve (and running it) is the engine's business: ``PoolingEngine.score``.
+Which of them a model serves follows from its declarations (``score_modes``, no weights needed);
+running them is the engine's business: ``PoolingEngine.score``.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from poolq.engine.loading.model_spec import ModelSpec
+from poolq.engine.request import PoolingTask
+
+# Each pair-scoring mode and the task it pools with, in order of preference.
+SCORE_MODE_TASKS = {
+    "cross_encoder": PoolingTask.CLASSIFY,  # a 1-label classifier on the pair, with token type ids
+    "cosine": PoolingTask.EMBED,  # of the two texts' normalized embeddings
+    "maxsim": PoolingTask.TOKEN_EMBED,  # late interaction over normalized token embeddings
+}
+
+
+def score_modes(spec: ModelSpec) -> list[str]:
+    """The pair-scoring modes ``spec``'s model serves, preferred first."""
+    tasks = spec.kind.tasks
+    return [mode for mode, task in SCORE_MODE_TASKS.items()
+            if task in tasks and (mode != "cross_encoder" or spec.num_labels == 1)]
 
 
 def cosine_scores(a: np.ndarray, b: np.ndarray) -> np.ndarray:

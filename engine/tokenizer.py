@@ -110,15 +110,18 @@ class TextTokenizer:
         """How many special tokens the template puts before and after a single text."""
         return len(self._prefix_ids), len(self._suffix_ids)
 
-    def tokenize_pair(self, text: str, text_pair: str, window_tokens: int, truncate: bool) -> TokenizedText:
-        """A text pair (cross-encoders), with segment ids; longest-first truncation if allowed."""
+    def tokenize_pair(self, text: str, text_pair: str, window_tokens: int, truncate: bool) -> TokenizedText | None:
+        """A text pair (cross-encoders: query, document), with segment ids. Truncation, if allowed,
+        cuts the second text only (a rerank's query is never cut); None when the first text alone
+        leaves the second no room in the window."""
         full = self._tokenizer(text, text_pair, truncation=False, return_token_type_ids=True)
         num_tokens = len(full["input_ids"])
         if num_tokens <= window_tokens or not truncate:
             return TokenizedText(full["input_ids"], num_tokens, num_tokens > window_tokens, full["token_type_ids"])
-        cut = self._tokenizer(
-            text, text_pair, truncation="longest_first", max_length=window_tokens, return_token_type_ids=True
-        )
+        first_alone = len(self._tokenizer(text, "", truncation=False)["input_ids"])
+        if first_alone >= window_tokens:
+            return None
+        cut = self._tokenizer(text, text_pair, truncation="only_second", max_length=window_tokens, return_token_type_ids=True)
         return TokenizedText(cut["input_ids"], num_tokens, True, cut["token_type_ids"])
 
     def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide) -> TokenizedText:

@@ -27,6 +27,7 @@ class InlineDocument(_Strict):
     id: str = Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)  # see jobs/inputs/records.py
     text: str
     chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
+    query: str | None = Field(None, description="score jobs: the pair's first text (``text`` is its second)")
 
 
 class InlineInput(_Strict):
@@ -43,6 +44,7 @@ class UriInput(_Strict):
     id_field: str = "id"
     text_field: str = "text"
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
+    query_field: str = Field("query", description="score jobs: field holding each pair's first text")
 
 
 # Every component of an L2-normalized vector lies in it: int8's default calibration for such models.
@@ -102,14 +104,19 @@ class LongDocuments(LongDocumentPolicy):
 
 
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
-JobTaskName = Literal["embed", "sparse_embed", "classify"]
+JobTaskName = Literal["embed", "sparse_embed", "classify", "score"]
+ScoreMode = Literal["auto", "cross_encoder", "cosine", "maxsim"]
 
 
 class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
     model: str = DEFAULT_MODEL
-    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify")
+    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs)")
+    score_mode: ScoreMode = Field(
+        "auto", description="score jobs: cross_encoder, cosine (bi-encoder) or maxsim (late interaction); auto: the "
+        "first of those the model serves",
+    )
     input: InlineInput | UriInput
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)

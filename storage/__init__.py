@@ -17,11 +17,14 @@ from poolq.storage.object_store import (
 from poolq.storage.parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
 from poolq.storage.row_columns import RowColumns, read_part, type_name, write_part
 from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
+from poolq.storage.score_rows import ScoreRows, score_schema
 from poolq.storage.sparse_rows import SparseRows, sparse_schema
 from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
     "ClassifyRows",
+    "ScoreRows",
+    "score_schema",
     "RowColumns",
     "SparseRows",
     "classify_schema",

@@ -19,11 +19,14 @@ class InputRecord:
     text: str
     line: int  # 1-based line of the input
     chunk_spans: list[list[int]] | None = None  # caller-given character spans
+    query: str | None = None  # score jobs: the pair's first text (the record's text is its second)
 
     def to_json(self) -> dict:
         row = {"id": self.id, "text": self.text, "line": self.line}
         if self.chunk_spans is not None:
             row["chunk_spans"] = self.chunk_spans
+        if self.query is not None:
+            row["query"] = self.query
         return row
 
 
@@ -41,8 +44,8 @@ class RecordError:
 
 
 def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str,
-              spans_field: str = "chunk_spans") -> InputRecord | RecordError:
-    """Validate one parsed line against the job's field names."""
+              spans_field: str = "chunk_spans", query_field: str | None = None) -> InputRecord | RecordError:
+    """Validate one parsed line against the job's field names (``query_field``: pairs, for score jobs)."""
     if isinstance(item, JsonlLineError):
         return RecordError(None, item.line, item.code, item.message)
     line, value = item.line, item.value
@@ -70,7 +73,24 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if spans is not None and not _is_span_list(spans):
         return RecordError(record_id, line, "invalid_chunk_spans",
                            f"line {line} (id {record_id!r}): field {spans_field!r} must be a list of [start, end] integer pairs")
-    return InputRecord(record_id, text, line, spans)
+    query = None
+    if query_field is not None:
+        query = value.get(query_field)
+        problem = _query_problem(query, query_field)
+        if problem is not None:
+            code, message = problem
+            return RecordError(record_id, line, code, f"line {line} (id {record_id!r}): {message}")
+    return InputRecord(record_id, text, line, spans, query)
+
+
+def _query_problem(query: object, query_field: str) -> tuple[str, str] | None:
+    if query is None:
+        return "missing_query", f"field {query_field!r} is missing (a score job's records are pairs)"
+    if not isinstance(query, str):
+        return "invalid_query", f"field {query_field!r} must be a string"
+    if not query.strip():
+        return "empty_query", f"field {query_field!r} is empty"
+    return None
 
 
 def _is_span_list(spans: object) -> bool:

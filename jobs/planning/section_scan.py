@@ -28,7 +28,7 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
         for _, record in section_records(sections[section], fields, ctx, progress=progress):
             if isinstance(record, InputRecord):
                 counted["valid"] += 1
-                digest = content_hash(record.text, record.chunk_spans)[:HASH_DIGITS]
+                digest = content_hash(record.text, record.chunk_spans, record.query)[:HASH_DIGITS]
                 yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
 
     ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))

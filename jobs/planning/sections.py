@@ -12,7 +12,7 @@ from typing import Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_reader import input_objects
-from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
+from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.job import JobSpec
 from poolq.jobs.steps.shard_input import InputChanged, InputFields
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectStore, open_uri, read_jsonl
@@ -120,7 +120,7 @@ def section_records(section: InputSection, fields: InputFields, ctx: JobContext,
 
 def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields) -> InputRecord | RecordError:
     try:
-        return to_record(item, fields.id_field, fields.text_field, fields.spans_field)
+        return fields.record(item)
     except Exception as exc:  # noqa: BLE001 - whatever one line holds, it is that line's error alone
         return RecordError(None, item.line, "invalid_record",
                            f"line {item.line}: cannot be read as a record: {type(exc).__name__}: {exc}")

@@ -9,15 +9,18 @@ import hashlib
 import json
 
 
-def content_hash(text: str, chunk_spans: list[list[int]] | None = None) -> str:
+def content_hash(text: str, chunk_spans: list[list[int]] | None = None, query: str | None = None) -> str:
     """sha256 hex of the UTF-8 text; with ``chunk_spans``, of the text, a NUL, then the spans as
-    compact JSON (``[[0,40],[40,200]]``). Without spans it is simply ``sha256(text)``."""
+    compact JSON (``[[0,40],[40,200]]``); a pair's ``query`` follows after a 0x01 byte. Without
+    spans or query it is simply ``sha256(text)``."""
     digest = hashlib.sha256(text.encode("utf-8"))
     if chunk_spans is not None:
         digest.update(b"\x00" + json.dumps(chunk_spans, separators=(",", ":")).encode("ascii"))
+    if query is not None:
+        digest.update(b"\x01" + query.encode("utf-8"))
     return digest.hexdigest()
 
 
 def row_content_hash(row: dict) -> str:
-    """The content hash of a shard-input row (``text`` and optional ``chunk_spans``)."""
-    return content_hash(row["text"], row.get("chunk_spans"))
+    """The content hash of a shard-input row (``text``, optional ``chunk_spans`` and ``query``)."""
+    return content_hash(row["text"], row.get("chunk_spans"), row.get("query"))

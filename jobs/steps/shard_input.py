@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from poolq.jobs.inputs.records import InputRecord, to_record
+from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.job import InlineInput, JobSpec
-from poolq.storage import JsonlObject, ObjectStore, S3Config, open_uri, read_jsonl
+from poolq.storage import JsonlLineError, JsonlObject, ObjectStore, S3Config, open_uri, read_jsonl
 
 Run = tuple[int, int, int]  # (first byte, end byte, line number of the first byte), end exclusive
 
@@ -66,12 +66,19 @@ class InputFields:
     id_field: str = "id"
     text_field: str = "text"
     spans_field: str = "chunk_spans"
+    query_field: str | None = None  # score jobs: the field holding each pair's first text
 
     @classmethod
     def of(cls, spec: JobSpec) -> "InputFields":
+        pairs = spec.task == "score"
         if isinstance(spec.input, InlineInput):
-            return cls()
-        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field)
+            return cls(query_field="query" if pairs else None)
+        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field,
+                   spec.input.query_field if pairs else None)
+
+    def record(self, item: JsonlObject | JsonlLineError) -> InputRecord | RecordError:
+        """Validate one parsed line against these fields."""
+        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field)
 
 
 def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:
@@ -84,7 +91,7 @@ def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: 
     for start, end, line in shard_input.runs:
         with store.open_range(key, start, end) as stream:
             for item in read_jsonl(stream, first_line=line, start_offset=start):
-                record = to_record(item, fields.id_field, fields.text_field, fields.spans_field)
+                record = fields.record(item)
                 if not isinstance(record, InputRecord):
                     raise InputChanged(f"{shard_input.uri}: line {item.line} is not the record that was planned")
                 rows[record.id] = record.to_json()

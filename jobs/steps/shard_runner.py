@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from poolq.engine import PoolingRequest, RequestError
+from poolq.engine import RequestError
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.inputs.records import RecordError
@@ -115,17 +115,11 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
     engine = ctx.engine(spec.model)
     task = job_task(spec)
     rows = task.rows(engine)
-    params = task.params()
     errors: list[RecordError] = []
     tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
     progress = _ProgressReport(ctx, job_id, shard_unit(shard))
-    requests = (
-        PoolingRequest(key=record_id, text=row["text"], task=task.pooling_task, params=params,
-                       chunk_spans=_spans(row.get("chunk_spans")))
-        for record_id, row in records.items()
-    )
-    for result in engine.run(requests, spec.long_documents.policy()):
+    for result in task.run(engine, records):
         cancel_check()
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
@@ -246,7 +240,3 @@ class _CancelCheck:
         self.next_check = now + self.interval_s
         if self.ledger.cancel_requested():
             raise ShardCancelled()
-
-
-def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
-    return None if raw is None else tuple((start, end) for start, end in raw)

@@ -38,17 +38,14 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
     task = job_task(spec)
-    served = [served_task.value for served_task in model_spec.kind.tasks]
-    if task.pooling_task not in model_spec.kind.tasks:
-        raise JobRejected("task", f"model {spec.model!r} serves {', '.join(served)}, not {spec.task!r}; pick a model "
-                                  f"that does (known models: {', '.join(ctx.registry.names())})")
     try:
-        check_policy(model_spec, spec.long_documents.policy(), task.pooling_task)
+        check_policy(model_spec, spec.long_documents.policy(), task.pooling_task_of(model_spec))
         task.check(model_spec)
     except PolicyError as exc:
         raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None
     except OptionRejected as exc:
-        raise JobRejected(exc.field, str(exc)) from None
+        hint = f"; pick a model that does (known models: {', '.join(ctx.registry.names())})" if exc.field == "task" else ""
+        raise JobRejected(exc.field, f"{exc}{hint}") from None
     if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
         raise JobRejected(
             "input.documents",

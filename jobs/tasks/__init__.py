@@ -3,9 +3,10 @@ from poolq.jobs.job import JobSpec
 from poolq.jobs.tasks.classify_task import ClassifyTask
 from poolq.jobs.tasks.embed_task import EmbedTask
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected
+from poolq.jobs.tasks.score_task import ScoreTask
 from poolq.jobs.tasks.sparse_task import SparseTask
 
-JOB_TASKS: dict[str, type[JobTask]] = {task.name: task for task in (EmbedTask, SparseTask, ClassifyTask)}
+JOB_TASKS: dict[str, type[JobTask]] = {task.name: task for task in (EmbedTask, SparseTask, ClassifyTask, ScoreTask)}
 
 
 def job_task(spec: JobSpec) -> JobTask:
@@ -13,4 +14,4 @@ def job_task(spec: JobSpec) -> JobTask:
     return JOB_TASKS[spec.task](spec)
 
 
-__all__ = ["JOB_TASKS", "ClassifyTask", "EmbedTask", "JobTask", "OptionRejected", "SparseTask", "job_task"]
+__all__ = ["JOB_TASKS", "ClassifyTask", "EmbedTask", "JobTask", "OptionRejected", "ScoreTask", "SparseTask", "job_task"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterator
 import numpy as np
 import pyarrow as pa
 
-from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
+from poolq.engine import EngineResult, ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingRequest, PoolingTask
 from poolq.jobs.job import JobSpec, OutputOptions
 from poolq.storage import RowColumns
 
@@ -45,6 +45,13 @@ class JobTask(ABC):
     def chunk_rows(self) -> bool:
         return self.spec.long_documents.mode.chunk_rows
 
+    def pooling_task_of(self, model_spec: ModelSpec) -> PoolingTask:
+        """The engine task this job runs on ``model_spec``'s model; OptionRejected("task") if it serves none."""
+        if self.pooling_task not in model_spec.kind.tasks:
+            served = ", ".join(task.value for task in model_spec.kind.tasks)
+            raise OptionRejected("task", f"model {self.spec.model!r} serves {served}, not {self.name!r}")
+        return self.pooling_task
+
     def check(self, model_spec: ModelSpec) -> None:
         """Raise :class:`OptionRejected` for output options that do not apply to this task or model."""
         defaults, output = OutputOptions(), self.spec.output
@@ -56,6 +63,15 @@ class JobTask(ABC):
 
     def params(self) -> PoolingParams:
         return PoolingParams()
+
+    def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
+        """The engine's result for each record (``rows``: shard-input rows by id), in order."""
+        requests = (
+            PoolingRequest(key=record_id, text=row["text"], task=self.pooling_task, params=self.params(),
+                           chunk_spans=_spans(row.get("chunk_spans")))
+            for record_id, row in rows.items()
+        )
+        return engine.run(requests, self.spec.long_documents.policy())
 
     def dimensions(self, engine: "PoolingEngine") -> int | None:
         """The size of the job's vectors, for tasks that write fixed-size vectors."""
@@ -86,6 +102,10 @@ def _row_values(result: PoolingOutput) -> Iterator[tuple[PooledData, ChunkFields
         return
     for value, chunk in zip(result.data, result.chunks):  # type: ignore[arg-type]  # chunk rows
         yield value, (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end), chunk.split
+
+
+def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
+    return None if raw is None else tuple((start, end) for start, end in raw)
 
 
 def as_dense(value: PooledData, task: str) -> np.ndarray:

@@ -24,6 +24,9 @@ def random_models(tmp_path_factory):
     from transformers import BertForSequenceClassification
 
     made = {}
+    path = tmp_path_factory.mktemp("reranker")  # a cross-encoder: one label, sigmoid
+    save_random_model(path, BertForSequenceClassification, tiny_bert_config(num_labels=1), seed=3)
+    made["reranker"] = path
     labels = {"topic-multilabel": ["sports", "politics", "science", "arts"], "sentiment": ["negative", "positive"]}
     problem = {"topic-multilabel": "multi_label_classification", "sentiment": "single_label_classification"}
     for name, names in labels.items():

