@@ -1,13 +1,8 @@
 """Jobs of every task, run in process on real or random-weight models saved to disk."""
-import json
-
-import pyarrow as pa
 import pytest
 
-from poolq.jobs.job import JobSpec, JobState
-from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
-from poolq.storage import read_part
 
 
 @pytest.fixture
@@ -36,15 +31,3 @@ def random_models(tmp_path_factory):
         save_random_model(path, BertForSequenceClassification, config, seed=len(name))
         made[name] = path
     return made
-
-
-def run_task_job(ctx, documents, **fields):
-    """Run a job of ``documents`` with ``fields`` (task, model, output, long_documents); its
-    manifest and all its rows, sorted by id (and chunk)."""
-    spec = JobSpec.model_validate({"input": {"documents": documents}, **fields})
-    status = run_job_locally(spec, ctx)
-    assert status.status is JobState.SUCCEEDED, (status.error, status.error_samples)
-    manifest = json.loads(ctx.store.get(ctx.layout(status.id).manifest))
-    table = pa.concat_tables([read_part(ctx.store.get(part["key"])) for part in manifest["parts"]])
-    keys = [("id", "ascending")] + ([("chunk_index", "ascending")] if "chunk_index" in table.column_names else [])
-    return manifest, table.sort_by(keys)

@@ -3,7 +3,7 @@ through the activation the config names, labels from id2label, chunked long docu
 import numpy as np
 import pytest
 import torch
-from conftest import run_task_job
+from support.task_jobs import run_task_job
 
 TEXTS = ["the match ended in a draw", "parliament passed the budget", "a new comet was seen", "jazz at the opera",
          "x"]

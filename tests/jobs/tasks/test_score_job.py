@@ -4,7 +4,7 @@ token-level MaxSim (against transformers); per-pair errors and truncation of the
 import numpy as np
 import pytest
 import torch
-from conftest import run_task_job
+from support.task_jobs import run_task_job
 
 from poolq.jobs.job import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec

@@ -4,8 +4,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
-from conftest import run_task_job
 from support.splade_reference import splade_reference, splade_tiny_dir
+from support.task_jobs import run_task_job
 
 from poolq.engine import SparseVector
 from poolq.jobs.tasks.sparse_task import prune
