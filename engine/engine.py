@@ -205,7 +205,7 @@ class PoolingEngine:
     def _plan(self, group: list[PoolingRequest], planner: WindowPlanner) -> list[DocumentPlan | RequestError]:
         singles = [r.text for r in group if r.text_pair is None]
         offsets: Sequence[list[tuple[int, int]] | None]
-        if planner.policy.mode.chunk_rows:
+        if planner.policy.mode.chunk_rows or any(request.task.per_token for request in group):
             content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
         else:
             content_ids, offsets = (self.tokenizer.count_and_tokenize(singles) if singles else []), [None] * len(singles)

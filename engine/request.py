@@ -70,6 +70,11 @@ class LongDocumentPolicy:
 class PoolingTask(str, Enum):
     """What a request asks of the model (vLLM's pooling tasks)."""
 
+    @property
+    def per_token(self) -> bool:
+        """One output row per token (each token's id and character offsets come with it)."""
+        return self in (PoolingTask.TOKEN_EMBED, PoolingTask.TOKEN_CLASSIFY)
+
     EMBED = "embed"  # one vector per text
     CLASSIFY = "classify"  # class probabilities (or a score) per text / text pair
     TOKEN_EMBED = "token_embed"  # one vector per token (late interaction)
@@ -151,6 +156,8 @@ class PoolingOutput:
     truncated: bool
     processed_tokens: int
     chunks: tuple[ChunkSpan, ...] | None = None  # chunk modes only, one per row of data
+    token_ids: np.ndarray | None = field(default=None, repr=False)  # token tasks: [num_tokens] int32, one per row
+    char_offsets: np.ndarray | None = field(default=None, repr=False)  # token tasks: [num_tokens, 2] int32; specials (0, 0)
 
 
 @dataclass(frozen=True)

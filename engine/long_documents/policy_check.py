@@ -8,14 +8,14 @@ _ONE_ROW = (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE)
 # The long-document modes each task can follow, declared once. ``chunked`` combines windows by
 # the task's own rule (embed: token-weighted mean, renormalized; classify: token-weighted mean of
 # logits, then the activation; sparse: SPLADE's max (or sum) over tokens is one over windows).
-# Late chunking mean-pools chunk token states into vectors: embed only. Token tasks keep one
-# window (truncate) until their windows are stitched.
+# Late chunking mean-pools chunk token states into vectors: embed only. The token tasks'
+# ``chunked`` stitches macro windows so that every token has exactly one state (token_plans.py).
 MODES_BY_TASK: dict[PoolingTask, tuple[LongDocumentMode, ...]] = {
     PoolingTask.EMBED: tuple(LongDocumentMode),
     PoolingTask.SPARSE_EMBED: (*_ONE_ROW, LongDocumentMode.CHUNKED, LongDocumentMode.NAIVE_CHUNKS),
     PoolingTask.CLASSIFY: (*_ONE_ROW, LongDocumentMode.CHUNKED, LongDocumentMode.NAIVE_CHUNKS),
-    PoolingTask.TOKEN_EMBED: _ONE_ROW,
-    PoolingTask.TOKEN_CLASSIFY: _ONE_ROW,
+    PoolingTask.TOKEN_EMBED: (*_ONE_ROW, LongDocumentMode.CHUNKED),
+    PoolingTask.TOKEN_CLASSIFY: (*_ONE_ROW, LongDocumentMode.CHUNKED),
 }
 
 

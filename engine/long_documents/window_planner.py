@@ -12,6 +12,7 @@ from poolq.engine.long_documents.chunking import (
     token_chunks,
 )
 from poolq.engine.long_documents.policy_check import PolicyError, check_policy, check_task_mode, default_overlap
+from poolq.engine.long_documents.token_plans import StitchedTokensPlan, TokenPlan
 from poolq.engine.long_documents.window_plans import (
     ChunkedPlan,
     DocumentPlan,
@@ -21,7 +22,7 @@ from poolq.engine.long_documents.window_plans import (
     Window,
 )
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
-from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, RequestError
+from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, RequestError, TruncationSide
 from poolq.engine.tokenizer import TextTokenizer
 
 
@@ -52,13 +53,15 @@ class WindowPlanner:
             return RequestError(request.key, "empty_after_tokenization",
                                 "the text has no tokens once tokenized (only characters the tokenizer drops, "
                                 "such as combining marks, control or zero-width characters)")
-        if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
-            item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
-            return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
         try:
             check_task_mode(request.task, mode)
         except PolicyError as exc:
             return RequestError(request.key, "unsupported_mode", str(exc))
+        if request.task.per_token:
+            return self._tokens(request, content_ids, offsets)
+        if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
+            item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
+            return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
         num_tokens = len(content_ids) + len(self.prefix) + len(self.suffix)
         try:
             if mode is LongDocumentMode.CHUNKED:
@@ -88,6 +91,26 @@ class WindowPlanner:
             full = [*self.prefix, *content_ids, *self.suffix]
             windows = [Window(full[i : i + self.window]) for i in range(0, len(full), self.window)]
         return ChunkedPlan(windows, num_tokens, combiner=self.dispatcher.window_combiner(request.task, request.params))
+
+    # -- token tasks: one row per token ----------------------------------------------------
+    def _tokens(self, request: PoolingRequest, content_ids: list[int], offsets) -> DocumentPlan | RequestError:
+        content_offsets = list(offsets) if offsets is not None else [(0, 0)] * len(content_ids)
+        prefix, suffix = [(0, 0)] * len(self.prefix), [(0, 0)] * len(self.suffix)
+        if self.policy.mode is not LongDocumentMode.CHUNKED:
+            item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
+            kept = len(item.token_ids) - len(prefix) - len(suffix)
+            if item.truncated:  # cut where finish() cut the ids
+                content_offsets = content_offsets[:kept] if self.policy.side is TruncationSide.END else content_offsets[-kept:]
+            return TokenPlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated,
+                             token_ids=item.token_ids, char_offsets=[*prefix, *content_offsets, *suffix])
+        full = [*self.prefix, *content_ids, *self.suffix]
+        limit = self.policy.max_embed_len
+        if limit is not None and len(full) > limit:
+            return RequestError(request.key, "document_too_long",
+                                f"document has {len(full)} tokens; this job accepts at most max_embed_len={limit}")
+        return StitchedTokensPlan(self._macro_windows(full), len(full), token_ids=full,
+                                  char_offsets=[*prefix, *content_offsets, *suffix],
+                                  head=self.dispatcher.head(request.task), params=request.params)
 
     # -- chunk rows --------------------------------------------------------------------------
     def _content_chunks(self, request: PoolingRequest, content_ids: list[int], offsets) -> list[tuple[int, int]]:

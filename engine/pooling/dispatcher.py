@@ -40,6 +40,11 @@ class PoolerDispatcher:
         pooler = self.poolers.get(PoolingTask.EMBED)
         return pooler.head if pooler is not None else None
 
+    def head(self, task: PoolingTask):
+        """The head of ``task``'s pooler (token plans run it over stitched states)."""
+        self.check(task)
+        return self.poolers[task].head
+
     def window_combiner(self, task: PoolingTask, params: PoolingParams) -> WindowCombiner:
         """How ``chunked`` mode folds windows for ``task`` (its head decides); raises
         UnsupportedTaskError for a task whose head has none (the token tasks)."""

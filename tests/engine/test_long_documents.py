@@ -135,9 +135,9 @@ def test_caller_spans_and_bad_spans(minilm_engine):
     assert missing.code == "invalid_chunks" and "needs chunk spans" in missing.message
 
 
-def test_chunk_modes_serve_embed_only(minilm_engine):
+def test_late_chunks_serve_embed_only(minilm_engine):
     (result,) = minilm_engine.run([PoolingRequest("t", "text", PoolingTask.TOKEN_EMBED)],
-                                  LongDocumentPolicy(mode=LongDocumentMode.CHUNKED))
+                                  LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS))
     assert result.code == "unsupported_mode"
 
 

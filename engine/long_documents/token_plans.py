@@ -1,0 +1,77 @@
+"""Plans of the token tasks (token_embed, token_classify): one output row per token, with each
+token's id and character offsets, so a reader can drop special or punctuation tokens.
+
+A document within the window is one sequence. Beyond it (``chunked``), macro windows step by
+``window - overlap`` and every window after the first keeps only its states after the overlap
+(the stitching of long late chunking): every token gets exactly one state, and the token head
+runs once over the stitched states.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Hashable
+
+import numpy as np
+import torch
+
+from poolq.engine.long_documents.window_plans import DocumentPlan
+from poolq.engine.request import PooledData, PoolingOutput, PoolingParams
+
+if TYPE_CHECKING:
+    from poolq.engine.pooling.pooler import Head
+
+
+@dataclass
+class TokenPlan(DocumentPlan):
+    """One window: the token head's output for it, with the tokens it ran."""
+
+    token_ids: list[int] = field(default_factory=list)
+    char_offsets: list[tuple[int, int]] = field(default_factory=list)  # special tokens: (0, 0)
+    _data: PooledData | None = None
+
+    def add(self, window_index: int, value: PooledData) -> None:
+        self._data = value
+
+    def output(self, key: Hashable) -> PoolingOutput:
+        if self._data is None:
+            raise RuntimeError("TokenPlan.output() before its window's result was added")
+        return PoolingOutput(key, self._data, self.num_tokens, self.truncated, self.processed_tokens,
+                             token_ids=_ids(self.token_ids), char_offsets=_offsets(self.char_offsets))
+
+
+@dataclass
+class StitchedTokensPlan(DocumentPlan):
+    """Macro windows over the whole document; the kept states stitched, then the head once."""
+
+    token_ids: list[int] = field(default_factory=list)
+    char_offsets: list[tuple[int, int]] = field(default_factory=list)
+    head: "Head | None" = None
+    params: PoolingParams = field(default_factory=PoolingParams)
+    _states: dict[int, torch.Tensor] = field(default_factory=dict)  # window index -> kept [n_kept, hidden]
+
+    def __post_init__(self) -> None:
+        self.wants_states = True
+
+    def add(self, window_index: int, value: torch.Tensor) -> None:
+        window = self.windows[window_index]
+        keep_end = window.keep_end if window.keep_end is not None else len(window.token_ids)
+        self._states[window_index] = value[window.keep_start:keep_end].float().cpu()
+
+    def output(self, key: Hashable) -> PoolingOutput:
+        if self.head is None or len(self._states) != len(self.windows):
+            raise RuntimeError("StitchedTokensPlan.output() needs its head and every window's states")
+        states = torch.cat([self._states[index] for index in range(len(self.windows))])  # [num_tokens, hidden]
+        if states.shape[0] != len(self.token_ids):
+            raise RuntimeError(f"stitched {states.shape[0]} token states for {len(self.token_ids)} tokens")
+        with torch.inference_mode():
+            (data,) = self.head.forward([states], (self.params,))
+        return PoolingOutput(key, data, self.num_tokens, False, self.processed_tokens,
+                             token_ids=_ids(self.token_ids), char_offsets=_offsets(self.char_offsets))
+
+
+def _ids(token_ids: list[int]) -> np.ndarray:
+    return np.asarray(token_ids, dtype=np.int32)
+
+
+def _offsets(char_offsets: list[tuple[int, int]]) -> np.ndarray:
+    return np.asarray(char_offsets, dtype=np.int32).reshape(-1, 2)
