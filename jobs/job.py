@@ -104,7 +104,7 @@ class LongDocuments(LongDocumentPolicy):
 
 
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
-JobTaskName = Literal["embed", "sparse_embed", "classify", "score"]
+JobTaskName = Literal["embed", "sparse_embed", "classify", "score", "token_embed", "token_classify"]
 ScoreMode = Literal["auto", "cross_encoder", "cosine", "maxsim"]
 
 
@@ -112,7 +112,8 @@ class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
     model: str = DEFAULT_MODEL
-    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs)")
+    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs), "
+                               "token_embed (multi-vector), token_classify (token labels, entities)")
     score_mode: ScoreMode = Field(
         "auto", description="score jobs: cross_encoder, cosine (bi-encoder) or maxsim (late interaction); auto: the "
         "first of those the model serves",

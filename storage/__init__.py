@@ -19,10 +19,20 @@ from poolq.storage.row_columns import RowColumns, read_part, type_name, write_pa
 from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
 from poolq.storage.score_rows import ScoreRows, score_schema
 from poolq.storage.sparse_rows import SparseRows, sparse_schema
+from poolq.storage.token_rows import (
+    TokenClassifyRows,
+    TokenEmbeddingRows,
+    token_classify_schema,
+    token_embedding_schema,
+)
 from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
     "ClassifyRows",
+    "TokenClassifyRows",
+    "TokenEmbeddingRows",
+    "token_classify_schema",
+    "token_embedding_schema",
     "ScoreRows",
     "score_schema",
     "RowColumns",

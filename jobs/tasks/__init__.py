@@ -5,8 +5,11 @@ from poolq.jobs.tasks.embed_task import EmbedTask
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected
 from poolq.jobs.tasks.score_task import ScoreTask
 from poolq.jobs.tasks.sparse_task import SparseTask
+from poolq.jobs.tasks.token_classify_task import TokenClassifyTask
+from poolq.jobs.tasks.token_embed_task import TokenEmbedTask
 
-JOB_TASKS: dict[str, type[JobTask]] = {task.name: task for task in (EmbedTask, SparseTask, ClassifyTask, ScoreTask)}
+_TASKS: tuple[type[JobTask], ...] = (EmbedTask, SparseTask, ClassifyTask, ScoreTask, TokenEmbedTask, TokenClassifyTask)
+JOB_TASKS: dict[str, type[JobTask]] = {task.name: task for task in _TASKS}
 
 
 def job_task(spec: JobSpec) -> JobTask:
@@ -14,4 +17,5 @@ def job_task(spec: JobSpec) -> JobTask:
     return JOB_TASKS[spec.task](spec)
 
 
-__all__ = ["JOB_TASKS", "ClassifyTask", "EmbedTask", "JobTask", "OptionRejected", "ScoreTask", "SparseTask", "job_task"]
+__all__ = ["JOB_TASKS", "ClassifyTask", "EmbedTask", "JobTask", "OptionRejected", "ScoreTask", "SparseTask",
+           "TokenClassifyTask", "TokenEmbedTask", "job_task"]

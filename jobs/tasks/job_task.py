@@ -108,6 +108,13 @@ def _spans(raw: list[list[int]] | None) -> tuple[tuple[int, int], ...] | None:
     return None if raw is None else tuple((start, end) for start, end in raw)
 
 
+def token_fields(result: PoolingOutput) -> tuple[np.ndarray, np.ndarray]:
+    """A token task's token ids ``[n]`` and char offsets ``[n, 2]``."""
+    if result.token_ids is None or result.char_offsets is None:
+        raise TypeError("a token task's output came without its token ids and offsets")
+    return result.token_ids, result.char_offsets
+
+
 def as_dense(value: PooledData, task: str) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         raise TypeError(f"task {task!r} got a sparse vector from the engine")

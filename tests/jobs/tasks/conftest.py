@@ -16,7 +16,7 @@ def task_ctx(tmp_path, random_models):
 def random_models(tmp_path_factory):
     """Random-weight classifiers saved in the real checkpoint layout, with MiniLM's tokenizer."""
     from support.random_models import save_random_model, tiny_bert_config
-    from transformers import BertForSequenceClassification
+    from transformers import BertForSequenceClassification, BertForTokenClassification
 
     made = {}
     path = tmp_path_factory.mktemp("reranker")  # a cross-encoder: one label, sigmoid
@@ -30,4 +30,9 @@ def random_models(tmp_path_factory):
                                   id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
         save_random_model(path, BertForSequenceClassification, config, seed=len(name))
         made[name] = path
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    path = tmp_path_factory.mktemp("tagger")  # a token classifier with B-/I- tags
+    config = tiny_bert_config(num_labels=len(tags), id2label=dict(enumerate(tags)), label2id={t: i for i, t in enumerate(tags)})
+    save_random_model(path, BertForTokenClassification, config, seed=11)
+    made["tagger"] = path
     return made
