@@ -3,13 +3,14 @@ from poolq.engine.config import EngineConfig, EngineConfigError
 from poolq.engine.loading.model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
 from poolq.engine.loading.registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
 from poolq.engine.long_documents.chunking import ChunkBoundary
-from poolq.engine.long_documents.policy_check import PolicyError, check_policy
+from poolq.engine.long_documents.policy_check import PolicyError, check_multi_task_mode, check_policy
 from poolq.engine.request import (
     ChunkRows,
     ChunkSpan,
     EngineResult,
     LongDocumentMode,
     LongDocumentPolicy,
+    MultiOutput,
     PooledData,
     PoolingOutput,
     PoolingParams,
@@ -35,9 +36,11 @@ def __getattr__(name: str):
 __all__ = [
     "ChunkBoundary",
     "ChunkRows",
+    "MultiOutput",
     "PooledData",
     "PolicyError",
     "check_policy",
+    "check_multi_task_mode",
     "DEFAULT_MODEL",
     "EmbeddingError",
     "EngineConfig",

@@ -205,7 +205,7 @@ class PoolingEngine:
     def _plan(self, group: list[PoolingRequest], planner: WindowPlanner) -> list[DocumentPlan | RequestError]:
         singles = [r.text for r in group if r.text_pair is None]
         offsets: Sequence[list[tuple[int, int]] | None]
-        if planner.policy.mode.chunk_rows or any(request.task.per_token for request in group):
+        if planner.policy.mode.chunk_rows or any(task.per_token for request in group for task in request.all_tasks):
             content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
         else:
             content_ids, offsets = (self.tokenizer.count_and_tokenize(singles) if singles else []), [None] * len(singles)
@@ -231,7 +231,8 @@ class PoolingEngine:
         if isinstance(plan, RequestError):
             return plan
         try:
-            self.dispatcher.check(request.task)
+            for task in request.all_tasks:
+                self.dispatcher.check(task)
         except UnsupportedTaskError as exc:
             return RequestError(request.key, "unsupported_task", str(exc))
         dims = request.params.dimensions

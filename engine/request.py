@@ -110,6 +110,13 @@ class PoolingRequest:
     text_pair: str | None = None
     params: PoolingParams = field(default_factory=PoolingParams)
     chunk_spans: tuple[tuple[int, int], ...] | None = None
+    # More tasks pooled from the same forward pass (BGE-M3: dense, sparse, ColBERT); the output's
+    # data is then a MultiOutput holding one result per task
+    also: tuple[PoolingTask, ...] = ()
+
+    @property
+    def all_tasks(self) -> tuple[PoolingTask, ...]:
+        return (self.task, *self.also)
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,14 @@ class SparseVector:
         return dict(zip(self.token_ids.tolist(), self.weights.tolist()))
 
 
-PooledData = np.ndarray | SparseVector  # [dim] | [num_tokens, dim] | sparse
+@dataclass(frozen=True)
+class MultiOutput:
+    """The results of one request's tasks (its ``task`` and ``also``), from one forward pass."""
+
+    outputs: dict[PoolingTask, np.ndarray | SparseVector]
+
+
+PooledData = np.ndarray | SparseVector | MultiOutput  # [dim] | [num_tokens, dim] | sparse | several tasks
 # A chunk-row output: [num_chunks, dim] (dense tasks), or one sparse vector per chunk.
 ChunkRows = np.ndarray | tuple[SparseVector, ...]
 

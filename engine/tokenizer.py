@@ -106,6 +106,14 @@ class TextTokenizer:
         return list(self._prefix_ids), list(self._suffix_ids)
 
     @property
+    def unused_token_ids(self) -> tuple[int, ...]:
+        """Ids that carry no lexical weight (BGE-M3's sparse output drops them): CLS, EOS/SEP, pad, unknown."""
+        tokenizer = self._tokenizer
+        found = (tokenizer.cls_token_id, tokenizer.eos_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+                 tokenizer.unk_token_id)
+        return tuple(sorted({token_id for token_id in found if token_id is not None}))
+
+    @property
     def special_token_counts(self) -> tuple[int, int]:
         """How many special tokens the template puts before and after a single text."""
         return len(self._prefix_ids), len(self._suffix_ids)

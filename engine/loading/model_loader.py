@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.loading.m3_heads import load_m3_heads
 from poolq.engine.loading.model_spec import ModelKind, ModelSpec, read_model_spec
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.packed_runner import PackedRunner
@@ -22,6 +23,7 @@ _AUTO_CLASSES = {
     ModelKind.SEQUENCE_CLASSIFIER: "AutoModelForSequenceClassification",
     ModelKind.TOKEN_CLASSIFIER: "AutoModelForTokenClassification",
     ModelKind.SPARSE_ENCODER: "AutoModelForMaskedLM",
+    ModelKind.M3_ENCODER: "AutoModel",
 }
 
 
@@ -53,7 +55,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     projector = load_projector(model_dir, spec.dense_dirs)
     if projector is not None:
         projector.to(device=device, dtype=dtype)
-    dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration)
+    m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
+    dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, model.config)

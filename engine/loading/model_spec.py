@@ -42,6 +42,9 @@ class ModelKind(str, Enum):
     SEQUENCE_CLASSIFIER = "sequence_classifier"  # classify (1 label: cross-encoder scores)
     TOKEN_CLASSIFIER = "token_classifier"  # token_classify (and STEP)
     SPARSE_ENCODER = "sparse_encoder"  # masked LM as SPLADE: sparse_embed
+    # BGE-M3's layout (FlagEmbedding): an encoder plus sparse_linear.pt and colbert_linear.pt beside
+    # it; dense, sparse and multi-vector outputs from one forward pass
+    M3_ENCODER = "m3_encoder"
 
     @property
     def tasks(self) -> tuple[PoolingTask, ...]:
@@ -54,11 +57,15 @@ _TASKS_BY_KIND = {
     ModelKind.SEQUENCE_CLASSIFIER: (PoolingTask.CLASSIFY,),
     ModelKind.TOKEN_CLASSIFIER: (PoolingTask.TOKEN_CLASSIFY,),
     ModelKind.SPARSE_ENCODER: (PoolingTask.SPARSE_EMBED,),
+    ModelKind.M3_ENCODER: (PoolingTask.EMBED, PoolingTask.SPARSE_EMBED, PoolingTask.TOKEN_EMBED),
 }
+M3_FILES = ("sparse_linear.pt", "colbert_linear.pt")
 
 
-def _model_kind(architecture: str, modules: list[dict]) -> ModelKind:
+def _model_kind(model_dir: Path, architecture: str, modules: list[dict]) -> ModelKind:
     types = {module.get("type") for module in modules}
+    if all((model_dir / name).exists() for name in M3_FILES):
+        return ModelKind.M3_ENCODER
     if architecture.endswith("ForSequenceClassification"):
         return ModelKind.SEQUENCE_CLASSIFIER
     if architecture.endswith("ForTokenClassification"):
@@ -111,8 +118,9 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
     window = int(st_config.get("max_seq_length") or max_positions)
     modules = _read_json_modules(model_dir / "modules.json")
     pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
-    normalize = any(module.get("type") == _ST_NORMALIZE for module in modules)
-    kind = _model_kind(architecture, modules)
+    kind = _model_kind(model_dir, architecture, modules)
+    # BGE-M3 normalizes its dense vectors whatever sentence-transformers files sit beside it.
+    normalize = kind is ModelKind.M3_ENCODER or any(module.get("type") == _ST_NORMALIZE for module in modules)
     num_labels = int(config.get("num_labels") or len(config.get("id2label") or {}) or 0)
     return ModelSpec(
         path=model_dir,

@@ -46,6 +46,13 @@ def check_task_mode(task: PoolingTask, mode: LongDocumentMode) -> None:
                                   f"it takes {', '.join(repr(m.value) for m in served)}")
 
 
+def check_multi_task_mode(mode: LongDocumentMode) -> None:
+    """Several tasks from one forward pass share its one window: ``error`` or ``truncate``."""
+    if mode not in _ONE_ROW:
+        raise PolicyError("mode", f"long_documents.mode={mode.value!r} does not apply to several tasks at once; "
+                                  "they take 'error' or 'truncate'")
+
+
 def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask | None = None) -> int:
     """Raise :class:`PolicyError` for a policy the model (and ``task``, if given) cannot follow;
     return the window."""

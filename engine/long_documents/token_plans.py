@@ -61,10 +61,10 @@ class StitchedTokensPlan(DocumentPlan):
         if self.head is None or len(self._states) != len(self.windows):
             raise RuntimeError("StitchedTokensPlan.output() needs its head and every window's states")
         states = torch.cat([self._states[index] for index in range(len(self.windows))])  # [num_tokens, hidden]
-        if states.shape[0] != len(self.token_ids):
-            raise RuntimeError(f"stitched {states.shape[0]} token states for {len(self.token_ids)} tokens")
         with torch.inference_mode():
             (data,) = self.head.forward([states], (self.params,))
+        if not isinstance(data, np.ndarray) or len(data) != len(self.token_ids):
+            raise RuntimeError(f"the token head returned {getattr(data, 'shape', None)} for {len(self.token_ids)} kept tokens")
         return PoolingOutput(key, data, self.num_tokens, False, self.processed_tokens,
                              token_ids=_ids(self.token_ids), char_offsets=_offsets(self.char_offsets))
 

@@ -11,7 +11,13 @@ from poolq.engine.long_documents.chunking import (
     sentence_char_spans,
     token_chunks,
 )
-from poolq.engine.long_documents.policy_check import PolicyError, check_policy, check_task_mode, default_overlap
+from poolq.engine.long_documents.policy_check import (
+    PolicyError,
+    check_multi_task_mode,
+    check_policy,
+    check_task_mode,
+    default_overlap,
+)
 from poolq.engine.long_documents.token_plans import StitchedTokensPlan, TokenPlan
 from poolq.engine.long_documents.window_plans import (
     ChunkedPlan,
@@ -54,10 +60,13 @@ class WindowPlanner:
                                 "the text has no tokens once tokenized (only characters the tokenizer drops, "
                                 "such as combining marks, control or zero-width characters)")
         try:
-            check_task_mode(request.task, mode)
+            for task in request.all_tasks:
+                check_task_mode(task, mode)
+            if request.also:
+                check_multi_task_mode(mode)
         except PolicyError as exc:
             return RequestError(request.key, "unsupported_mode", str(exc))
-        if request.task.per_token:
+        if any(task.per_token for task in request.all_tasks):
             return self._tokens(request, content_ids, offsets)
         if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
             item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
@@ -94,23 +103,27 @@ class WindowPlanner:
 
     # -- token tasks: one row per token ----------------------------------------------------
     def _tokens(self, request: PoolingRequest, content_ids: list[int], offsets) -> DocumentPlan | RequestError:
+        """One row per token the token head keeps (its ``kept_tokens``: all, or all but CLS for ColBERT)."""
         content_offsets = list(offsets) if offsets is not None else [(0, 0)] * len(content_ids)
         prefix, suffix = [(0, 0)] * len(self.prefix), [(0, 0)] * len(self.suffix)
+        token_task = next(task for task in request.all_tasks if task.per_token)
+        kept = getattr(self.dispatcher.head(token_task), "kept_tokens", slice(None))
         if self.policy.mode is not LongDocumentMode.CHUNKED:
             item = self.tokenizer.finish(content_ids, self.window, self.policy.side)
-            kept = len(item.token_ids) - len(prefix) - len(suffix)
+            cut = len(item.token_ids) - len(prefix) - len(suffix)
             if item.truncated:  # cut where finish() cut the ids
-                content_offsets = content_offsets[:kept] if self.policy.side is TruncationSide.END else content_offsets[-kept:]
+                content_offsets = content_offsets[:cut] if self.policy.side is TruncationSide.END else content_offsets[-cut:]
+            char_offsets = [*prefix, *content_offsets, *suffix]
             return TokenPlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated,
-                             token_ids=item.token_ids, char_offsets=[*prefix, *content_offsets, *suffix])
+                             token_ids=item.token_ids[kept], char_offsets=char_offsets[kept])
         full = [*self.prefix, *content_ids, *self.suffix]
         limit = self.policy.max_embed_len
         if limit is not None and len(full) > limit:
             return RequestError(request.key, "document_too_long",
                                 f"document has {len(full)} tokens; this job accepts at most max_embed_len={limit}")
-        return StitchedTokensPlan(self._macro_windows(full), len(full), token_ids=full,
-                                  char_offsets=[*prefix, *content_offsets, *suffix],
-                                  head=self.dispatcher.head(request.task), params=request.params)
+        return StitchedTokensPlan(self._macro_windows(full), len(full), token_ids=full[kept],
+                                  char_offsets=[*prefix, *content_offsets, *suffix][kept],
+                                  head=self.dispatcher.head(token_task), params=request.params)
 
     # -- chunk rows --------------------------------------------------------------------------
     def _content_chunks(self, request: PoolingRequest, content_ids: list[int], offsets) -> list[tuple[int, int]]:

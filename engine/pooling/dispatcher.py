@@ -10,7 +10,7 @@ from poolq.engine.batch import BatchMetadata
 from poolq.engine.long_documents.window_combiners import WindowCombiner
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.pooler import Pooler
-from poolq.engine.request import PooledData, PoolingParams, PoolingRequest, PoolingTask
+from poolq.engine.request import MultiOutput, PooledData, PoolingParams, PoolingRequest, PoolingTask
 
 
 class UnsupportedTaskError(ValueError):
@@ -57,17 +57,25 @@ class PoolerDispatcher:
     def forward(self, hidden_states: torch.Tensor, batch: BatchMetadata,
                 requests: Sequence[PoolingRequest | None]) -> list[PooledData | None]:
         """``requests[i]`` is the request of the batch's sequence ``i`` (None: not pooled here);
-        outputs come in that order."""
+        outputs come in that order (a MultiOutput for a request of several tasks)."""
         rows_by_task: dict[PoolingTask, list[int]] = defaultdict(list)
         params_by_task: dict[PoolingTask, list[PoolingParams]] = defaultdict(list)
         for row, request in enumerate(requests):
             if request is not None:
-                rows_by_task[request.task].append(row)
-                params_by_task[request.task].append(request.params)
-        outputs: list[PooledData | None] = [None] * len(requests)
+                for task in request.all_tasks:
+                    rows_by_task[task].append(row)
+                    params_by_task[task].append(request.params)
+        by_task: dict[PoolingTask, dict[int, PooledData]] = {}
         for task, rows in rows_by_task.items():
             self.check(task)
             meta = PoolingMetadata.for_rows(batch, rows, params_by_task[task], hidden_states.device)
-            for row, output in zip(rows, self.poolers[task].forward(hidden_states, meta)):
-                outputs[row] = output
+            by_task[task] = dict(zip(rows, self.poolers[task].forward(hidden_states, meta)))
+        outputs: list[PooledData | None] = [None] * len(requests)
+        for row, request in enumerate(requests):
+            if request is None:
+                continue
+            if request.also:
+                outputs[row] = MultiOutput({task: by_task[task][row] for task in request.all_tasks})  # type: ignore[misc]
+            else:
+                outputs[row] = by_task[request.task][row]
         return outputs

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import torch
 
+from poolq.engine.loading.m3_heads import M3Heads
 from poolq.engine.loading.model_spec import ModelKind, ModelSpec, PoolingType
 from poolq.engine.pooling.activation import resolve_activation
 from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
 from poolq.engine.pooling.classifiers import masked_lm_head, sequence_classifier, token_classifier
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
 from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
+from poolq.engine.pooling.m3_poolers import AllTokensWithIds, ColbertHead, TokenWeightSparseHead
 from poolq.engine.pooling.methods import AllPool, StepPool, pooling_method
 from poolq.engine.pooling.pooler import Pooler
 from poolq.engine.pooling.sparse_head import SparseHead
@@ -21,8 +23,18 @@ def build_dispatcher(
     projector: torch.nn.Module | None,
     special_tokens: tuple[int, int],
     calibration: Calibration | None = None,
+    m3: M3Heads | None = None,
 ) -> PoolerDispatcher:
-    """The poolers for every task ``spec.kind`` serves. ``special_tokens``: (prefix, suffix) counts."""
+    """The poolers for every task ``spec.kind`` serves. ``special_tokens``: (prefix, suffix) counts;
+    ``m3``: BGE-M3's extra layers (an M3 encoder only)."""
+    if spec.kind is ModelKind.M3_ENCODER:
+        if m3 is None:
+            raise ValueError("a BGE-M3 model needs its sparse and ColBERT layers")
+        return PoolerDispatcher({
+            PoolingTask.EMBED: Pooler(pooling_method(spec.pooling), EmbeddingHead(projector, spec.normalize)),
+            PoolingTask.SPARSE_EMBED: Pooler(AllTokensWithIds(), TokenWeightSparseHead(m3.sparse_linear, m3.unused_token_ids)),
+            PoolingTask.TOKEN_EMBED: Pooler(AllPool(), ColbertHead(m3.colbert_linear)),
+        })
     if spec.kind is ModelKind.ENCODER:
         return PoolerDispatcher({
             PoolingTask.EMBED: Pooler(pooling_method(spec.pooling), EmbeddingHead(projector, spec.normalize)),

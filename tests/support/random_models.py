@@ -27,3 +27,18 @@ def save_random_model(path, model_class, config, seed=0):
     return model
 
 
+
+
+def save_random_m3_model(path, seed=0, hidden=32, colbert_dim=24):
+    """A random-weight model in BGE-M3's layout (FlagEmbedding): an XLM-R encoder saved with
+    save_pretrained, ``sparse_linear.pt`` (hidden -> 1) and ``colbert_linear.pt`` (hidden ->
+    colbert_dim) as state dicts beside it, and MiniLM's (BERT) tokenizer. Returns the three modules."""
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    config = XLMRobertaConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=64, max_position_embeddings=130, pad_token_id=0, type_vocab_size=2)
+    encoder = save_random_model(path, XLMRobertaModel, config, seed=seed)
+    sparse_linear, colbert_linear = torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, colbert_dim)
+    torch.save(sparse_linear.state_dict(), path / "sparse_linear.pt")
+    torch.save(colbert_linear.state_dict(), path / "colbert_linear.pt")
+    return encoder, sparse_linear.eval(), colbert_linear.eval()

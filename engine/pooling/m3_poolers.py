@@ -1,0 +1,66 @@
+"""BGE-M3's sparse and multi-vector heads (dense is an ordinary CLS embedding head).
+
+* sparse: ``relu(sparse_linear(h_t))`` is token t's weight; a vocabulary id's weight is the max
+  over the positions holding it; CLS, EOS, pad and unknown ids carry none.
+* ColBERT: ``normalize(colbert_linear(h_t))`` for every token but the first (CLS).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from poolq.engine.long_documents.window_combiners import SparseReduce
+from poolq.engine.pooling.metadata import PoolingMetadata
+from poolq.engine.pooling.methods import PoolingMethod
+from poolq.engine.request import PoolingParams, SparseVector
+
+TokensWithIds = list[tuple[torch.Tensor, torch.Tensor]]  # ([n_i, hidden], [n_i] token ids) per sequence
+
+
+class AllTokensWithIds(PoolingMethod):
+    """Every token's state with its token id (a weight per vocabulary id needs both)."""
+
+    returns_tokens = True
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> TokensWithIds:  # type: ignore[override]
+        return [(hidden_states[start:end], meta.input_ids[start:end]) for start, end in meta.spans()]
+
+
+class TokenWeightSparseHead:
+    def __init__(self, sparse_linear: torch.nn.Linear, unused_token_ids: tuple[int, ...]) -> None:
+        self.sparse_linear = sparse_linear
+        self.unused_token_ids = unused_token_ids
+
+    def forward(self, tokens: TokensWithIds, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
+        return [self._one(states, ids) for states, ids in tokens]
+
+    def _one(self, states: torch.Tensor, ids: torch.Tensor) -> SparseVector:
+        weights = torch.relu(self.sparse_linear(states.to(self.sparse_linear.weight.dtype))).float().squeeze(-1)  # [n]
+        keep = (weights > 0) & ~torch.isin(ids, torch.tensor(self.unused_token_ids, device=ids.device))
+        ids, weights = ids[keep], weights[keep]
+        if ids.numel() == 0:
+            return SparseVector(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+        unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        maxima = torch.zeros(len(unique), dtype=torch.float32, device=weights.device)
+        maxima.scatter_reduce_(0, inverse, weights, reduce="amax", include_self=False)
+        return SparseVector(unique.to(torch.int32).cpu().numpy(), maxima.cpu().numpy())
+
+    def window_combiner(self, params: PoolingParams) -> SparseReduce:
+        return SparseReduce("max")
+
+
+class ColbertHead:
+    """``kept_tokens``: the rows of a sequence's tokens this head returns (all but the first)."""
+
+    kept_tokens = slice(1, None)
+
+    def __init__(self, colbert_linear: torch.nn.Linear) -> None:
+        self.colbert_linear = colbert_linear
+
+    def forward(self, states: list[torch.Tensor], params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
+        out = []
+        for tokens in states:  # [n, hidden]
+            vectors = self.colbert_linear(tokens[self.kept_tokens].to(self.colbert_linear.weight.dtype)).float()
+            out.append(F.normalize(vectors, p=2, dim=-1).cpu().numpy())  # [n - 1, colbert_dim]
+        return out
