@@ -87,6 +87,11 @@ class PoolingEngine:
         return self.loaded.output_dim
 
     @property
+    def token_dimensions(self) -> int:
+        """Size of ``token_embed`` vectors (BGE-M3: its ColBERT layer's; else as ``embed``'s)."""
+        return self.loaded.token_output_dim
+
+    @property
     def supported_tasks(self) -> tuple[PoolingTask, ...]:
         return self.dispatcher.supported_tasks
 
@@ -236,8 +241,10 @@ class PoolingEngine:
         except UnsupportedTaskError as exc:
             return RequestError(request.key, "unsupported_task", str(exc))
         dims = request.params.dimensions
-        if dims is not None and request.task in (PoolingTask.EMBED, PoolingTask.TOKEN_EMBED) and dims > self.dimensions:
-            return RequestError(request.key, "invalid_dimensions", f"dimensions={dims} exceeds the model's {self.dimensions}")
+        sizes = {PoolingTask.EMBED: self.dimensions, PoolingTask.TOKEN_EMBED: self.token_dimensions}
+        for task in request.all_tasks:
+            if dims is not None and task in sizes and dims > sizes[task]:
+                return RequestError(request.key, "invalid_dimensions", f"dimensions={dims} exceeds the model's {sizes[task]}")
         if plan.truncated and planner.policy.mode is LongDocumentMode.ERROR:
             return RequestError(
                 request.key,

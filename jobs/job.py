@@ -106,14 +106,19 @@ class LongDocuments(LongDocumentPolicy):
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
 JobTaskName = Literal["embed", "sparse_embed", "classify", "score", "token_embed", "token_classify"]
 ScoreMode = Literal["auto", "cross_encoder", "cosine", "maxsim"]
+# Tasks one forward pass can serve together (BGE-M3's hybrid-search outputs), as one row set.
+COMBINABLE_TASKS = ("embed", "sparse_embed", "token_embed")
 
 
 class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
     model: str = DEFAULT_MODEL
-    task: JobTaskName = Field("embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs), "
-                               "token_embed (multi-vector), token_classify (token labels, entities)")
+    task: JobTaskName | list[JobTaskName] = Field(
+        "embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs), token_embed "
+        "(multi-vector), token_classify (token labels, entities); or a list of embed, sparse_embed, token_embed: "
+        "all of them from one forward pass, one column group each",
+    )
     score_mode: ScoreMode = Field(
         "auto", description="score jobs: cross_encoder, cosine (bi-encoder) or maxsim (late interaction); auto: the "
         "first of those the model serves",
@@ -126,6 +131,23 @@ class JobSpec(_Strict):
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
     )
+
+
+    @field_validator("task")
+    @classmethod
+    def _check_tasks(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, str):
+            return value
+        if len(value) < 2 or len(set(value)) != len(value):
+            raise ValueError("a list of tasks names two or more different tasks (one task is a string)")
+        if not set(value) <= set(COMBINABLE_TASKS):
+            raise ValueError(f"tasks combined in one job are among {', '.join(COMBINABLE_TASKS)}; got {', '.join(value)}")
+        return [name for name in COMBINABLE_TASKS if name in value]  # one column order, whatever the request's
+
+    @property
+    def task_label(self) -> str:
+        """The task as statuses and manifests name it: ``embed``, or ``embed+sparse_embed+token_embed``."""
+        return self.task if isinstance(self.task, str) else "+".join(self.task)
 
 
 class JobState(str, Enum):

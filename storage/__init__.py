@@ -4,6 +4,7 @@ from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify
 from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
 from poolq.storage.jsonl import JsonlLineError, JsonlObject, JsonlProgress, dump_jsonl, lone_surrogate_path, read_jsonl
 from poolq.storage.local_store import LocalObjectStore
+from poolq.storage.multi_rows import MultiRows
 from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
 from poolq.storage.object_store import (
     ObjectExistsError,
@@ -15,7 +16,7 @@ from poolq.storage.object_store import (
     UnsupportedOperation,
 )
 from poolq.storage.parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
-from poolq.storage.row_columns import RowColumns, read_part, type_name, write_part
+from poolq.storage.row_columns import RowColumns, part_schema, read_part, read_part_schema, type_name, write_part
 from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
 from poolq.storage.score_rows import ScoreRows, score_schema
 from poolq.storage.sparse_rows import SparseRows, sparse_schema
@@ -29,6 +30,7 @@ from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
     "ClassifyRows",
+    "MultiRows",
     "TokenClassifyRows",
     "TokenEmbeddingRows",
     "token_classify_schema",
@@ -36,9 +38,11 @@ __all__ = [
     "ScoreRows",
     "score_schema",
     "RowColumns",
+    "part_schema",
     "SparseRows",
     "classify_schema",
     "read_part",
+    "read_part_schema",
     "sparse_schema",
     "type_name",
     "write_part",

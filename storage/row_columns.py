@@ -6,11 +6,14 @@ from __future__ import annotations
 import io
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from poolq.storage.object_store import ObjectStore
 
 CHUNK_COLUMNS = ("chunk_index", "token_start", "token_end", "char_start", "char_end")
 SPLIT_COLUMN = "split"  # chunk rows: a piece of a chunk longer than the window
@@ -114,6 +117,21 @@ def write_part(table: pa.Table) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue()
+
+
+_FOOTER_READ = 1 << 16  # bytes read from a part's end for its schema (more if the footer is larger)
+
+
+def read_part_schema(store: "ObjectStore", key: str) -> pa.Schema:
+    """A stored part's schema, from its Parquet footer alone (two ranged reads at most)."""
+    size = store.stat(key).size
+    with store.open_range(key, max(0, size - _FOOTER_READ), size) as stream:
+        tail = stream.read()
+    footer = int.from_bytes(tail[-8:-4], "little") + 8  # metadata, its length, "PAR1"
+    if footer > len(tail):
+        with store.open_range(key, size - footer, size) as stream:
+            tail = stream.read()
+    return pq.read_schema(io.BytesIO(b"PAR1" + tail[-footer:]))
 
 
 def read_part(data: bytes, columns: list[str] | None = None) -> pa.Table:

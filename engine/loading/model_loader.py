@@ -37,6 +37,7 @@ class LoadedModel:
     runner: "Runner"
     dispatcher: PoolerDispatcher
     output_dim: int  # of embed outputs (after any projector)
+    token_output_dim: int  # of token_embed outputs (BGE-M3: its ColBERT layer's)
     hf_config: object  # the transformers config (FLOP accounting, introspection)
 
 
@@ -59,7 +60,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
-    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, model.config)
+    token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config)
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:

@@ -28,7 +28,7 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     if manifest is not None:
         counts = manifest.counts
         return JobStatus(
-            id=job_id, tenant=tenant, status=manifest.status, model=spec.model, task=spec.task,
+            id=job_id, tenant=tenant, status=manifest.status, model=spec.model, task=spec.task_label,
             counts=JobCounts(total=counts.total, completed=counts.completed, failed=counts.failed),
             usage=JobUsage(tokens=manifest.usage.tokens),
             created_at=manifest.created_at or _created_at(job_id, ctx),
@@ -43,7 +43,7 @@ def status_from_ledger(job_id: str, ctx: JobContext) -> JobStatus | None:
     failed = sum(c.errors for c in commits.values()) + (plan.plan_errors if plan else 0)
     errors = job_errors(plan, commits)
     return JobStatus(
-        id=job_id, tenant=tenant, status=state, model=spec.model, task=spec.task,
+        id=job_id, tenant=tenant, status=state, model=spec.model, task=spec.task_label,
         counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed),
         usage=JobUsage(tokens=sum(c.tokens for c in commits.values())),
         created_at=_created_at(job_id, ctx), errors_by_code=errors.codes, error_samples=list(errors.samples),

@@ -24,7 +24,7 @@ from poolq.jobs.ledger.manifest import (
 from poolq.jobs.ledger.recovery import job_errors
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
 from poolq.jobs.tasks import job_task
-from poolq.storage import type_name
+from poolq.storage import read_part_schema, type_name
 
 
 def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
@@ -106,12 +106,14 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     dimensions = max([c.dimensions for c in commits.values() if c.dimensions]
                      + [part.dimensions for part in plan.carried if part.dimensions], default=None)
     finished_at = datetime.now(timezone.utc)
-    schema = job_task(spec).schema(ctx.registry.spec(spec.model), dimensions)
+    # The parts' own schema where there are parts (the truth a reader gets); else what the task would write.
+    schema = read_part_schema(ctx.store, parts[0].key) if parts else job_task(spec).schema(ctx.registry.spec(spec.model),
+                                                                                        dimensions)
     return JobManifest(
         job_id=job_id,
         status=state,
         model=spec.model,
-        task=spec.task,
+        task=spec.task_label,
         options=spec.model_dump(mode="json", exclude={"input"}),
         engines=_engines(plan, commits),
         columns=schema.names,

@@ -153,7 +153,7 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
     _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
     status = JobStatus(
-        id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task, created_at=created_at
+        id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task_label, created_at=created_at
     )
     created = ctx.status.create(status)
     existing = None if created else ctx.status.get(job_id)

@@ -20,8 +20,7 @@ class ClassifyTask(JobTask):
     pooling_task = PoolingTask.CLASSIFY
     output_options = frozenset({"activation", "label_threshold"})
 
-    def check(self, model_spec: ModelSpec) -> None:
-        super().check(model_spec)
+    def check_options(self, model_spec: ModelSpec) -> None:
         if "label_threshold" in self.spec.output.model_fields_set and not model_spec.multi_label:
             raise OptionRejected("output.label_threshold",
                                  f"output.label_threshold applies to multi-label models; {self.spec.model!r} is not one "

@@ -19,9 +19,8 @@ class EmbedTask(JobTask):
     pooling_task = PoolingTask.EMBED
     output_options = frozenset({"dtype", "dimensions", "int8_range"})
 
-    def check(self, model_spec: ModelSpec) -> None:
+    def check_options(self, model_spec: ModelSpec) -> None:
         """``dimensions`` within the model's vectors, int8 calibrated."""
-        super().check(model_spec)
         output, spec = self.spec.output, self.spec
         model_dimensions = model_output_dimensions(model_spec)
         if output.dimensions is not None and output.dimensions > model_dimensions:

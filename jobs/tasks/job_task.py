@@ -58,8 +58,12 @@ class JobTask(ABC):
         for name in sorted(output.model_fields_set - self.output_options - {"format"}):
             if getattr(output, name) != getattr(defaults, name):
                 takes = ", ".join(sorted(self.output_options)) or "none of them"
-                raise OptionRejected(f"output.{name}", f"output.{name} does not apply to task {self.name!r} "
+                raise OptionRejected(f"output.{name}", f"output.{name} does not apply to task {self.spec.task_label!r} "
                                                        f"(its output options: {takes})")
+        self.check_options(model_spec)
+
+    def check_options(self, model_spec: ModelSpec) -> None:
+        """The task's own checks of its options against the model (after foreign options are refused)."""
 
     def params(self) -> PoolingParams:
         return PoolingParams()

@@ -53,8 +53,7 @@ class ScoreTask(JobTask):
     def pooling_task_of(self, model_spec: ModelSpec) -> PoolingTask:
         return SCORE_MODE_TASKS[self.mode_of(model_spec)]
 
-    def check(self, model_spec: ModelSpec) -> None:
-        super().check(model_spec)
+    def check_options(self, model_spec: ModelSpec) -> None:
         mode = self.spec.long_documents.mode
         if mode not in _PAIR_MODES:
             raise OptionRejected("long_documents.mode", f"long_documents.mode={mode.value!r} does not apply to task "

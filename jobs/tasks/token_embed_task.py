@@ -21,6 +21,9 @@ class TokenEmbedTask(EmbedTask):
     name = "token_embed"
     pooling_task = PoolingTask.TOKEN_EMBED
 
+    def dimensions(self, engine: "PoolingEngine") -> int:
+        return self.spec.output.dimensions or engine.token_dimensions
+
     def rows(self, engine: "PoolingEngine") -> TokenEmbeddingRows:
         return TokenEmbeddingRows(dimensions=self.dimensions(engine), codec=self.spec.output.codec(engine.spec.normalize))
 

@@ -15,7 +15,7 @@ def task_ctx(tmp_path, random_models):
 @pytest.fixture(scope="session")
 def random_models(tmp_path_factory):
     """Random-weight classifiers saved in the real checkpoint layout, with MiniLM's tokenizer."""
-    from support.random_models import save_random_model, tiny_bert_config
+    from support.random_models import save_random_m3_model, save_random_model, tiny_bert_config
     from transformers import BertForSequenceClassification, BertForTokenClassification
 
     made = {}
@@ -35,4 +35,7 @@ def random_models(tmp_path_factory):
     config = tiny_bert_config(num_labels=len(tags), id2label=dict(enumerate(tags)), label2id={t: i for i, t in enumerate(tags)})
     save_random_model(path, BertForTokenClassification, config, seed=11)
     made["tagger"] = path
+    path = tmp_path_factory.mktemp("m3")  # BGE-M3's layout
+    save_random_m3_model(path, seed=5)
+    made["m3"] = path
     return made
