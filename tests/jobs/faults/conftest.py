@@ -362,8 +362,8 @@ class Deployment:
 
     # -- jobs ----------------------------------------------------------------------------------
     def spec(self, documents: list[dict]) -> dict:
-        return {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, "long_documents": TRUNCATE,
-                **self.job_fields}
+        records = [{key: d[key] for key in ("id", "text", "query") if key in d} for d in documents]
+        return {"input": {"documents": records}, "long_documents": TRUNCATE, **self.job_fields}
 
     def submit(self, documents: list[dict], *, idempotency_key: str | None = None) -> str:
         """Submit over HTTP if this test started the API, else in process (``submit_job``)."""
@@ -409,7 +409,12 @@ class Deployment:
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def model_runs_per_document(self) -> Counter:
-        return Counter(key for run in self.events("model_runs") for key in run["keys"])
+        """Model runs per record id (a score job's bi-encoder keys are [id, "text"] and [query, "query"])."""
+        def record_of(key):
+            return key if not isinstance(key, list) else (key[0] if key[1] == "text" else None)
+
+        records = (record_of(key) for run in self.events("model_runs") for key in run["keys"])
+        return Counter(record for record in records if record is not None)
 
     def send_task(self, name: str, args: list, queue: str) -> None:
         self.ctx.enqueuer.app.send_task(name, args=args, queue=queue)
@@ -501,6 +506,8 @@ SPLADE_VOCABULARY = 30522  # SPLADE-tiny's: sparse rows are compared as dense ve
 
 def row_values(table, task: str) -> list[np.ndarray]:
     """Each row's output as one float32 array: the vector (embed), or the dense form of the sparse vector."""
+    if task == "score":
+        return [np.array([score], dtype=np.float32) for score in table.column("score").to_pylist()]
     if task == "sparse_embed":
         dense = []
         for indices, values in zip(table.column("sparse_indices").to_pylist(), table.column("sparse_values").to_pylist()):
@@ -535,6 +542,32 @@ def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, n
 def reference(sample_documents) -> dict[str, np.ndarray]:
     """Each sample document's vector from a clean engine run."""
     return _clean_run("all-MiniLM-L6-v2", "embed", sample_documents)
+
+
+SCORE_QUERY = "what is this article about?"
+
+
+@pytest.fixture(scope="session")
+def score_reference(sample_documents) -> dict[str, np.ndarray]:
+    """Each sample document's cosine score against SCORE_QUERY (MiniLM, truncated), from a clean engine run."""
+    from poolq.engine import PoolingEngine
+    from poolq.jobs.job import LongDocuments
+    from poolq.jobs.settings import Settings
+
+    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
+    policy = LongDocuments(**TRUNCATE).policy()
+    query = engine.embed([SCORE_QUERY], normalize=True, policy=policy)[0]
+    texts = engine.embed([d["text"] for d in sample_documents], normalize=True, policy=policy)
+    return ScoreReference({d["id"]: np.array([vector @ query], dtype=np.float32)
+                           for d, vector in zip(sample_documents, texts)}, SCORE_QUERY)
+
+
+class ScoreReference(dict):
+    """Each document's expected score (a dict by id), and the query it was scored against."""
+
+    def __init__(self, scores: dict[str, np.ndarray], query: str) -> None:
+        super().__init__(scores)
+        self.query = query
 
 
 @pytest.fixture(scope="session")

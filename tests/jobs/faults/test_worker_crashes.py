@@ -18,12 +18,16 @@ def shard_ids(documents: list[dict], shard: int, per_shard: int = 3) -> set[str]
     return {d["id"] for d in documents[shard * per_shard:(shard + 1) * per_shard]}
 
 
-@pytest.mark.parametrize("task", ["embed", "sparse_embed"])
-def test_kill_9_of_the_pool_child_mid_shard(deployment, documents, reference, sparse_reference, task):
-    # Given the API, beat (the reconciler) and one worker whose shards take a while (a dense or a sparse job)
+@pytest.mark.parametrize("task", ["embed", "sparse_embed", "score"])
+def test_kill_9_of_the_pool_child_mid_shard(deployment, documents, reference, sparse_reference, score_reference, task):
+    # Given the API, beat (the reconciler) and one worker whose shards take a while (a dense, sparse or score job)
     if task == "sparse_embed":
         deployment.job_fields = {"model": "splade-tiny", "task": "sparse_embed"}
         reference = sparse_reference
+    if task == "score":
+        deployment.job_fields = {"task": "score", "score_mode": "cosine"}
+        documents = [{**d, "query": score_reference.query} for d in documents]
+        reference = score_reference
     deployment.start_api()
     worker = deployment.start_worker("w1", slow_s=SLOW_S)
     deployment.start_beat()
