@@ -57,7 +57,7 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     if projector is not None:
         projector.to(device=device, dtype=dtype)
     m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
-    dispatcher = build_dispatcher(spec, model, projector, tokenizer.special_token_counts, calibration, m3)
+    dispatcher = build_dispatcher(spec, model, projector, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim

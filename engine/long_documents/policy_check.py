@@ -7,7 +7,7 @@ from poolq.engine.request import LongDocumentMode, LongDocumentPolicy, PoolingTa
 _ONE_ROW = (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE)
 # The long-document modes each task can follow, declared once. ``chunked`` combines windows by
 # the task's own rule (embed: token-weighted mean, renormalized; classify: token-weighted mean of
-# logits, then the activation; sparse: SPLADE's max (or sum) over tokens is one over windows).
+# logits, then the activation; sparse: SPLADE's max (or sum) over tokens, taken over windows).
 # Late chunking mean-pools chunk token states into vectors: embed only. The token tasks'
 # ``chunked`` stitches macro windows so that every token has exactly one state (token_plans.py).
 MODES_BY_TASK: dict[PoolingTask, tuple[LongDocumentMode, ...]] = {
@@ -60,9 +60,6 @@ def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask 
     mode = policy.mode
     if task is not None:
         check_task_mode(task, mode)
-    if task is PoolingTask.SPARSE_EMBED and mode is LongDocumentMode.CHUNKED and policy.window_specials is False:
-        raise PolicyError("window_specials", "sparse_embed drops each window's special tokens, so chunked windows must "
-                                             "carry them: leave window_specials unset or true")
     if mode is LongDocumentMode.LATE_CHUNKS and spec.pooling is not PoolingType.MEAN and not policy.allow_any_pooling:
         raise PolicyError(
             "allow_any_pooling",

@@ -78,7 +78,7 @@ class MeanLogits(_WeightedMean):
 
 class SparseReduce(WindowCombiner):
     """sparse_embed: SPLADE reduces over tokens by max (or sum), so the document's vector is that
-    reduction over its windows' vectors, exactly (each window's special tokens are dropped)."""
+    reduction over its windows' vectors (each window's special tokens count, as a window's would)."""
 
     def __init__(self, reduce: str) -> None:
         if reduce not in ("max", "sum"):

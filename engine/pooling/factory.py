@@ -21,12 +21,10 @@ def build_dispatcher(
     spec: ModelSpec,
     model: torch.nn.Module,
     projector: torch.nn.Module | None,
-    special_tokens: tuple[int, int],
     calibration: Calibration | None = None,
     m3: M3Heads | None = None,
 ) -> PoolerDispatcher:
-    """The poolers for every task ``spec.kind`` serves. ``special_tokens``: (prefix, suffix) counts;
-    ``m3``: BGE-M3's extra layers (an M3 encoder only)."""
+    """The poolers for every task ``spec.kind`` serves; ``m3``: BGE-M3's extra layers (an M3 encoder only)."""
     if spec.kind is ModelKind.M3_ENCODER:
         if m3 is None:
             raise ValueError("a BGE-M3 model needs its sparse and ColBERT layers")
@@ -49,5 +47,5 @@ def build_dispatcher(
     if spec.kind is ModelKind.TOKEN_CLASSIFIER:
         token_head = TokenClassifierHead(token_classifier(model), activation, calibration)
         return PoolerDispatcher({PoolingTask.TOKEN_CLASSIFY: Pooler(StepPool(), token_head)})
-    sparse = SparseHead(masked_lm_head(model), spec.sparse_reduce, *special_tokens)
+    sparse = SparseHead(masked_lm_head(model), spec.sparse_reduce)
     return PoolerDispatcher({PoolingTask.SPARSE_EMBED: Pooler(AllPool(), sparse)})

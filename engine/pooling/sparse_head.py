@@ -12,15 +12,15 @@ _BLOCK_TOKENS = 256
 
 
 class SparseHead:
-    """The special tokens the template adds (CLS/SEP) carry no term weight and are dropped."""
+    """Every position of the sequence counts, the template's CLS/SEP too: SPLADE's definition
+    (naver's ``max(log1p(relu(logits)) * attention_mask)``) and sentence-transformers'
+    ``SparseEncoder``, so poolq's vectors are the ones those users index."""
 
-    def __init__(self, mlm_head: torch.nn.Module, reduce: str, num_prefix_special: int, num_suffix_special: int) -> None:
+    def __init__(self, mlm_head: torch.nn.Module, reduce: str) -> None:
         if reduce not in ("max", "sum"):
             raise ValueError(f"reduce must be 'max' or 'sum', got {reduce!r}")
         self.mlm_head = mlm_head
         self.reduce = reduce
-        self.num_prefix = num_prefix_special
-        self.num_suffix = num_suffix_special
 
     def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
         return [self._one(tokens) for tokens in states]
@@ -29,7 +29,6 @@ class SparseHead:
         return SparseReduce(self.reduce)
 
     def _one(self, tokens: torch.Tensor) -> SparseVector:  # tokens: [n, hidden]
-        tokens = tokens[self.num_prefix : tokens.shape[0] - self.num_suffix]
         weights = None  # [vocab] float32
         for start in range(0, tokens.shape[0], _BLOCK_TOKENS):
             block = torch.log1p(torch.relu(self.mlm_head(tokens[start : start + _BLOCK_TOKENS]).float()))

@@ -121,9 +121,18 @@ def test_splade_reference_top_terms_are_the_texts_words(splade_vectors):
         assert len(top & key_words) >= 4, (top, key_words)
 
 
-def test_splade_reference_excludes_cls_and_sep_and_ignores_padding(splade_vectors):
+def test_splade_reference_ignores_padding(splade_vectors):
     alone = splade_reference(splade_tiny_dir(), SPLADE_TEXTS[:1])[0]
     torch.testing.assert_close(alone, splade_vectors[0], atol=1e-5, rtol=1e-5)
+
+
+def test_splade_reference_equals_sentence_transformers_sparse_encoder(splade_vectors):
+    # The reference is SPLADE's definition; sentence-transformers' SparseEncoder (which users
+    # index with) computes the same, CLS and SEP positions included
+    from sentence_transformers import SparseEncoder
+
+    encoded = SparseEncoder(str(splade_tiny_dir()), device="cpu").encode(SPLADE_TEXTS, convert_to_tensor=True)
+    torch.testing.assert_close(encoded.to_dense().float(), splade_vectors, atol=1e-5, rtol=1e-5)
 
 
 def test_gguf_cache_key_is_stable_and_content_based(tmp_path):

@@ -21,8 +21,8 @@ def splade_tiny_dir() -> Path:
 def splade_reference(model_dir: Path, texts: list[str]) -> torch.Tensor:
     """SPLADE vectors (len(texts), vocab_size) with plain transformers.
 
-    ``log1p(relu(MLM logits))``, max over the real tokens of each text: padding and
-    the [CLS]/[SEP] positions are excluded.
+    ``log1p(relu(MLM logits))``, max over every position the attention mask keeps ([CLS] and
+    [SEP] included, as in naver's SPLADE and sentence-transformers' SparseEncoder).
     """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -30,6 +30,4 @@ def splade_reference(model_dir: Path, texts: list[str]) -> torch.Tensor:
     model = AutoModelForMaskedLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     enc = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
     activations = torch.log1p(torch.relu(model(**enc).logits))
-    special = (enc["input_ids"] == tokenizer.cls_token_id) | (enc["input_ids"] == tokenizer.sep_token_id)
-    keep = enc["attention_mask"].bool() & ~special
-    return (activations * keep.unsqueeze(-1)).amax(dim=1)
+    return (activations * enc["attention_mask"].unsqueeze(-1)).amax(dim=1)
