@@ -28,6 +28,8 @@ class InlineDocument(_Strict):
     text: str
     chunk_spans: list[CharSpan] | None = Field(None, description="character spans, for chunk_by='spans'")
     query: str | None = Field(None, description="score jobs: the pair's first text (``text`` is its second)")
+    query_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN,
+                                 description="score jobs: consecutive pairs sharing it are ranked together")
 
 
 class InlineInput(_Strict):
@@ -45,6 +47,7 @@ class UriInput(_Strict):
     text_field: str = "text"
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
     query_field: str = Field("query", description="score jobs: field holding each pair's first text")
+    query_id_field: str = Field("query_id", description="score jobs: field grouping consecutive pairs for their rank")
 
 
 # Every component of an L2-normalized vector lies in it: int8's default calibration for such models.

@@ -74,7 +74,9 @@ def _run_job(records: list[dict], out: Path, models: dict[str, str], **fields) -
     from poolq.storage import read_part
 
     ctx = local_context(out, Settings(models=models, shard_max_documents=1000))
-    spec = JobSpec.model_validate({"input": {"documents": records}, **fields})
+    source = out.parent / f"{out.name}.jsonl"  # a file input: more records than a request may hold inline
+    source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    spec = JobSpec.model_validate({"input": {"uri": source.as_uri()}, **fields})
     started = time.perf_counter()
     status = run_job_locally(spec, ctx)
     elapsed = time.perf_counter() - started

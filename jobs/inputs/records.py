@@ -20,6 +20,7 @@ class InputRecord:
     line: int  # 1-based line of the input
     chunk_spans: list[list[int]] | None = None  # caller-given character spans
     query: str | None = None  # score jobs: the pair's first text (the record's text is its second)
+    query_id: str | None = None  # score jobs: pairs sharing it are ranked together (a rerank)
 
     def to_json(self) -> dict:
         row = {"id": self.id, "text": self.text, "line": self.line}
@@ -27,6 +28,8 @@ class InputRecord:
             row["chunk_spans"] = self.chunk_spans
         if self.query is not None:
             row["query"] = self.query
+        if self.query_id is not None:
+            row["query_id"] = self.query_id
         return row
 
 
@@ -43,9 +46,10 @@ class RecordError:
         return asdict(self)
 
 
-def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str,
-              spans_field: str = "chunk_spans", query_field: str | None = None) -> InputRecord | RecordError:
-    """Validate one parsed line against the job's field names (``query_field``: pairs, for score jobs)."""
+def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str, spans_field: str = "chunk_spans",
+              query_field: str | None = None, query_id_field: str | None = None) -> InputRecord | RecordError:
+    """Validate one parsed line against the job's field names (``query_field``, ``query_id_field``:
+    pairs and their optional group, for score jobs)."""
     if isinstance(item, JsonlLineError):
         return RecordError(None, item.line, item.code, item.message)
     line, value = item.line, item.value
@@ -73,14 +77,28 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if spans is not None and not _is_span_list(spans):
         return RecordError(record_id, line, "invalid_chunk_spans",
                            f"line {line} (id {record_id!r}): field {spans_field!r} must be a list of [start, end] integer pairs")
-    query = None
+    query = query_id = None
     if query_field is not None:
         query = value.get(query_field)
         problem = _query_problem(query, query_field)
+        if problem is None and query_id_field is not None:
+            query_id, problem = _query_id(value.get(query_id_field), query_id_field)
         if problem is not None:
             code, message = problem
             return RecordError(record_id, line, code, f"line {line} (id {record_id!r}): {message}")
-    return InputRecord(record_id, text, line, spans, query)
+    return InputRecord(record_id, text, line, spans, query, query_id)
+
+
+def _query_id(raw: object, field: str) -> tuple[str | None, tuple[str, str] | None]:
+    """An optional group id: a string or integer like a record id (None when absent)."""
+    if raw is None:
+        return None, None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        return None, ("invalid_query_id", f"field {field!r} must be a string or integer")
+    query_id = str(raw)
+    if not query_id or len(query_id) > MAX_ID_LENGTH or _CONTROL_CHARACTER.search(query_id):
+        return None, ("invalid_query_id", f"field {field!r} must be 1..{MAX_ID_LENGTH} characters, no control characters")
+    return query_id, None
 
 
 def _query_problem(query: object, query_field: str) -> tuple[str, str] | None:

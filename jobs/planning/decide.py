@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from poolq.jobs.context import JobContext
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.planning_ledger import Decided, PlanningLedger, SectionScan
+from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.section_scan import SPILL_NAME
 from poolq.jobs.planning.sections import InputSection, sections_bytes
 from poolq.jobs.steps.incremental import Baseline
@@ -31,16 +32,18 @@ class SectionSkips:
 
     duplicates: np.ndarray  # int64, sorted: an id seen earlier in the input
     carried: np.ndarray  # int64, sorted: unchanged since the baseline
+    split_queries: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # score: see query_groups.py
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez(buffer, duplicates=self.duplicates, carried=self.carried)
+        np.savez(buffer, duplicates=self.duplicates, carried=self.carried, split_queries=self.split_queries)
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "SectionSkips":
         with np.load(io.BytesIO(raw)) as arrays:
-            return cls(arrays["duplicates"], arrays["carried"])
+            split = arrays["split_queries"] if "split_queries" in arrays.files else np.zeros(0, dtype=np.int64)
+            return cls(arrays["duplicates"], arrays["carried"], split)
 
 
 def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decided:
@@ -55,10 +58,12 @@ def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decide
         if baseline is not None and not baseline.spill_into(ids, ctx):
             baseline = None
         decisions = ids.decide()
+        split = split_query_runs(planning, scans, partitions, Path(spill_dir) / "queries")
         start = 0
         for index, scan in enumerate(scans):
             end = start + scan.valid
-            skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start)
+            skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start,
+                                 np.sort(split.get(index, np.zeros(0, dtype=np.int64))))
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()

@@ -29,6 +29,7 @@ class SectionStage(Enum):
 class SectionScan:
     lines: int  # lines read, blank ones too: where the next section of the object starts counting
     valid: int  # valid records, spilled to ``ids.tsv`` in input order
+    groups: int = 0  # score jobs: runs of consecutive pairs sharing a query id, spilled to ``groups.tsv``
 
 
 @dataclass(frozen=True)

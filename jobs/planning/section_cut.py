@@ -38,7 +38,7 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
     codes: Counter[str] = Counter()
     samples: list[str] = []
     records = valid = 0
-    duplicates, carried = _Positions(skips.duplicates), _Positions(skips.carried)
+    duplicates, carried, split = _Positions(skips.duplicates), _Positions(skips.carried), _Positions(skips.split_queries)
     with tempfile.TemporaryFile() as errors:
         for item, record in section_records(section, InputFields.of(ctx.spec(job_id)), ctx, decided.first_lines[index]):
             records += 1
@@ -46,6 +46,9 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
                 repeated = duplicates.holds(valid)
                 if repeated:
                     _file_error(errors, duplicate_error(record), section, codes, samples)
+                elif split.holds(valid):
+                    _file_error(errors, split_query_error(record), section, codes, samples)
+                    repeated = True
                 left_out = repeated or carried.holds(valid)
                 valid += 1
                 if not left_out:
@@ -81,6 +84,12 @@ class _Positions:
 def duplicate_error(record: InputRecord) -> RecordError:
     numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
     return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+
+
+def split_query_error(record: InputRecord) -> RecordError:
+    return RecordError(record.id, record.line, "query_not_contiguous",
+                       f"line {record.line}: query_id {record.query_id!r} appeared earlier, before other queries' pairs; "
+                       "a query's pairs must be consecutive to be ranked together (its earlier pairs are ranked alone)")
 
 
 def _file_error(errors: IO[bytes], error: RecordError, section: InputSection, codes: Counter[str],

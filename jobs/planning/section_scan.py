@@ -1,7 +1,8 @@
 """The scan stage: validate a section's lines and spill its valid records' ids and content hashes."""
 from __future__ import annotations
 
-from typing import Iterator
+import tempfile
+from typing import IO, Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.records import InputRecord
@@ -13,6 +14,7 @@ from poolq.jobs.steps.shard_input import InputFields
 from poolq.storage import JsonlProgress
 
 SPILL_NAME = "ids.tsv"  # one line per valid record, in input order: id <TAB> content hash
+GROUPS_NAME = "groups.tsv"  # score jobs: one line per run of pairs sharing a query id: id <TAB> first <TAB> count
 _CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects meanwhile)
 
 
@@ -23,16 +25,51 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
     fields = InputFields.of(ctx.spec(job_id))
     progress = JsonlProgress()
     counted = {"valid": 0}
+    groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
 
     def spill_lines() -> Iterator[bytes]:
         for _, record in section_records(sections[section], fields, ctx, progress=progress):
             if isinstance(record, InputRecord):
+                if groups is not None:
+                    groups.add(record.query_id, counted["valid"])
                 counted["valid"] += 1
                 digest = content_hash(record.text, record.chunk_spans, record.query)[:HASH_DIGITS]
                 yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
 
     ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
-    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"]))
+    runs = 0
+    if groups is not None:
+        runs = groups.close()
+        groups.spill.seek(0)
+        ctx.store.put_chunks(planning.section_key(section, GROUPS_NAME), iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
+        groups.spill.close()
+    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs))
+
+
+class _GroupRuns:
+    """Runs of consecutive records sharing a query id, written to a local spill as they end."""
+
+    def __init__(self, spill: IO[bytes]) -> None:
+        self.spill = spill
+        self.current: str | None = None
+        self.first = self.count = self.runs = 0
+
+    def add(self, query_id: str | None, position: int) -> None:
+        if query_id is not None and query_id == self.current:
+            self.count += 1
+            return
+        self._end_run()
+        self.current, self.first, self.count = query_id, position, 1
+
+    def _end_run(self) -> None:
+        if self.current is not None:
+            self.spill.write(f"{self.current}\t{self.first}\t{self.count}\n".encode("utf-8"))
+            self.runs += 1
+
+    def close(self) -> int:
+        self._end_run()
+        self.current = None
+        return self.runs
 
 
 def chunked(lines: Iterator[bytes], size: int) -> Iterator[bytes]:

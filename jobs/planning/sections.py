@@ -7,6 +7,7 @@ entered mid-stream and stay whole.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass
 from typing import Iterator
 
@@ -41,7 +42,12 @@ class InputSection:
 
 
 def list_sections(spec: JobSpec, job_id: str, ctx: JobContext, section_bytes: int) -> list[InputSection]:
-    """The job's input as sections, in input order (one listing and a HEAD per object)."""
+    """The job's input as sections, in input order (one listing and a HEAD per object).
+
+    A score job's objects stay whole: a query's consecutive pairs are ranked together, so no
+    section boundary may fall inside a run of them."""
+    if InputFields.of(spec).groups_pairs:
+        section_bytes = sys.maxsize
     sections: list[InputSection] = []
     for store, key, named in input_objects(spec, job_id, ctx):
         sections += _object_sections(store, key, named, section_bytes)

@@ -51,6 +51,7 @@ class ShardCutter:
         self.index, self.section = index, section
         self.num_shards = 0
         self.skipped = False
+        self.last_query_id: str | None = None
         self.buffer = self._new_buffer()
 
     def _new_buffer(self) -> _ShardBuffer:
@@ -59,10 +60,13 @@ class ShardCutter:
         return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget, shard)
 
     def add(self, record: InputRecord, item: JsonlObject) -> None:
-        if self.buffer.would_overflow(record):
+        # A query's consecutive pairs stay in one shard, which ranks them: its size bends to them.
+        continues_query = record.query_id is not None and record.query_id == self.last_query_id
+        if self.buffer.would_overflow(record) and not continues_query:
             self._flush()
         self.buffer.add(record, item, continues_run=not self.skipped)
         self.skipped = False
+        self.last_query_id = record.query_id
 
     def skip(self) -> None:
         """A line the shards leave out (an error, a duplicate, a carried document): it ends a run."""

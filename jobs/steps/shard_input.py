@@ -67,18 +67,26 @@ class InputFields:
     text_field: str = "text"
     spans_field: str = "chunk_spans"
     query_field: str | None = None  # score jobs: the field holding each pair's first text
+    query_id_field: str | None = None  # score jobs: the field grouping pairs for their rank
 
     @classmethod
     def of(cls, spec: JobSpec) -> "InputFields":
-        pairs = spec.task == "score"
+        if spec.task != "score":
+            return cls() if isinstance(spec.input, InlineInput) else cls(spec.input.id_field, spec.input.text_field,
+                                                                          spec.input.spans_field)
         if isinstance(spec.input, InlineInput):
-            return cls(query_field="query" if pairs else None)
-        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field,
-                   spec.input.query_field if pairs else None)
+            return cls(query_field="query", query_id_field="query_id")
+        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field, spec.input.query_field,
+                   spec.input.query_id_field)
+
+    @property
+    def groups_pairs(self) -> bool:
+        """Records may carry a query id: a query's consecutive pairs stay in one shard, to be ranked."""
+        return self.query_id_field is not None
 
     def record(self, item: JsonlObject | JsonlLineError) -> InputRecord | RecordError:
         """Validate one parsed line against these fields."""
-        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field)
+        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field, self.query_id_field)
 
 
 def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:

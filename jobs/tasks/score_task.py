@@ -36,6 +36,7 @@ _TEXT = "text"
 class ScoreTask(JobTask):
     name = "score"
     pooling_task = PoolingTask.CLASSIFY  # cross_encoder's; pooling_task_of says which the job runs
+    _query_ids: dict[str, str | None] = {}  # the running shard's pairs' query ids (set by run)
 
     def mode_of(self, model_spec: ModelSpec) -> str:
         served = score_modes(model_spec)
@@ -54,12 +55,16 @@ class ScoreTask(JobTask):
         return SCORE_MODE_TASKS[self.mode_of(model_spec)]
 
     def check_options(self, model_spec: ModelSpec) -> None:
+        if self.spec.incremental_from is not None:
+            raise OptionRejected("incremental_from", "incremental_from does not apply to task 'score': a query's pairs "
+                                                     "are ranked together, so carried pairs would keep stale ranks")
         mode = self.spec.long_documents.mode
         if mode not in _PAIR_MODES:
             raise OptionRejected("long_documents.mode", f"long_documents.mode={mode.value!r} does not apply to task "
                                                         "'score': pairs take 'error' or 'truncate'")
 
     def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
+        self._query_ids = {record_id: row.get("query_id") for record_id, row in rows.items()}  # this shard's
         mode = self.mode_of(engine.spec)
         policy = self.spec.long_documents.policy()
         if mode == "cross_encoder":
@@ -77,7 +82,7 @@ class ScoreTask(JobTask):
         if not isinstance(rows, ScoreRows):
             raise TypeError("score rows expected")
         rows.append(record_id, float(as_dense(value, self.name).reshape(-1)[0]), result.num_tokens, result.truncated,
-                    content_hash)
+                    content_hash, self._query_ids.get(record_id))
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return score_schema()

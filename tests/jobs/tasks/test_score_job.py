@@ -84,3 +84,57 @@ def test_score_jobs_the_model_cannot_run_are_rejected(task_ctx, fields, field, m
     with pytest.raises(JobRejected, match=message) as caught:
         validate_spec(spec, task_ctx)
     assert caught.value.field == field
+
+
+def _rerank_pairs(queries, per_query):
+    texts = ["Foxes eat rodents and berries.", "George Orwell wrote Animal Farm.", "The market fell on Monday.",
+             "Rivers carry sediment to the sea.", "A comet was seen over the town.", "Berries grow in summer."]
+    return [{"id": f"{q}-{d}", "query": f"question about {q}", "query_id": q, "text": texts[(d * 7 + len(q)) % len(texts)]}
+            for q in queries for d in range(per_query)]
+
+
+def test_a_rerank_job_ranks_each_querys_pairs_even_past_the_shard_size(task_ctx):
+    # Given 3 queries of 5 pairs each, shards of at most 4 documents
+    pairs = _rerank_pairs(["alpha", "beta", "gamma"], 5)
+    manifest, table = run_task_job(task_ctx, pairs, task="score", score_mode="cosine")
+    # Then each query's pairs were scored in one shard (one part per query) and ranked 1..5 by score
+    assert len(manifest["parts"]) == 3 and manifest["columns"][:4] == ["id", "score", "query_id", "rank"]
+    rows = table.to_pylist()
+    for query in ("alpha", "beta", "gamma"):
+        mine = [row for row in rows if row["query_id"] == query]
+        by_score = sorted(mine, key=lambda row: -row["score"])
+        assert [row["rank"] for row in by_score] == [1, 2, 3, 4, 5]
+
+
+def test_a_query_whose_pairs_are_not_consecutive_fails_its_later_pairs(task_ctx):
+    from poolq.jobs.local_runner import run_job_locally
+
+    pairs = _rerank_pairs(["alpha"], 2) + _rerank_pairs(["beta"], 2) + [{**_rerank_pairs(["alpha"], 3)[2]}]
+    spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"documents": pairs}})
+    status = run_job_locally(spec, task_ctx)
+    assert status.errors_by_code == {"query_not_contiguous": 1}
+    assert "query_id 'alpha' appeared earlier" in status.error_samples[0] and "line 5" in status.error_samples[0]
+
+
+def test_runs_of_one_query_in_two_input_objects_are_split_too(task_ctx, tmp_path):
+    # Given a prefix of two JSONL objects, both holding pairs of query "alpha"
+    import json
+
+    from poolq.jobs.local_runner import run_job_locally
+
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+    first, second = _rerank_pairs(["alpha"], 3), [{**pair, "id": f"again-{i}"} for i, pair in enumerate(_rerank_pairs(["alpha"], 2))]
+    (folder / "a.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in first))
+    (folder / "b.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in second))
+    spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"uri": folder.as_uri() + "/"}})
+    status = run_job_locally(spec, task_ctx)
+    # Then the second object's run is split off; the first is ranked alone
+    assert status.errors_by_code == {"query_not_contiguous": 2} and status.counts.completed == 3
+
+
+def test_incremental_score_jobs_are_rejected(task_ctx):
+    spec = JobSpec.model_validate({"task": "score", "input": {"documents": PAIRS}, "incremental_from": "0" * 32})
+    with pytest.raises(JobRejected, match="ranked together") as caught:
+        validate_spec(spec, task_ctx)
+    assert caught.value.field == "incremental_from"

@@ -1,0 +1,49 @@
+"""Score jobs: a query's pairs must be consecutive, so that one shard holds them all and ranks them.
+
+The scan spills each run of consecutive pairs sharing a query id (``groups.tsv``). Here the runs
+of every section are read in input order into id partitions keyed by query id (memory bounded
+by one partition, as for duplicate ids); a run whose query id appeared in an earlier run is
+split off: its pairs become ``query_not_contiguous`` errors, and the first run is ranked alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from poolq.jobs.planning.id_partitions import IdPartitions
+from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
+from poolq.jobs.planning.section_scan import GROUPS_NAME
+
+_RUN_FIELDS = 3  # section, first position, count: one int64 triple per run, in run order
+
+
+def split_query_runs(planning: PlanningLedger, scans: list[SectionScan], partitions: int,
+                     spill_dir: Path) -> dict[int, np.ndarray]:
+    """Per section, the positions (relative to the section) of pairs in runs that repeat a query id."""
+    total = sum(scan.groups for scan in scans)
+    if not total:
+        return {}
+    runs_path = spill_dir / "query-runs.i64"
+    ids = IdPartitions(spill_dir / "query-runs", partitions)
+    with runs_path.open("wb") as runs:
+        for section, scan in enumerate(scans):
+            if scan.groups:
+                _spill_runs(planning, section, ids, runs)
+    ids.decide()
+    repeated = ids.positions("duplicate", 0, total)
+    if not len(repeated):
+        return {}
+    table = np.memmap(runs_path, dtype=np.int64, mode="r").reshape(-1, _RUN_FIELDS)
+    by_section: dict[int, list[np.ndarray]] = {}
+    for section, first, count in table[repeated]:
+        by_section.setdefault(int(section), []).append(np.arange(first, first + count, dtype=np.int64))
+    return {section: np.concatenate(parts) for section, parts in by_section.items()}
+
+
+def _spill_runs(planning: PlanningLedger, section: int, ids: IdPartitions, runs) -> None:
+    with planning.store.open(planning.section_key(section, GROUPS_NAME)) as stream:
+        for raw in stream:
+            query_id, first, count = raw.decode("utf-8").rstrip("\n").split("\t")
+            ids.add_record(query_id, "")
+            np.array([section, int(first), int(count)], dtype=np.int64).tofile(runs)
