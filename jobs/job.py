@@ -6,9 +6,9 @@ import secrets
 import time
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, JsonValue, ValidationInfo, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
@@ -30,6 +30,7 @@ class InlineDocument(_Strict):
     query: str | None = Field(None, description="score jobs: the pair's first text (``text`` is its second)")
     query_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN,
                                  description="score jobs: consecutive pairs sharing it are ranked together")
+    fields: dict[str, JsonValue] | None = Field(None, description="more fields of the document, for output.include_fields")
 
 
 class InlineInput(_Strict):
@@ -72,6 +73,16 @@ class OutputOptions(_Strict):
     label_threshold: FiniteFloat = Field(
         0.5, ge=0, le=1, description="classify, multi-label models: ``labels`` lists those scoring at least this"
     )
+    include_fields: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
+        None, max_length=32, description="input fields copied into every output row (JSON-typed columns; null if missing)"
+    )
+
+    @field_validator("include_fields")
+    @classmethod
+    def _check_include_fields(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("include_fields names a field twice")
+        return value
 
     @field_validator("int8_range")
     @classmethod

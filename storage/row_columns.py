@@ -20,10 +20,10 @@ SPLIT_COLUMN = "split"  # chunk rows: a piece of a chunk longer than the window
 ChunkValues = tuple[int, int, int, int, int]  # one CHUNK_COLUMNS tuple
 
 
-def part_schema(value_fields: list[pa.Field], with_chunks: bool) -> pa.Schema:
+def part_schema(value_fields: list[pa.Field], with_chunks: bool, included: list[pa.Field] | None = None) -> pa.Schema:
     """id, the task's value columns, num_tokens, truncated, content_hash; chunk rows add where each
-    chunk comes from. ``content_hash`` is null only in rows appended without one (parts written by
-    poolq always have it)."""
+    chunk comes from; then the input fields carried into every row (``included``, nullable).
+    ``content_hash`` is null only in rows appended without one (parts written by poolq always have it)."""
     fields = [
         pa.field("id", pa.string(), nullable=False), *value_fields,
         pa.field("num_tokens", pa.int32(), nullable=False),
@@ -33,7 +33,7 @@ def part_schema(value_fields: list[pa.Field], with_chunks: bool) -> pa.Schema:
     if with_chunks:
         fields += [pa.field(name, pa.int32(), nullable=False) for name in CHUNK_COLUMNS]
         fields.append(pa.field(SPLIT_COLUMN, pa.bool_(), nullable=False))
-    return pa.schema(fields)
+    return pa.schema([*fields, *(included or [])])
 
 
 @dataclass
@@ -47,15 +47,30 @@ class RowColumns(ABC):
     chunk_values: list[ChunkValues] = field(default_factory=list)
     chunk_split: list[bool] = field(default_factory=list)  # and its SPLIT_COLUMN
     content_hashes: list[str | None] = field(default_factory=list)
+    included_types: dict[str, pa.DataType] = field(default_factory=dict)  # carried input fields, in column order
+    included_values: dict[str, list] = field(default_factory=dict)
 
     @abstractmethod
     def value_fields(self) -> list[pa.Field]: ...
+
+    def include_columns(self, types: dict[str, pa.DataType]) -> None:
+        """Carry these input fields (name -> Arrow type) in every row, after the common columns."""
+        self.included_types = dict(types)
+        self.included_values = {name: [] for name in types}
+
+    def append_included(self, values: dict[str, object]) -> None:
+        """The last appended row's carried fields (a missing one is null)."""
+        for name, column in self.included_values.items():
+            column.append(values.get(name))
+
+    def _included_fields(self) -> list[pa.Field]:
+        return [pa.field(name, data_type, nullable=True) for name, data_type in self.included_types.items()]
 
     @abstractmethod
     def value_arrays(self) -> list[pa.Array]: ...
 
     def schema(self) -> pa.Schema:
-        return part_schema(self.value_fields(), self.with_chunks)
+        return part_schema(self.value_fields(), self.with_chunks, self._included_fields())
 
     def append_row(self, record_id: str, num_tokens: int, truncated: bool, chunk: ChunkValues | None,
                    content_hash: str | None, split: bool) -> None:
@@ -82,6 +97,7 @@ class RowColumns(ABC):
             by_column = list(zip(*self.chunk_values)) if self.chunk_values else [()] * len(CHUNK_COLUMNS)
             columns += [pa.array(values, pa.int32()) for values in by_column]
             columns.append(pa.array(self.chunk_split, pa.bool_()))
+        columns += [pa.array(self.included_values[name], data_type) for name, data_type in self.included_types.items()]
         return pa.Table.from_arrays(columns, schema=self.schema())
 
     def to_parquet_bytes(self) -> bytes:

@@ -1,9 +1,11 @@
 """Input records: one JSONL line -> a document to embed, or a per-record error."""
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 
+from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES
 from poolq.storage import JsonlLineError, JsonlObject
 
 MAX_ID_LENGTH = 512
@@ -21,6 +23,7 @@ class InputRecord:
     chunk_spans: list[list[int]] | None = None  # caller-given character spans
     query: str | None = None  # score jobs: the pair's first text (the record's text is its second)
     query_id: str | None = None  # score jobs: pairs sharing it are ranked together (a rerank)
+    fields: dict | None = None  # output.include_fields: name -> value (None when missing)
 
     def to_json(self) -> dict:
         row = {"id": self.id, "text": self.text, "line": self.line}
@@ -30,6 +33,8 @@ class InputRecord:
             row["query"] = self.query
         if self.query_id is not None:
             row["query_id"] = self.query_id
+        if self.fields is not None:
+            row["fields"] = self.fields
         return row
 
 
@@ -47,7 +52,8 @@ class RecordError:
 
 
 def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str, spans_field: str = "chunk_spans",
-              query_field: str | None = None, query_id_field: str | None = None) -> InputRecord | RecordError:
+              query_field: str | None = None, query_id_field: str | None = None,
+              include_fields: tuple[str, ...] = ()) -> InputRecord | RecordError:
     """Validate one parsed line against the job's field names (``query_field``, ``query_id_field``:
     pairs and their optional group, for score jobs)."""
     if isinstance(item, JsonlLineError):
@@ -86,7 +92,14 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
         if problem is not None:
             code, message = problem
             return RecordError(record_id, line, code, f"line {line} (id {record_id!r}): {message}")
-    return InputRecord(record_id, text, line, spans, query, query_id)
+    fields = None
+    if include_fields:
+        fields = {name: value.get(name) for name in include_fields}
+        size = len(json.dumps(fields, ensure_ascii=False))
+        if size > MAX_INCLUDED_BYTES:
+            return RecordError(record_id, line, "fields_too_large", f"line {line} (id {record_id!r}): the included fields "
+                               f"({', '.join(include_fields)}) take {size} bytes as JSON; at most {MAX_INCLUDED_BYTES}")
+    return InputRecord(record_id, text, line, spans, query, query_id, fields)
 
 
 def _query_id(raw: object, field: str) -> tuple[str | None, tuple[str, str] | None]:

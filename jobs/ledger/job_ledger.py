@@ -44,6 +44,7 @@ class Plan:
     engine: str | None = None  # the engine identity carried rows were made with (incremental runs)
     error_codes: dict[str, int] = field(default_factory=dict)  # the plan errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages
+    field_types: dict[str, str] = field(default_factory=dict)  # output.include_fields: each column's type
 
     @property
     def errors_summary(self) -> ErrorSummary:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.included_fields import merge_section_types
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.planning_ledger import Decided, PlanningLedger, SectionScan
 from poolq.jobs.planning.query_groups import split_query_runs
@@ -67,8 +68,10 @@ def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decide
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()
+    included = tuple(ctx.spec(job_id).output.include_fields or ())
     return planning.write_decided(Decided(
         first_lines=first_lines(sections, scans), duplicates=decisions.duplicates, carried=carried,
+        field_types=merge_section_types(included, [scan.field_types for scan in scans]),
         carried_records=decisions.carried if carried else 0,
         engine=ctx.engine_identity(ctx.spec(job_id).model) if carried else None,  # what Baseline.load checked
     ))

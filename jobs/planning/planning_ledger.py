@@ -30,6 +30,7 @@ class SectionScan:
     lines: int  # lines read, blank ones too: where the next section of the object starts counting
     valid: int  # valid records, spilled to ``ids.tsv`` in input order
     groups: int = 0  # score jobs: runs of consecutive pairs sharing a query id, spilled to ``groups.tsv``
+    field_types: dict[str, str] = field(default_factory=dict)  # included fields: the type of each's first value
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Decided:
     carried: tuple[CarriedPart, ...] = ()
     carried_records: int = 0
     engine: str | None = None  # the engine identity carried rows were made with
+    field_types: dict[str, str] = field(default_factory=dict)  # output.include_fields: each field's type, for the job
 
     @classmethod
     def from_json(cls, raw: dict) -> "Decided":

@@ -13,6 +13,7 @@ from typing import IO
 import numpy as np
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.included_fields import accepts, json_type
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
 from poolq.jobs.planning.decide import SKIPS_NAME, SectionSkips
@@ -44,10 +45,14 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
                 repeated = duplicates.holds(valid)
+                mistyped = field_type_error(record, decided.field_types)
                 if repeated:
                     _file_error(errors, duplicate_error(record), section, codes, samples)
                 elif split.holds(valid):
                     _file_error(errors, split_query_error(record), section, codes, samples)
+                    repeated = True
+                elif mistyped is not None:
+                    _file_error(errors, mistyped, section, codes, samples)
                     repeated = True
                 left_out = repeated or carried.holds(valid)
                 valid += 1
@@ -84,6 +89,17 @@ class _Positions:
 def duplicate_error(record: InputRecord) -> RecordError:
     numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
     return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+
+
+def field_type_error(record: InputRecord, field_types: dict[str, str]) -> RecordError | None:
+    """A record whose included field holds another type than the job decided on, or None."""
+    for name, field_type in field_types.items():
+        value = (record.fields or {}).get(name)
+        if not accepts(field_type, value):
+            return RecordError(record.id, record.line, "field_type_mismatch",
+                               f"line {record.line} (id {record.id!r}): field {name!r} holds {json_type(value)}; the job's "
+                               f"column is {field_type} (the type of its first value in the input)")
+    return None
 
 
 def split_query_error(record: InputRecord) -> RecordError:

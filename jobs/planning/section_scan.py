@@ -5,6 +5,7 @@ import tempfile
 from typing import IO, Iterator
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
 from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
@@ -26,12 +27,15 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
     progress = JsonlProgress()
     counted = {"valid": 0}
     groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
+    types: dict[str, str] = {}
 
     def spill_lines() -> Iterator[bytes]:
         for _, record in section_records(sections[section], fields, ctx, progress=progress):
             if isinstance(record, InputRecord):
                 if groups is not None:
                     groups.add(record.query_id, counted["valid"])
+                if record.fields is not None and len(types) < len(fields.include_fields):
+                    types.update(first_types(fields.include_fields, types, record.fields))
                 counted["valid"] += 1
                 digest = content_hash(record.text, record.chunk_spans, record.query)[:HASH_DIGITS]
                 yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
@@ -43,7 +47,8 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
         groups.spill.seek(0)
         ctx.store.put_chunks(planning.section_key(section, GROUPS_NAME), iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
         groups.spill.close()
-    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs))
+    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs,
+                                                    field_types=types))
 
 
 class _GroupRuns:

@@ -110,7 +110,7 @@ def _commit(job_id: str, num_sections: int, planning: PlanningLedger, ctx: JobCo
     plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=errors.count,
                 section_shards=tuple(cut.shards for cut in cuts), carried=decided.carried,
                 carried_records=decided.carried_records, engine=decided.engine,
-                error_codes=errors.codes, error_samples=list(errors.samples))
+                error_codes=errors.codes, error_samples=list(errors.samples), field_types=decided.field_types)
     ledger = ctx.ledger(job_id)
     if not ledger.write_plan(plan):
         return ledger.plan() or plan  # a concurrent planner wrote the same plan first

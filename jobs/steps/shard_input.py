@@ -68,16 +68,18 @@ class InputFields:
     spans_field: str = "chunk_spans"
     query_field: str | None = None  # score jobs: the field holding each pair's first text
     query_id_field: str | None = None  # score jobs: the field grouping pairs for their rank
+    include_fields: tuple[str, ...] = ()  # output.include_fields: carried into every output row
 
     @classmethod
     def of(cls, spec: JobSpec) -> "InputFields":
+        included = tuple(spec.output.include_fields or ())
+        names = ("id", "text", "chunk_spans") if isinstance(spec.input, InlineInput) else (
+            spec.input.id_field, spec.input.text_field, spec.input.spans_field)
         if spec.task != "score":
-            return cls() if isinstance(spec.input, InlineInput) else cls(spec.input.id_field, spec.input.text_field,
-                                                                          spec.input.spans_field)
-        if isinstance(spec.input, InlineInput):
-            return cls(query_field="query", query_id_field="query_id")
-        return cls(spec.input.id_field, spec.input.text_field, spec.input.spans_field, spec.input.query_field,
-                   spec.input.query_id_field)
+            return cls(*names, include_fields=included)
+        pair_names = ("query", "query_id") if isinstance(spec.input, InlineInput) else (
+            spec.input.query_field, spec.input.query_id_field)
+        return cls(*names, *pair_names, include_fields=included)
 
     @property
     def groups_pairs(self) -> bool:
@@ -86,7 +88,8 @@ class InputFields:
 
     def record(self, item: JsonlObject | JsonlLineError) -> InputRecord | RecordError:
         """Validate one parsed line against these fields."""
-        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field, self.query_id_field)
+        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field, self.query_id_field,
+                         self.include_fields)
 
 
 def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:

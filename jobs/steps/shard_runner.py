@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from poolq.engine import RequestError
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
+from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.inputs.records import RecordError
 from poolq.jobs.ledger.cleanup import delete_dead_attempts
 from poolq.jobs.ledger.error_summary import ErrorSummary
@@ -115,6 +116,8 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
     engine = ctx.engine(spec.model)
     task = job_task(spec)
     rows = task.rows(engine)
+    included = IncludedColumns(spec.output.include_fields, ctx.plan(job_id).field_types)
+    rows.include_columns(included.arrow_types())
     errors: list[RecordError] = []
     tokens = documents = 0
     cancel_check = _CancelCheck(ctx, job_id)
@@ -124,7 +127,8 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         if isinstance(result, RequestError):
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
-        task.append(rows, result, row_content_hash(records[result.key]))
+        row = records[result.key]
+        task.append(rows, result, row_content_hash(row), included.values(row.get("fields")))
         tokens += result.processed_tokens
         documents += 1
         progress(documents, tokens)

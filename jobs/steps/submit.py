@@ -10,7 +10,7 @@ from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_p
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_access import InputNotAllowed, check_input_access
 from poolq.jobs.inputs.input_reader import parse_input_uri
-from poolq.jobs.job import LOCAL_TENANT, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
+from poolq.jobs.job import LOCAL_TENANT, InlineDocument, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
 from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
@@ -46,6 +46,7 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
     except OptionRejected as exc:
         hint = f"; pick a model that does (known models: {', '.join(ctx.registry.names())})" if exc.field == "task" else ""
         raise JobRejected(exc.field, f"{exc}{hint}") from None
+    _check_included_fields(spec, task.schema(model_spec, None).names)
     if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
         raise JobRejected(
             "input.documents",
@@ -148,7 +149,7 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     layout = ctx.layout(job_id)
     created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
-        rows = [document.model_dump(exclude_none=True) for document in spec.input.documents]
+        rows = [_inline_row(document) for document in spec.input.documents]
         _put_once(ctx, layout.inline_input, dump_jsonl(rows))
     _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
     _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
@@ -159,6 +160,25 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     existing = None if created else ctx.status.get(job_id)
     dispatch_plan(job_id, ctx)
     return existing or status
+
+
+def _check_included_fields(spec: JobSpec, columns: list[str]) -> None:
+    """Carried fields may not shadow an output column; inline ``fields`` may not shadow the document's own."""
+    taken = sorted(set(spec.output.include_fields or ()) & set(columns))
+    if taken:
+        raise JobRejected("output.include_fields", f"{', '.join(taken)} would shadow output columns of the same name")
+    if isinstance(spec.input, InlineInput):
+        for index, document in enumerate(spec.input.documents):
+            clash = sorted(set(document.fields or {}) & {"id", "text", "chunk_spans", "query", "query_id"})
+            if clash:
+                raise JobRejected(f"input.documents.{index}.fields", f"document {document.id!r}: fields may not be named "
+                                                                     f"{', '.join(clash)}")
+
+
+def _inline_row(document: InlineDocument) -> dict:
+    """An inline document as the JSONL line it is stored as: its ``fields`` beside id and text."""
+    row = document.model_dump(exclude_none=True, exclude={"fields"})
+    return {**(document.fields or {}), **row}
 
 
 def _put_once(ctx: JobContext, key: str, data: bytes) -> None:

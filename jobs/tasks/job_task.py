@@ -55,11 +55,13 @@ class JobTask(ABC):
     def check(self, model_spec: ModelSpec) -> None:
         """Raise :class:`OptionRejected` for output options that do not apply to this task or model."""
         defaults, output = OutputOptions(), self.spec.output
-        for name in sorted(output.model_fields_set - self.output_options - {"format"}):
+        for name in sorted(output.model_fields_set - self.output_options - {"format", "include_fields"}):
             if getattr(output, name) != getattr(defaults, name):
                 takes = ", ".join(sorted(self.output_options)) or "none of them"
                 raise OptionRejected(f"output.{name}", f"output.{name} does not apply to task {self.spec.task_label!r} "
                                                        f"(its output options: {takes})")
+        if self.spec.score_mode != "auto" and self.spec.task != "score":
+            raise OptionRejected("score_mode", f"score_mode applies to task 'score', not {self.spec.task_label!r}")
         self.check_options(model_spec)
 
     def check_options(self, model_spec: ModelSpec) -> None:
@@ -94,10 +96,13 @@ class JobTask(ABC):
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         """The job's Parquet schema (the manifest records it)."""
 
-    def append(self, rows: RowColumns, result: PoolingOutput, content_hash: str) -> None:
-        """One row per document, or one per chunk in the chunk modes; each names the document's content hash."""
+    def append(self, rows: RowColumns, result: PoolingOutput, content_hash: str, included: dict | None = None) -> None:
+        """One row per document, or one per chunk in the chunk modes; each names the document's content
+        hash and carries its ``included`` fields (column values by name)."""
         for value, chunk, split in _row_values(result):
             self.append_value(rows, str(result.key), value, result, chunk, content_hash, split)
+            if rows.included_types:
+                rows.append_included(included or {})
 
 
 def _row_values(result: PoolingOutput) -> Iterator[tuple[PooledData, ChunkFields, bool]]:

@@ -124,7 +124,8 @@ def test_runs_of_one_query_in_two_input_objects_are_split_too(task_ctx, tmp_path
 
     folder = tmp_path / "pairs"
     folder.mkdir()
-    first, second = _rerank_pairs(["alpha"], 3), [{**pair, "id": f"again-{i}"} for i, pair in enumerate(_rerank_pairs(["alpha"], 2))]
+    first = _rerank_pairs(["alpha"], 3)
+    second = [{**pair, "id": f"again-{i}"} for i, pair in enumerate(_rerank_pairs(["alpha"], 2))]
     (folder / "a.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in first))
     (folder / "b.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in second))
     spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"uri": folder.as_uri() + "/"}})

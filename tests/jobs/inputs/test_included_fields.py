@@ -1,0 +1,95 @@
+"""output.include_fields: input fields copied into every output row, typed once per job from
+their first values, per-record errors for values of another type or too large, 422s for names
+that would shadow a column."""
+import json
+
+import pyarrow as pa
+import pytest
+from support.task_jobs import run_task_job
+
+from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES
+from poolq.jobs.job import JobSpec
+from poolq.jobs.local_runner import run_job_locally
+from poolq.jobs.steps.submit import JobRejected, validate_spec
+
+INCLUDED = ["title", "year", "rating", "tags", "absent"]
+
+
+def _documents():
+    return [
+        {"id": "a", "text": "Foxes eat rodents and berries in the forest.",
+         "fields": {"title": "Foxes", "year": 1999, "rating": 4, "tags": ["animals", "forest"]}},
+        {"id": "b", "text": "George Orwell wrote Animal Farm in 1945.", "fields": {"year": 1945, "rating": 5}},
+        {"id": "c", "text": "Rivers carry sediment to the sea.", "fields": {"title": "Rivers", "tags": {"kind": "water"}}},
+    ]
+
+
+def test_fields_are_carried_with_types_from_their_first_values(local_ctx):
+    manifest, table = run_task_job(local_ctx, _documents(), output={"include_fields": INCLUDED})
+    # Then the columns follow the common ones, typed by each field's first value (a missing one is null)
+    assert table.column_names[-5:] == INCLUDED and manifest["columns"][-5:] == INCLUDED
+    assert [table.schema.field(name).type for name in INCLUDED] == [pa.string(), pa.int64(), pa.int64(), pa.string(),
+                                                                    pa.string()]
+    rows = {row["id"]: row for row in table.to_pylist()}
+    assert (rows["a"]["title"], rows["a"]["year"], rows["a"]["tags"]) == ("Foxes", 1999, '["animals","forest"]')
+    assert rows["b"]["title"] is None and rows["c"]["year"] is None and rows["a"]["absent"] is None
+    assert rows["c"]["tags"] == '{"kind":"water"}'
+
+
+def test_a_value_of_another_type_is_a_per_record_error_naming_the_field(local_ctx):
+    # "rating" is an integer column (its first value is 4), so 4.5 does not fit
+    documents = _documents()
+    documents[1]["fields"]["rating"] = 4.5
+    spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["rating"]}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.errors_by_code == {"field_type_mismatch": 1} and status.counts.completed == 2
+    assert "line 2 (id 'b'): field 'rating' holds number; the job's column is integer" in status.error_samples[0]
+
+
+def test_every_chunk_row_carries_the_fields(local_ctx):
+    documents = [{"id": "long", "text": " ".join(["The river runs past the mill."] * 40), "fields": {"title": "Mill"}}]
+    _, table = run_task_job(local_ctx, documents, output={"include_fields": ["title"]},
+                            long_documents={"mode": "naive_chunks", "chunk_tokens": 32})
+    assert table.num_rows > 3 and set(table.column("title").to_pylist()) == {"Mill"}
+
+
+def test_fields_larger_than_the_cap_fail_that_record_only(local_ctx):
+    documents = _documents()
+    documents[2]["fields"]["title"] = "x" * (MAX_INCLUDED_BYTES + 1)
+    spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["title"]}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.errors_by_code == {"fields_too_large": 1} and status.counts.completed == 2
+
+
+def test_a_jsonl_input_carries_its_own_fields(local_ctx, tmp_path):
+    source = tmp_path / "docs.jsonl"
+    rows = [{"id": d["id"], "text": d["text"], **d["fields"]} for d in _documents()]
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    spec = JobSpec.model_validate({"input": {"uri": source.as_uri()}, "output": {"include_fields": ["title", "year"]}})
+    status = run_job_locally(spec, local_ctx)
+    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    assert status.counts.completed == 3 and manifest["columns"][-2:] == ["title", "year"]
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"output": {"include_fields": ["embedding"]}}, "output.include_fields"),
+    ({"output": {"include_fields": ["title", "title"]}}, None),
+])
+def test_names_that_would_shadow_a_column_or_repeat_are_rejected(local_ctx, body, field):
+    raw = {"input": {"documents": [{"id": "a", "text": "x"}]}, **body}
+    if field is None:
+        with pytest.raises(ValueError, match="names a field twice"):
+            JobSpec.model_validate(raw)
+        return
+    with pytest.raises(JobRejected, match="shadow output columns") as caught:
+        validate_spec(JobSpec.model_validate(raw), local_ctx)
+    assert caught.value.field == field
+
+
+def test_inline_fields_may_not_shadow_the_documents_own(local_ctx):
+    spec = JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "x", "fields": {"text": "y"}}]}})
+    with pytest.raises(JobRejected, match="may not be named text") as caught:
+        from poolq.jobs.steps.submit import submit_job
+
+        submit_job(spec, local_ctx)
+    assert caught.value.field == "input.documents.0.fields"
