@@ -6,9 +6,19 @@ import secrets
 import time
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, JsonValue, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    JsonValue,
+    PlainValidator,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
@@ -122,13 +132,39 @@ JobTaskName = Literal["embed", "sparse_embed", "classify", "score", "token_embed
 ScoreMode = Literal["auto", "cross_encoder", "cosine", "maxsim"]
 # Tasks one forward pass can serve together (BGE-M3's hybrid-search outputs), as one row set.
 COMBINABLE_TASKS = ("embed", "sparse_embed", "token_embed")
+_TASK_NAMES = get_args(JobTaskName)
+
+
+def _parse_tasks(value: object) -> str | list[str]:
+    """A task name, or a list of two or more combinable ones (in one column order, whatever the
+    request's); one error naming what is wrong, at ``task`` itself."""
+    if isinstance(value, str):
+        if value not in _TASK_NAMES:
+            raise ValueError(f"unknown task {value!r}; tasks: {', '.join(_TASK_NAMES)}")
+        return value
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ValueError("task must be a task name or a list of task names")
+    if len(value) < 2 or len(set(value)) != len(value):
+        raise ValueError("a list of tasks names two or more different tasks (one task is a string)")
+    if not set(value) <= set(COMBINABLE_TASKS):
+        raise ValueError(f"tasks combined in one job are among {', '.join(COMBINABLE_TASKS)}; got {', '.join(value)}")
+    return [name for name in COMBINABLE_TASKS if name in value]
+
+
+JobTasks = Annotated[
+    str | list[str],
+    PlainValidator(_parse_tasks),
+    WithJsonSchema({"anyOf": [{"type": "string", "enum": list(_TASK_NAMES)},
+                              {"type": "array", "items": {"type": "string", "enum": list(COMBINABLE_TASKS)},
+                               "minItems": 2, "uniqueItems": True}]}),
+]
 
 
 class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
     model: str = DEFAULT_MODEL
-    task: JobTaskName | list[JobTaskName] = Field(
+    task: JobTasks = Field(
         "embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs), token_embed "
         "(multi-vector), token_classify (token labels, entities); or a list of embed, sparse_embed, token_embed: "
         "all of them from one forward pass, one column group each",
@@ -146,17 +182,6 @@ class JobSpec(_Strict):
         "options) are carried over instead of embedded again",
     )
 
-
-    @field_validator("task")
-    @classmethod
-    def _check_tasks(cls, value: str | list[str]) -> str | list[str]:
-        if isinstance(value, str):
-            return value
-        if len(value) < 2 or len(set(value)) != len(value):
-            raise ValueError("a list of tasks names two or more different tasks (one task is a string)")
-        if not set(value) <= set(COMBINABLE_TASKS):
-            raise ValueError(f"tasks combined in one job are among {', '.join(COMBINABLE_TASKS)}; got {', '.join(value)}")
-        return [name for name in COMBINABLE_TASKS if name in value]  # one column order, whatever the request's
 
     @property
     def task_label(self) -> str:

@@ -14,7 +14,7 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
-from poolq.jobs.job import LOCAL_TENANT, JobSpec, LongDocuments, OutputOptions, UriInput
+from poolq.jobs.job import LOCAL_TENANT, JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -26,7 +26,8 @@ class JobTemplate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = DEFAULT_MODEL
-    task: Literal["embed"] = "embed"
+    task: JobTasks = "embed"
+    score_mode: ScoreMode = "auto"
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
 
@@ -56,8 +57,10 @@ class Schedule(ScheduleRequest):
     created_at: datetime
 
     def job_spec(self, incremental_from: str | None) -> JobSpec:
-        """The job of one run: the template, the input, and the run to carry documents from."""
-        return JobSpec(input=self.input, incremental_from=incremental_from, **dict(self.template))
+        """The job of one run: the template, the input, and the run to carry documents from (a score
+        job's runs score everything again: carried pairs would keep stale ranks)."""
+        carry_from = None if self.template.task == "score" else incremental_from
+        return JobSpec(input=self.input, incremental_from=carry_from, **dict(self.template))
 
     def slot_at(self, now: datetime) -> datetime:
         """The slot a trigger at ``now`` belongs to: the latest cron time at or before it."""
