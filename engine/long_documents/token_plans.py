@@ -8,35 +8,28 @@ runs once over the stitched states.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Hashable
 
 import numpy as np
 import torch
 
-from poolq.engine.long_documents.window_plans import DocumentPlan
-from poolq.engine.request import PooledData, PoolingOutput, PoolingParams
+from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan
+from poolq.engine.request import PoolingOutput, PoolingParams
 
 if TYPE_CHECKING:
     from poolq.engine.pooling.pooler import Head
 
 
 @dataclass
-class TokenPlan(DocumentPlan):
-    """One window: the token head's output for it, with the tokens it ran."""
+class TokenPlan(SinglePlan):
+    """One window: the token head's output for it, with the tokens it kept."""
 
     token_ids: list[int] = field(default_factory=list)
     char_offsets: list[tuple[int, int]] = field(default_factory=list)  # special tokens: (0, 0)
-    _data: PooledData | None = None
-
-    def add(self, window_index: int, value: PooledData) -> None:
-        self._data = value
 
     def output(self, key: Hashable) -> PoolingOutput:
-        if self._data is None:
-            raise RuntimeError("TokenPlan.output() before its window's result was added")
-        return PoolingOutput(key, self._data, self.num_tokens, self.truncated, self.processed_tokens,
-                             token_ids=_ids(self.token_ids), char_offsets=_offsets(self.char_offsets))
+        return replace(super().output(key), token_ids=_ids(self.token_ids), char_offsets=_offsets(self.char_offsets))
 
 
 @dataclass

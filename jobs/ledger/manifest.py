@@ -102,13 +102,15 @@ class OutputEncoding(_ManifestBlock):
     # ``schema`` is a BaseModel attribute, so the field has another name and is written as "schema".
     model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
     schema_: list[ManifestColumn] | None = Field(None, alias="schema")  # written since version 3
+    sparse_aggregation: str | None = None  # sparse_embed: how token weights reduce over positions (max, sum)
     min: float | None = None
     max: float | None = None
     scale: float | None = None
     zero_point: float | None = None
     threshold: str | None = None
     bit_order: str | None = None
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order", "schema")
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order", "schema",
+                                                     "sparse_aggregation")
 
 
 class JobManifest(_ManifestBlock):

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from poolq.engine.loading.model_spec import ModelKind
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
 from poolq.jobs.ledger.cleanup import clean_finished_job
@@ -118,7 +119,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         engines=_engines(plan, commits),
         columns=schema.names,
         dimensions=dimensions,
-        output=_output_block(spec, dimensions, schema),
+        output=_output_block(spec, dimensions, schema, _sparse_aggregation(spec, ctx)),
         counts=ManifestCounts(
             total=plan.total, completed=documents, failed=error_count,
             not_processed=max(0, plan.total - documents - error_count) if cancelled else 0,
@@ -151,7 +152,17 @@ def _engines(plan: Plan, commits: dict) -> list[str]:
     return sorted(made)
 
 
-def _output_block(spec: JobSpec, dimensions: int | None, schema: pa.Schema) -> OutputEncoding:
+def _sparse_aggregation(spec: JobSpec, ctx: JobContext) -> str | None:
+    """How a sparse job's model reduced token weights over positions (its SPLADE pooling; BGE-M3: max)."""
+    tasks = spec.task if isinstance(spec.task, list) else [spec.task]
+    if "sparse_embed" not in tasks:
+        return None
+    model_spec = ctx.registry.spec(spec.model)
+    return "max" if model_spec.kind is ModelKind.M3_ENCODER else model_spec.sparse_reduce
+
+
+def _output_block(spec: JobSpec, dimensions: int | None, schema: pa.Schema,
+                  sparse_aggregation: str | None = None) -> OutputEncoding:
     """The parts' schema, and how ``embedding`` is stored: dtype, the vectors' dimensions, and what
     decoding needs (int8: ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when
     no row was written.
@@ -161,7 +172,7 @@ def _output_block(spec: JobSpec, dimensions: int | None, schema: pa.Schema) -> O
     codec = spec.output.codec(normalized=True)
     columns = [ManifestColumn(name=column.name, type=type_name(column.type), nullable=column.nullable) for column in schema]
     return OutputEncoding(format=spec.output.format, dimensions=dimensions or spec.output.dimensions,
-                          schema_=columns, **codec.manifest_info())
+                          schema_=columns, sparse_aggregation=sparse_aggregation, **codec.manifest_info())
 
 
 def _timings(status: JobStatus | None, finished_at: datetime) -> ManifestTimings:

@@ -362,8 +362,13 @@ class Deployment:
 
     # -- jobs ----------------------------------------------------------------------------------
     def spec(self, documents: list[dict]) -> dict:
+        return self.spec_for(documents, self.job_fields)
+
+    @staticmethod
+    def spec_for(documents: list[dict], job_fields: dict | None = None) -> dict:
+        """The body of a job of ``documents`` (with ``job_fields``: model, task, ...), truncating."""
         records = [{key: d[key] for key in ("id", "text", "query") if key in d} for d in documents]
-        return {"input": {"documents": records}, "long_documents": TRUNCATE, **self.job_fields}
+        return {"input": {"documents": records}, "long_documents": TRUNCATE, **(job_fields or {})}
 
     def submit(self, documents: list[dict], *, idempotency_key: str | None = None) -> str:
         """Submit over HTTP if this test started the API, else in process (``submit_job``)."""

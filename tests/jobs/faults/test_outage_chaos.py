@@ -170,7 +170,7 @@ class Traffic:
 
     def _submit(self, client: httpx.Client) -> None:
         documents = self.next_documents()
-        answer = self._call(client, "POST", "/v1/jobs", "POST /v1/jobs", json=Deployment.spec(documents))
+        answer = self._call(client, "POST", "/v1/jobs", "POST /v1/jobs", json=Deployment.spec_for(documents))
         if answer.status == 202:
             job_id = json.loads(answer.body)["id"]
             answer.job_id = job_id

@@ -42,6 +42,7 @@ def test_sparse_rows_equal_the_splade_formula(task_ctx, reference):
                                    atol=1e-5, rtol=1e-5)
     # And the manifest names the task and records the schema the parts have
     assert manifest["task"] == "sparse_embed" and manifest["dimensions"] is None
+    assert manifest["output"]["sparse_aggregation"] == "max"  # SPLADE-tiny's pooling: the max over positions
     assert [(c["name"], c["type"]) for c in manifest["output"]["schema"]][:3] == [
         ("id", "string"), ("sparse_indices", "list<int32>"), ("sparse_values", "list<float32>")]
     assert table.schema.field("sparse_indices").type == pa.list_(pa.int32())
