@@ -56,3 +56,50 @@ def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys)
 
     assert set(result.pids) == {"api", "worker", "beat", "redis", "weed"}
     assert not [pid for pids in result.pids.values() for pid in pids if pid_alive(pid)]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line holds ``text`` (this machine's /proc)."""
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigterm_stops_the_benchmark_and_its_whole_stack(tmp_path):
+    # Given the benchmark running a job on its own stack (Redis, SeaweedFS, API, beat, a worker)
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    state = tmp_path / "state"
+    bench = subprocess.Popen([sys.executable, "-m", "poolq.api.bench.scale", "--documents", "20000", "--workers", "1",
+                              "--state-dir", str(state), "--timeout", "900"],
+                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        for line in bench.stderr:  # the job is running once planned
+            if "planned:" in line:
+                break
+        assert len(_processes_mentioning(str(state))) >= 3  # its services name the state directory
+        # When it is sent SIGTERM
+        os.kill(bench.pid, signal.SIGTERM)
+        bench.wait(timeout=120)
+        # Then nothing of its stack is left running
+        deadline = time.monotonic() + 30
+        while _processes_mentioning(str(state)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _processes_mentioning(str(state)) == []
+    finally:
+        if bench.poll() is None:
+            bench.kill()
+        for pid in _processes_mentioning(str(state)):  # a failed check must not leave a stack behind
+            os.kill(pid, signal.SIGKILL)

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from dataclasses import asdict
@@ -104,6 +105,10 @@ def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> list[RunResult]:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--counted"]:  # inside a stack process: see s3_requests.run_counted
@@ -111,6 +116,9 @@ def main(argv: list[str] | None = None) -> list[RunResult]:
         return []
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # SIGTERM (a timeout, a killed session) unwinds like Ctrl-C: the finally blocks stop the stack
+    # (Redis, SeaweedFS, the API, beat, workers) instead of leaving it running.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     args = parse_args(argv)
     temporary = args.state_dir is None
     root = Path(tempfile.mkdtemp(prefix="poolq-scale-")) if temporary else args.state_dir.resolve()

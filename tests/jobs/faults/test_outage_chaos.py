@@ -35,13 +35,23 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _suite_conftest():
-    """This directory's conftest module, as pytest loaded it (the test dirs are not packages)."""
+    """This directory's conftest module, as pytest loaded it (the test dirs are not packages); or,
+    when another directory's conftest took its name in ``sys.modules`` (several test directories
+    given on one command line), a copy loaded from its file (only its constants and helpers are used)."""
+    import importlib.util
+
     path = Path(__file__).with_name("conftest.py").resolve()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
         if file and Path(file).resolve() == path:
             return module
-    raise RuntimeError(f"{path} is not loaded")
+    spec = importlib.util.spec_from_file_location("faults_conftest", path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{path} cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 _harness = _suite_conftest()
