@@ -129,7 +129,7 @@ class JobContext:
         """What makes ``model``'s vectors here: its files' fingerprint and the compute dtype
         (``sha256:…/float32``). Taken once per process, like the engine it describes."""
         if model not in self._engine_identities:
-            self._engine_identities[model] = f"{self.registry.fingerprint(model)}/{self.settings.dtype}"
+            self._engine_identities[model] = f"{self.registry.fingerprint(model)}/{self.settings.compute_dtype}"
         return self._engine_identities[model]
 
 

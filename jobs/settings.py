@@ -8,6 +8,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
+from poolq.engine.hardware import resolve_dtype
 from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
 
 
@@ -33,7 +34,8 @@ class Settings(BaseSettings):
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
     device: str = "cpu"
-    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    # auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16, float32 elsewhere (engine/hardware.py)
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
     max_num_batched_tokens: int = Field(8192, ge=64)
     max_num_seqs: int = Field(128, ge=1)
     max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "
@@ -133,10 +135,15 @@ class Settings(BaseSettings):
         throughput = self.shard_tokens_per_s or (50_000.0 if self.device.startswith("cuda") else 2_000.0)
         return max(1, int(self.shard_work_s * throughput))
 
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the engine computes in here: ``dtype``, with ``auto`` resolved for this machine."""
+        return resolve_dtype(self.dtype, self.device)
+
     def engine_config(self) -> EngineConfig:
         return EngineConfig(
             device=self.device,
-            dtype=self.dtype,
+            dtype=self.compute_dtype,
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
             max_chunks_per_document=self.max_chunks_per_document,

@@ -7,18 +7,22 @@ is passed to every worker, which finishes its current shard (Celery's warm shutd
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 
+from poolq.engine.hardware import cpu_flags
 from poolq.jobs.observability.log_format import use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.storage import verify_conditional_writes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,11 +40,17 @@ def check_store(settings: Settings) -> None:
         verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
 
 
+# The CPU flags a start-up log names: what decides the compute dtype and the kernels' speed.
+NOTED_FLAGS = frozenset({"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
+
+
 def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> int:
     """Run one prefork worker in this process until it is told to stop; returns its exit code
     (non-zero when Celery stopped it on an unrecoverable error, so a supervisor restarts it)."""
     check_store(settings)
     use_celery_logging(settings.log_format)
+    log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, settings.compute_dtype,
+             settings.dtype, ", ".join(sorted(cpu_flags() & NOTED_FLAGS)) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     register_tasks(app, settings)
     argv = [

@@ -1,0 +1,36 @@
+"""The compute dtype ``auto`` picks from the CPU's reported instruction sets (no guessing)."""
+import pytest
+
+from poolq.engine.hardware import cpu_flags, resolve_dtype
+
+ZEN3 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx avx2 fma\n"
+SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
+ICE_LAKE = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_vnni\n"
+
+
+@pytest.mark.parametrize("cpuinfo, device, expected", [
+    (ZEN3, "cpu", "float32"),
+    (ICE_LAKE, "cpu", "float32"),  # AVX-512 without BF16: bf16 is emulated, slower than fp32
+    (SAPPHIRE_RAPIDS, "cpu", "bfloat16"),
+    (ZEN3, "cuda", "bfloat16"),
+    (ZEN3, "cuda:1", "bfloat16"),
+])
+def test_auto_is_bf16_only_where_the_hardware_runs_it_fast(cpuinfo, device, expected):
+    assert resolve_dtype("auto", device, cpu_flags(cpuinfo)) == expected
+
+
+def test_an_explicit_dtype_is_kept_and_unreadable_flags_mean_none():
+    assert resolve_dtype("float16", "cpu", cpu_flags(SAPPHIRE_RAPIDS)) == "float16"
+    assert cpu_flags("no flags line here") == frozenset()
+
+
+def test_settings_resolve_auto_once_for_the_engine_and_the_identity(monkeypatch, tmp_path):
+    import poolq.engine.hardware as hardware
+    from poolq.jobs.local_runner import local_context
+    from poolq.jobs.settings import Settings
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: frozenset({"avx2"}))
+    settings = Settings(dtype="auto")
+    assert settings.compute_dtype == "float32" and settings.engine_config().dtype == "float32"
+    ctx = local_context(tmp_path, settings)
+    assert ctx.engine_identity("all-MiniLM-L6-v2").endswith("/float32")
