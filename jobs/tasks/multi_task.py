@@ -10,13 +10,13 @@ from poolq.engine import (
     EngineResult,
     ModelSpec,
     MultiOutput,
+    PolicyError,
     PooledData,
     PoolingOutput,
     PoolingRequest,
     PoolingTask,
     check_multi_task_mode,
 )
-from poolq.engine import PolicyError as _PolicyError
 from poolq.jobs.job import JobSpec
 from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected
 from poolq.storage import MultiRows, RowColumns, part_schema
@@ -35,10 +35,6 @@ class MultiTask(JobTask):
         self.parts = parts
         self.output_options = frozenset().union(*(part.output_options for part in parts))  # type: ignore[misc]
 
-    @property
-    def label(self) -> str:
-        return self.spec.task_label
-
     def pooling_task_of(self, model_spec: ModelSpec) -> PoolingTask:
         for part in self.parts:
             part.pooling_task_of(model_spec)  # each must be served; the first leads the request
@@ -49,7 +45,7 @@ class MultiTask(JobTask):
             part.check_options(model_spec)
         try:
             check_multi_task_mode(self.spec.long_documents.mode)
-        except _PolicyError as exc:
+        except PolicyError as exc:
             raise OptionRejected("long_documents.mode", str(exc)) from None
 
     def dimensions(self, engine: "PoolingEngine") -> int | None:

@@ -22,6 +22,7 @@ from poolq.engine import (
     RequestError,
 )
 from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
+from poolq.jobs.job import JobSpec
 from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected, as_dense
 from poolq.storage import RowColumns, ScoreRows, score_schema
 
@@ -36,7 +37,10 @@ _TEXT = "text"
 class ScoreTask(JobTask):
     name = "score"
     pooling_task = PoolingTask.CLASSIFY  # cross_encoder's; pooling_task_of says which the job runs
-    _query_ids: dict[str, str | None] = {}  # the running shard's pairs' query ids (set by run)
+
+    def __init__(self, spec: JobSpec) -> None:
+        super().__init__(spec)
+        self._query_ids: dict[str, str | None] = {}  # the shard's pairs' query ids: run() fills it, rows read it
 
     def mode_of(self, model_spec: ModelSpec) -> str:
         served = score_modes(model_spec)

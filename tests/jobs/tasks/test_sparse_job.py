@@ -68,20 +68,35 @@ def test_prune_breaks_weight_ties_by_the_lower_id():
     assert indices.tolist() == [3, 7, 9]
 
 
+@torch.no_grad()
 def test_long_documents_chunked_and_naive_chunks(task_ctx):
-    long_text = " ".join(TEXTS * 6)  # ~6 windows of 32 tokens
+    # Given a document of ~6 windows of 32 tokens
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(splade_tiny_dir())
+    hf = AutoModelForMaskedLM.from_pretrained(splade_tiny_dir()).eval()
+    long_text = " ".join(TEXTS * 6)
     documents = [{"id": "long", "text": long_text}]
-    chunked = {"mode": "chunked", "window_tokens": 32}
-    _, table = run_task_job(task_ctx, documents, model="splade-tiny", task="sparse_embed", long_documents=chunked)
+    # When it runs chunked, Then its vector is the SPLADE max over its windows (each [CLS] .. [SEP])
+    _, table = run_task_job(task_ctx, documents, model="splade-tiny", task="sparse_embed",
+                            long_documents={"mode": "chunked", "window_tokens": 32})
     (row,) = table.to_pylist()
-    # The chunked vector's weight of each term is its max over the windows' (each at most the document's)
-    assert row["num_tokens"] > 32 and not row["truncated"] and len(row["sparse_indices"]) > 20
-    naive = {"mode": "naive_chunks", "chunk_tokens": 24}
-    _, chunks = run_task_job(task_ctx, documents, model="splade-tiny", task="sparse_embed", long_documents=naive)
-    assert chunks.num_rows > 4 and chunks.column("chunk_index").to_pylist() == list(range(chunks.num_rows))
-    union = {i for indices in chunks.column("sparse_indices").to_pylist() for i in indices}
-    assert set(row["sparse_indices"]) <= union | set(row["sparse_indices"])  # same vocabulary space
-    assert all(values for values in chunks.column("sparse_values").to_pylist())
+    content = tokenizer(long_text, add_special_tokens=False)["input_ids"]
+    windows = [[tokenizer.cls_token_id, *content[i:i + 30], tokenizer.sep_token_id] for i in range(0, len(content), 30)]
+    expected = torch.stack([torch.log1p(torch.relu(hf(input_ids=torch.tensor([ids])).logits[0])).amax(0)
+                            for ids in windows]).amax(0)
+    assert len(windows) > 5 and row["num_tokens"] == len(content) + 2 and not row["truncated"]
+    torch.testing.assert_close(_dense(row["sparse_indices"], row["sparse_values"], len(expected)), expected,
+                               atol=1e-5, rtol=1e-5)
+    # When it runs in naive chunks, Then each chunk row is the SPLADE vector of that chunk's text alone
+    _, chunks = run_task_job(task_ctx, documents, model="splade-tiny", task="sparse_embed",
+                             long_documents={"mode": "naive_chunks", "chunk_tokens": 24})
+    rows = chunks.to_pylist()
+    assert len(rows) > 4 and [r["chunk_index"] for r in rows] == list(range(len(rows)))
+    pieces = splade_reference(splade_tiny_dir(), [long_text[r["char_start"]:r["char_end"]] for r in rows])
+    for chunk_row, piece in zip(rows, pieces):
+        torch.testing.assert_close(_dense(chunk_row["sparse_indices"], chunk_row["sparse_values"], len(piece)), piece,
+                                   atol=1e-5, rtol=1e-5)
 
 
 def test_an_unchanged_rerun_carries_every_sparse_row(task_ctx):

@@ -6,7 +6,7 @@ import torch
 from support.task_jobs import run_task_job
 
 from poolq.jobs.tasks.entity_groups import TaggedToken, group_entities
-from poolq.storage import codec_for
+from poolq.storage import codec_for, type_name
 
 TEXTS = ["George Orwell lived in London and Jura.", "Foxes eat rodents, rabbits and berries."]
 DOCUMENTS = [{"id": f"doc-{i}", "text": text} for i, text in enumerate(TEXTS)]
@@ -38,14 +38,8 @@ def test_token_embed_rows_equal_transformers_token_states(task_ctx, minilm_hf, o
         assert row["char_offsets"] == encoded["offset_mapping"][0].tolist()
     columns = {c["name"]: c["type"] for c in manifest["output"]["schema"]}
     vector_type = codec_for(output.get("dtype", "float32")).arrow_type(dimensions)
-    assert columns["token_embeddings"] == f"list<{type_name_of(vector_type)}>"
+    assert columns["token_embeddings"] == f"list<{type_name(vector_type)}>"
     assert columns["char_offsets"] == "list<fixed_size_list<int32>[2]>"
-
-
-def type_name_of(data_type):
-    from poolq.storage import type_name
-
-    return type_name(data_type)
 
 
 def test_chunked_token_embed_gives_every_token_one_row(task_ctx):
