@@ -13,7 +13,7 @@ import re
 import sys
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, ClassVar, Iterator
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = "\ufeff"
@@ -27,6 +27,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 class JsonlObject:
     """One well-formed line."""
 
+    unit: ClassVar[str] = "line"  # what ``line`` counts, in messages (a Parquet row says "row")
     line: int  # 1-based
     value: dict
     # Where the line's bytes are in the object, newline included: what a shard names instead of a
@@ -39,6 +40,7 @@ class JsonlObject:
 class JsonlLineError:
     """One line that is not a JSON object in UTF-8; reading goes on with the next line."""
 
+    unit: ClassVar[str] = "line"
     line: int  # 1-based
     code: str  # invalid_utf8 | invalid_json | not_an_object | invalid_unicode | invalid_gzip
     message: str

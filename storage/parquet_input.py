@@ -1,0 +1,166 @@
+"""Reading a Parquet input object by row group, through ranged reads of the store.
+
+pyarrow reads the footer, then only the column chunks of the row groups and columns asked for,
+each through a ranged GET (``ObjectStore.open_range``): the object is never fetched whole, and
+what is held at a time is one row group's chunks of those columns (streamed page by page within
+``_READ_BUFFER``) plus one batch of rows as Python values. A row comes out shaped like a JSONL
+line (``ParquetRow``), so planning and shards treat both formats alike: its ``line`` is its
+1-based row number in the object and its ``offset`` its row index, so a shard names row ranges.
+"""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import ClassVar, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from poolq.storage.jsonl import JsonlObject, JsonlProgress
+from poolq.storage.object_store import ObjectStore
+
+PARQUET_MAGIC = b"PAR1"  # the first (and last) four bytes of every Parquet file
+_READ_BUFFER = 1 << 20  # bytes per ranged read inside a column chunk (pyarrow's buffered stream)
+_BATCH_ROWS = 4096  # rows turned into Python values at a time
+
+RowRange = tuple[int, int]  # row indices [start, end) of one object
+
+
+@dataclass(frozen=True)
+class ParquetRow(JsonlObject):
+    """One row: ``value`` holds the columns that were read (an absent column is no key)."""
+
+    unit: ClassVar[str] = "row"
+
+
+@dataclass(frozen=True)
+class RowGroup:
+    index: int
+    first_row: int  # the row index of its first row in the object
+    rows: int
+    data_bytes: int  # uncompressed: what planning sizes sections by, as it sizes JSONL by bytes
+
+    @property
+    def end_row(self) -> int:
+        return self.first_row + self.rows
+
+
+class ParquetInput:
+    """One Parquet object of a store, opened by its footer (a ranged read or two)."""
+
+    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
+        self.uri = store.uri(key)
+        try:
+            self.file = pq.ParquetFile(_RangedReader(store, key, size), buffer_size=_READ_BUFFER, pre_buffer=False)
+        except pa.ArrowInvalid as exc:
+            raise NotParquetError(f"{self.uri} cannot be read as Parquet: {exc}") from exc
+        metadata = self.file.metadata
+        groups, first = [], 0
+        for index in range(metadata.num_row_groups):
+            group = metadata.row_group(index)
+            groups.append(RowGroup(index, first, group.num_rows, group.total_byte_size))
+            first += group.num_rows
+        self.row_groups: list[RowGroup] = groups
+        self.num_rows = first
+
+    def column_types(self, names: Iterable[str]) -> dict[str, pa.DataType]:
+        """The Arrow types of those of ``names`` that are top-level columns of the object."""
+        schema = self.file.schema_arrow
+        return {name: schema.field(name).type for name in names if schema.get_field_index(name) >= 0}
+
+    def rows(self, ranges: list[RowRange], columns: Iterable[str],
+             progress: JsonlProgress | None = None) -> Iterator[ParquetRow]:
+        """The rows in ``ranges`` (sorted, not overlapping), with those of ``columns`` the object has.
+
+        Each row group holding some of them is read once, from its first row to the last one
+        wanted (row groups are the unit pyarrow can enter a column chunk at)."""
+        present = list(self.column_types(dict.fromkeys(columns)))
+        pending = [(start, end) for start, end in ranges if end > start]
+        for group in self.row_groups:
+            if not pending:
+                return
+            if pending[0][0] >= group.end_row:
+                continue
+            yield from self._group_rows(group, pending, present, progress)
+            pending = [(max(start, group.end_row), end) for start, end in pending if end > group.end_row]
+
+    def _group_rows(self, group: RowGroup, pending: list[RowRange], columns: list[str],
+                    progress: JsonlProgress | None) -> Iterator[ParquetRow]:
+        last = min(group.end_row, pending[-1][1])
+        ranges = iter(pending)
+        start, end = next(ranges)
+        index = group.first_row
+        for batch in self.file.iter_batches(_BATCH_ROWS, row_groups=[group.index], columns=columns, use_threads=False):
+            for value in _python_rows(batch):
+                if index >= last:
+                    return
+                while index >= end:  # a range before ``last`` ends past ``index``: never exhausted
+                    start, end = next(ranges)
+                if index >= start:
+                    if progress is not None:
+                        progress.lines += 1
+                    yield ParquetRow(index + 1, value, index, 1)
+                index += 1
+
+
+def _python_rows(batch: pa.RecordBatch) -> Iterator[dict]:
+    """The batch's rows as dicts of Python values."""
+    names = batch.schema.names
+    for values in zip(*(_python_values(column) for column in batch.columns)):
+        yield dict(zip(names, values))
+
+
+def _python_values(column: pa.Array) -> list:
+    """A column's values in Python; where Python has no type for them (nanosecond timestamps and
+    durations: a datetime stops at microseconds) they stay Arrow scalars, which the output's
+    writer takes back as they are, rather than failing the batch or losing the nanoseconds."""
+    try:
+        return column.to_pylist()
+    except (ValueError, OverflowError, pa.ArrowException):
+        return [value if value.is_valid else None for value in column]
+
+
+class NotParquetError(ValueError):
+    """The object is named or marked as Parquet, but its footer cannot be read."""
+
+
+def is_parquet(head: bytes) -> bool:
+    """The first bytes of an object say it is Parquet."""
+    return head[: len(PARQUET_MAGIC)] == PARQUET_MAGIC
+
+
+class _RangedReader(io.RawIOBase):
+    """A seekable reader over one object: every read is a ranged GET of exactly what is asked."""
+
+    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
+        super().__init__()
+        self.store, self.key, self.size = store, key, size
+        self.position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = self.size if size is None or size < 0 else min(self.size, self.position + size)
+        if end <= self.position:
+            return b""
+        with self.store.open_range(self.key, self.position, end) as stream:
+            data = stream.read()
+        self.position += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
