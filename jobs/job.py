@@ -50,12 +50,14 @@ class InlineInput(_Strict):
 
 
 class UriInput(_Strict):
-    """A JSONL object in the store (one JSON object per line), or a prefix ending in ``/``: every
-    ``*.jsonl`` object under it, read one after another in key order."""
+    """An object in the store, JSONL (one JSON object per line, gzip too) or Parquet, or a prefix
+    ending in ``/``: every ``*.jsonl``, ``*.jsonl.gz`` and ``*.parquet`` object under it, read one
+    after another in key order."""
 
-    uri: str = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
-    id_field: str = "id"
-    text_field: str = "text"
+    uri: str = Field(description="s3://bucket/key.jsonl or s3://bucket/key.parquet, or s3://bucket/prefix/ for every "
+                                 "*.jsonl, *.jsonl.gz and *.parquet object under it")
+    id_field: str = Field("id", description="field (Parquet: column) holding each record's id: a string or integer")
+    text_field: str = Field("text", description="field (Parquet: column) holding each record's text: a string")
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
     query_field: str = Field("query", description="score jobs: field holding each pair's first text")
     query_id_field: str = Field("query_id", description="score jobs: field grouping consecutive pairs for their rank")
@@ -84,7 +86,8 @@ class OutputOptions(_Strict):
         0.5, ge=0, le=1, description="classify, multi-label models: ``labels`` lists those scoring at least this"
     )
     include_fields: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
-        None, max_length=32, description="input fields copied into every output row (JSON-typed columns; null if missing)"
+        None, max_length=32, description="input fields copied into every output row (a Parquet column keeps its Arrow "
+        "type, a JSONL field gets a JSON-typed column; null if missing)"
     )
 
     @field_validator("include_fields")

@@ -1,8 +1,9 @@
-"""A job's input objects: inline documents, one JSONL object, or every ``*.jsonl`` under a prefix.
+"""A job's input objects: inline documents, one object, or every input object under a prefix.
 
-A URI ending in ``/`` is a prefix: its ``.jsonl`` and ``.jsonl.gz`` objects are read in key
-order, and errors name the object they are in (``<uri>: line 7``). Gzip-compressed objects are
-read as such whatever their name (``jobs/planning/sections.py`` cuts the objects into sections).
+A URI ending in ``/`` is a prefix: its ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` objects are
+read in key order, and errors name the object they are in (``<uri>: line 7``, ``<uri>: row 7``).
+Each object's format is its own (``input_format.py``); ``jobs/planning/sections.py`` cuts the
+objects into sections.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_format import INPUT_SUFFIXES
 from poolq.jobs.job import InlineInput, JobSpec
 from poolq.storage import (
     LocalObjectStore,
@@ -21,11 +23,9 @@ from poolq.storage import (
     parse_uri,
 )
 
-INPUT_SUFFIXES = (".jsonl", ".jsonl.gz")
-
 
 def is_prefix(uri: str) -> bool:
-    """A URI that names every ``*.jsonl`` object under it rather than one object."""
+    """A URI that names every input object under it rather than one object."""
     return uri.endswith("/")
 
 
@@ -48,7 +48,8 @@ def input_objects(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple
     store, prefix = _open_prefix(uri, ctx.settings.s3_config())
     keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIXES)]
     if not keys:
-        raise ObjectNotFoundError(f"{uri} holds no {' or '.join('*' + suffix for suffix in INPUT_SUFFIXES)} objects")
+        *others, last = ["*" + suffix for suffix in INPUT_SUFFIXES]
+        raise ObjectNotFoundError(f"{uri} holds no {', '.join(others)} or {last} objects")
     for key in keys:
         yield store, key, True
 

@@ -1,11 +1,15 @@
-"""Input records: one JSONL line -> a document to embed, or a per-record error."""
+"""Input records: one JSONL line or Parquet row -> a document to embed, or a per-record error.
+
+Messages say where the record is as its object counts: ``line 7`` in JSONL, ``row 7`` in
+Parquet (the item's ``unit``); a field that is there but null says so, one that is absent is
+missing. Integer ids (a Parquet int64 column, a JSON number) become their decimal text.
+"""
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 
-from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES
+from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES, json_text
 from poolq.storage import JsonlLineError, JsonlObject
 
 MAX_ID_LENGTH = 512
@@ -19,11 +23,12 @@ _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 class InputRecord:
     id: str
     text: str
-    line: int  # 1-based line of the input
+    line: int  # 1-based line (JSONL) or row (Parquet) of its object
     chunk_spans: list[list[int]] | None = None  # caller-given character spans
     query: str | None = None  # score jobs: the pair's first text (the record's text is its second)
     query_id: str | None = None  # score jobs: pairs sharing it are ranked together (a rerank)
     fields: dict | None = None  # output.include_fields: name -> value (None when missing)
+    unit: str = "line"  # what ``line`` counts, for messages: "line" or "row"
 
     def to_json(self) -> dict:
         row = {"id": self.id, "text": self.text, "line": self.line}
@@ -58,31 +63,32 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     pairs and their optional group, for score jobs)."""
     if isinstance(item, JsonlLineError):
         return RecordError(None, item.line, item.code, item.message)
-    line, value = item.line, item.value
+    line, value, unit = item.line, item.value, item.unit
+    at = f"{unit} {line}"
     raw_id = value.get(id_field)
     if raw_id is None:
-        return RecordError(None, line, "missing_id", f"line {line}: field {id_field!r} is missing")
+        return RecordError(None, line, "missing_id", f"{at}: field {id_field!r} {_absent(value, id_field)}")
     if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        return RecordError(None, line, "invalid_id", f"line {line}: field {id_field!r} must be a string or integer")
+        return RecordError(None, line, "invalid_id", f"{at}: field {id_field!r} must be a string or integer")
     record_id = str(raw_id)
     if not record_id or len(record_id) > MAX_ID_LENGTH:
         return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id",
-                           f"line {line}: id must be 1..{MAX_ID_LENGTH} characters")
+                           f"{at}: id must be 1..{MAX_ID_LENGTH} characters")
     if (control := _CONTROL_CHARACTER.search(record_id)) is not None:
-        return RecordError(None, line, "invalid_id", f"line {line}: id {ascii(record_id[:80])} contains control character "
+        return RecordError(None, line, "invalid_id", f"{at}: id {ascii(record_id[:80])} contains control character "
                            f"U+{ord(control.group()):04X} at position {control.start()}")
+    at = f"{at} (id {record_id!r})"
     text = value.get(text_field)
     if text is None:
-        return RecordError(record_id, line, "missing_text", f"line {line} (id {record_id!r}): field {text_field!r} is missing")
+        return RecordError(record_id, line, "missing_text", f"{at}: field {text_field!r} {_absent(value, text_field)}")
     if not isinstance(text, str):
-        return RecordError(record_id, line, "invalid_text",
-                           f"line {line} (id {record_id!r}): field {text_field!r} must be a string")
+        return RecordError(record_id, line, "invalid_text", f"{at}: field {text_field!r} must be a string")
     if not text.strip():
-        return RecordError(record_id, line, "empty_text", f"line {line} (id {record_id!r}): text is empty")
+        return RecordError(record_id, line, "empty_text", f"{at}: text is empty")
     spans = value.get(spans_field)
     if spans is not None and not _is_span_list(spans):
         return RecordError(record_id, line, "invalid_chunk_spans",
-                           f"line {line} (id {record_id!r}): field {spans_field!r} must be a list of [start, end] integer pairs")
+                           f"{at}: field {spans_field!r} must be a list of [start, end] integer pairs")
     query = query_id = None
     if query_field is not None:
         query = value.get(query_field)
@@ -91,15 +97,20 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
             query_id, problem = _query_id(value.get(query_id_field), query_id_field)
         if problem is not None:
             code, message = problem
-            return RecordError(record_id, line, code, f"line {line} (id {record_id!r}): {message}")
+            return RecordError(record_id, line, code, f"{at}: {message}")
     fields = None
     if include_fields:
         fields = {name: value.get(name) for name in include_fields}
-        size = len(json.dumps(fields, ensure_ascii=False))
+        size = len(json_text(fields))
         if size > MAX_INCLUDED_BYTES:
-            return RecordError(record_id, line, "fields_too_large", f"line {line} (id {record_id!r}): the included fields "
+            return RecordError(record_id, line, "fields_too_large", f"{at}: the included fields "
                                f"({', '.join(include_fields)}) take {size} bytes as JSON; at most {MAX_INCLUDED_BYTES}")
-    return InputRecord(record_id, text, line, spans, query, query_id, fields)
+    return InputRecord(record_id, text, line, spans, query, query_id, fields, unit)
+
+
+def _absent(value: dict, name: str) -> str:
+    """How a field without a value is described: there but null, or not there at all."""
+    return "is null" if name in value else "is missing"
 
 
 def _query_id(raw: object, field: str) -> tuple[str | None, tuple[str, str] | None]:

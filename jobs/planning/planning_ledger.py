@@ -30,7 +30,7 @@ class SectionScan:
     lines: int  # lines read, blank ones too: where the next section of the object starts counting
     valid: int  # valid records, spilled to ``ids.tsv`` in input order
     groups: int = 0  # score jobs: runs of consecutive pairs sharing a query id, spilled to ``groups.tsv``
-    field_types: dict[str, str] = field(default_factory=dict)  # included fields: the type of each's first value
+    field_types: dict[str, str] = field(default_factory=dict)  # included fields: their schema types (Parquet), else first values
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import IO
 import numpy as np
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.inputs.included_fields import accepts, json_type
+from poolq.jobs.inputs.included_fields import accepts, json_type, type_label, types_to_check
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
 from poolq.jobs.planning.decide import SKIPS_NAME, SectionSkips
@@ -34,7 +34,9 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
     if decided is None:
         raise RuntimeError(f"job {job_id}: section {index} is cut before its duplicates were decided")
     skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
-    scanned = planning.scan(index).valid
+    scan = planning.scan(index)
+    scanned = scan.valid
+    checked_types = types_to_check(decided.field_types, scan.field_types)
     cutter = ShardCutter(ctx, job_id, index, section)
     codes: Counter[str] = Counter()
     samples: list[str] = []
@@ -45,7 +47,7 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
                 repeated = duplicates.holds(valid)
-                mistyped = field_type_error(record, decided.field_types)
+                mistyped = field_type_error(record, checked_types)
                 if repeated:
                     _file_error(errors, duplicate_error(record), section, codes, samples)
                 elif split.holds(valid):
@@ -88,7 +90,8 @@ class _Positions:
 
 def duplicate_error(record: InputRecord) -> RecordError:
     numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
-    return RecordError(record.id, record.line, "duplicate_id", f"line {record.line}: id {record.id!r} appeared before{numeric}")
+    return RecordError(record.id, record.line, "duplicate_id",
+                       f"{record.unit} {record.line}: id {record.id!r} appeared before{numeric}")
 
 
 def field_type_error(record: InputRecord, field_types: dict[str, str]) -> RecordError | None:
@@ -97,15 +100,15 @@ def field_type_error(record: InputRecord, field_types: dict[str, str]) -> Record
         value = (record.fields or {}).get(name)
         if not accepts(field_type, value):
             return RecordError(record.id, record.line, "field_type_mismatch",
-                               f"line {record.line} (id {record.id!r}): field {name!r} holds {json_type(value)}; the job's "
-                               f"column is {field_type} (the type of its first value in the input)")
+                               f"{record.unit} {record.line} (id {record.id!r}): field {name!r} holds {json_type(value)}; "
+                               f"the job's column is {type_label(field_type)} (its type where the input first has it)")
     return None
 
 
 def split_query_error(record: InputRecord) -> RecordError:
     return RecordError(record.id, record.line, "query_not_contiguous",
-                       f"line {record.line}: query_id {record.query_id!r} appeared earlier, before other queries' pairs; "
-                       "a query's pairs must be consecutive to be ranked together (its earlier pairs are ranked alone)")
+                       f"{record.unit} {record.line}: query_id {record.query_id!r} appeared earlier, before other queries' "
+                       "pairs; a query's pairs must be consecutive to be ranked together (its earlier pairs are ranked alone)")
 
 
 def _file_error(errors: IO[bytes], error: RecordError, section: InputSection, codes: Counter[str],

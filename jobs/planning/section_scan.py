@@ -9,7 +9,7 @@ from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
 from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
-from poolq.jobs.planning.sections import section_records
+from poolq.jobs.planning.sections import section_field_types, section_records
 from poolq.jobs.steps.content_hash import content_hash
 from poolq.jobs.steps.shard_input import InputFields
 from poolq.storage import JsonlProgress
@@ -27,7 +27,8 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
     progress = JsonlProgress()
     counted = {"valid": 0}
     groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
-    types: dict[str, str] = {}
+    # A Parquet section's schema types its carried columns; a JSONL section's first values do.
+    types = section_field_types(sections[section], fields.include_fields, ctx)
 
     def spill_lines() -> Iterator[bytes]:
         for _, record in section_records(sections[section], fields, ctx, progress=progress):

@@ -1,44 +1,45 @@
-"""The input's sections: one per object, and line-aligned byte ranges of objects too large for one.
+"""The input's sections: one per object, and ranges of objects too large for one.
 
-A section is what one planning task reads. Large objects are cut at the first line end after
-every ``section_bytes`` (a few small ranged GETs per cut); gzip-compressed objects cannot be
-entered mid-stream and stay whole.
+A section is what one planning task reads. Each object is read in its own format
+(``input_format.py``): a JSONL object is cut into line-aligned byte ranges
+(``jsonl_sections.py``), a Parquet object into runs of whole row groups
+(``parquet_sections.py``); both yield their records as numbered items (lines, rows).
 """
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, dataclass
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_format import InputFormat, object_format
 from poolq.jobs.inputs.input_reader import input_objects
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.job import JobSpec
+from poolq.jobs.planning.input_section import InputSection
+from poolq.jobs.planning.jsonl_sections import jsonl_field_types, jsonl_items, jsonl_sections
+from poolq.jobs.planning.parquet_sections import parquet_field_types, parquet_items, parquet_sections
 from poolq.jobs.steps.shard_input import InputChanged, InputFields
-from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectStore, open_uri, read_jsonl
+from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_PROBE_BYTES = 64 << 10  # read while looking for a line end past a cut point
+__all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
 
 
 @dataclass(frozen=True)
-class InputSection:
-    """Bytes ``[start, end)`` of one input object, as planning found it."""
+class _Format:
+    """How sections of one input format are listed and read (the functions of its module)."""
 
-    uri: str  # the object: shards read their byte ranges of it from here
-    version: str  # ObjectInfo.version when the sections were listed
-    name: str | None  # the object's name in error messages: its URI in a prefix input, else None
-    start: int
-    end: int
-    whole: bool  # the section is the whole object (read as a stream: gzip allowed)
+    sections: Callable[[ObjectStore, str, ObjectInfo, str | None, int], list[InputSection]]
+    items: Callable[[InputSection, ObjectStore, str, ObjectInfo, int, JsonlProgress | None, Iterable[str] | None],
+                    Iterator[JsonlObject | JsonlLineError]]
+    field_types: Callable[[ObjectStore, str, ObjectInfo, Iterable[str]], dict[str, str]]
 
-    def to_json(self) -> dict:
-        return asdict(self)
 
-    @classmethod
-    def from_json(cls, raw: dict) -> "InputSection":
-        return cls(**raw)
+_FORMATS = {
+    InputFormat.JSONL: _Format(jsonl_sections, jsonl_items, jsonl_field_types),
+    InputFormat.PARQUET: _Format(parquet_sections, parquet_items, parquet_field_types),
+}
 
 
 def list_sections(spec: JobSpec, job_id: str, ctx: JobContext, section_bytes: int) -> list[InputSection]:
@@ -56,53 +57,34 @@ def list_sections(spec: JobSpec, job_id: str, ctx: JobContext, section_bytes: in
 
 def _object_sections(store: ObjectStore, key: str, named: bool, section_bytes: int) -> list[InputSection]:
     info = store.stat(key)
-    uri = store.uri(key)
-    name = uri if named else None
-    cuts = _cut_points(store, key, info.size, section_bytes) if info.size > section_bytes else []
-    bounds = [0, *cuts, info.size]
-    whole = len(bounds) == 2
-    return [InputSection(uri, info.version, name, start, end, whole) for start, end in zip(bounds, bounds[1:])]
+    name = store.uri(key) if named else None
+    return _FORMATS[object_format(store, key)].sections(store, key, info, name, section_bytes)
 
 
-def _cut_points(store: ObjectStore, key: str, size: int, section_bytes: int) -> list[int]:
-    """Offsets just after the first line end at or past each multiple of ``section_bytes``."""
-    with store.open_range(key, 0, min(size, len(_GZIP_MAGIC))) as stream:
-        if stream.read() == _GZIP_MAGIC:
-            return []
-    cuts: list[int] = []
-    target = section_bytes
-    while target < size:
-        cut = _line_end_after(store, key, target - 1, size)
-        if cut >= size:
-            break
-        cuts.append(cut)
-        target = cut + section_bytes
-    return cuts
-
-
-def _line_end_after(store: ObjectStore, key: str, offset: int, size: int) -> int:
-    """The offset just past the first ``\\n`` at or after ``offset`` (``size`` if there is none)."""
-    while offset < size:
-        end = min(size, offset + _PROBE_BYTES)
-        with store.open_range(key, offset, end) as stream:
-            found = stream.read().find(b"\n")
-        if found >= 0:
-            return offset + found + 1
-        offset = end
-    return size
-
-
-def section_lines(section: InputSection, ctx: JobContext, first_line: int = 1,
-                  progress: JsonlProgress | None = None) -> Iterator[JsonlObject | JsonlLineError]:
-    """Every line of ``section``; ``first_line`` numbers its first line (unknown to a scan: 1)."""
+def _opened(section: InputSection, ctx: JobContext) -> tuple[ObjectStore, str, ObjectInfo]:
+    """The section's object, checked to be the one that was listed."""
     store, key = open_uri(section.uri, ctx.settings.s3_config())
-    version = store.stat(key).version
-    if version != section.version:
+    info = store.stat(key)
+    if info.version != section.version:
         raise InputChanged(f"{section.uri} was replaced while the job was planned (version {section.version} "
-                           f"then, {version} now): submit the job again")
-    opened = store.open(key) if section.whole else store.open_range(key, section.start, section.end)
-    with opened as stream:
-        yield from read_jsonl(stream, first_line=first_line, start_offset=section.start, progress=progress)
+                           f"then, {info.version} now): submit the job again")
+    return store, key, info
+
+
+def section_lines(section: InputSection, ctx: JobContext, first_line: int = 1, progress: JsonlProgress | None = None,
+                  columns: Iterable[str] | None = None) -> Iterator[JsonlObject | JsonlLineError]:
+    """Every line (row) of ``section``; ``first_line`` numbers a JSONL section's first line (unknown
+    to a scan: 1); ``columns``: what a Parquet section reads of its rows (None: every column)."""
+    store, key, info = _opened(section, ctx)
+    yield from _FORMATS[InputFormat(section.format)].items(section, store, key, info, first_line, progress, columns)
+
+
+def section_field_types(section: InputSection, names: tuple[str, ...], ctx: JobContext) -> dict[str, str]:
+    """The types the section's own schema gives the carried fields ``names`` (Parquet), else none."""
+    if not names:
+        return {}
+    store, key, info = _opened(section, ctx)
+    return _FORMATS[InputFormat(section.format)].field_types(store, key, info, names)
 
 
 Line = tuple[JsonlObject | JsonlLineError, InputRecord | RecordError]  # a line and what it holds
@@ -113,14 +95,14 @@ def section_records(section: InputSection, fields: InputFields, ctx: JobContext,
     """Every non-blank line of ``section`` with what it is: a valid record or the line's error.
 
     A failure that is not one line's (the store, the network) says where reading stopped."""
-    line = 0
+    last = ""
     try:
-        for item in section_lines(section, ctx, first_line, progress):
-            line = item.line
+        for item in section_lines(section, ctx, first_line, progress, fields.columns()):
+            last = f"{item.unit} {item.line}"
             yield item, _as_record(item, fields)
     except Exception as exc:
         where = section.name or section.uri
-        exc.add_note(f"while planning {where}, after line {line}" if line else f"while opening {where}")
+        exc.add_note(f"while planning {where}, after {last}" if last else f"while opening {where}")
         raise
 
 
@@ -129,11 +111,11 @@ def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields) -> Input
         return fields.record(item)
     except Exception as exc:  # noqa: BLE001 - whatever one line holds, it is that line's error alone
         return RecordError(None, item.line, "invalid_record",
-                           f"line {item.line}: cannot be read as a record: {type(exc).__name__}: {exc}")
+                           f"{item.unit} {item.line}: cannot be read as a record: {type(exc).__name__}: {exc}")
 
 
 def sections_bytes(sections: list[InputSection]) -> int:
-    return sum(section.end - section.start for section in sections)
+    return sum(section.size_bytes for section in sections)
 
 
 def dump_sections(sections: list[InputSection]) -> bytes:

@@ -56,7 +56,8 @@ class ShardCutter:
 
     def _new_buffer(self) -> _ShardBuffer:
         settings = self.ctx.settings
-        shard = ShardInput(uri=self.section.uri, version=self.section.version, source=self.section.name)
+        shard = ShardInput(uri=self.section.uri, version=self.section.version, source=self.section.name,
+                           format=self.section.format)
         return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget, shard)
 
     def add(self, record: InputRecord, item: JsonlObject) -> None:

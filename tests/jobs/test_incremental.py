@@ -235,4 +235,4 @@ def test_a_prefix_input_reads_every_jsonl_object_in_key_order(tmp_path, local_ct
 def test_an_empty_prefix_fails_the_job_saying_so(tmp_path, local_ctx):
     (tmp_path / "empty").mkdir()
     status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "empty").as_uri() + "/"}}), local_ctx)
-    assert status.status is JobState.FAILED and "holds no *.jsonl or *.jsonl.gz objects" in status.error
+    assert status.status is JobState.FAILED and "holds no *.jsonl, *.jsonl.gz or *.parquet objects" in status.error

@@ -1,13 +1,25 @@
 """output.include_fields: input fields copied into every output row, typed once per job from
 their first values, per-record errors for values of another type or too large, 422s for names
 that would shadow a column."""
+import datetime
 import json
 
 import pyarrow as pa
 import pytest
 from support.task_jobs import run_task_job
 
-from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES
+from poolq.jobs.inputs.included_fields import (
+    MAX_INCLUDED_BYTES,
+    IncludedColumns,
+    accepts,
+    arrow_field_type,
+    arrow_type,
+    column_value,
+    is_arrow_type,
+    json_type,
+    type_label,
+    types_to_check,
+)
 from poolq.jobs.job import JobSpec
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.steps.submit import JobRejected, validate_spec
@@ -93,3 +105,35 @@ def test_inline_fields_may_not_shadow_the_documents_own(local_ctx):
 
         submit_job(spec, local_ctx)
     assert caught.value.field == "input.documents.0.fields"
+
+
+ARROW_TYPES = [pa.int32(), pa.timestamp("us", tz="UTC"), pa.list_(pa.string()), pa.decimal128(7, 2),
+               pa.struct([("a", pa.int16())]), pa.timestamp("ns"), pa.dictionary(pa.int32(), pa.string())]
+
+
+@pytest.mark.parametrize("data_type", ARROW_TYPES, ids=str)
+def test_a_parquet_columns_arrow_type_is_a_field_type_exactly(data_type):
+    field_type = arrow_field_type(data_type)
+    assert is_arrow_type(field_type) and arrow_type(field_type).equals(data_type)
+    assert IncludedColumns(["f"], {"f": field_type}).arrow_types() == {"f": data_type}
+
+
+def test_an_arrow_column_takes_what_converts_to_its_type():
+    int32, stamp = arrow_field_type(pa.int32()), arrow_field_type(pa.timestamp("s"))
+    assert accepts(int32, 7) and accepts(int32, None) and not accepts(int32, 2**40) and not accepts(int32, "7")
+    assert accepts(stamp, datetime.datetime(2024, 5, 1)) and not accepts(stamp, [1])
+    nanos = pa.scalar(5, pa.timestamp("ns"))  # what a row holds for a value datetime cannot
+    assert accepts(arrow_field_type(pa.timestamp("ns")), nanos) and not accepts(stamp, nanos)
+    assert type_label(arrow_field_type(pa.list_(pa.string()))) == "list<string>" and type_label("integer") == "integer"
+
+
+def test_a_json_column_refuses_values_json_has_no_type_for():
+    assert not accepts("string", datetime.date(2024, 1, 1)) and json_type(datetime.date(2024, 1, 1)) == "date"
+    assert column_value("json", [datetime.date(2024, 1, 2)]) == '["2024-01-02"]'
+
+
+def test_only_fields_a_parquet_schema_types_exactly_skip_the_per_value_check():
+    int32, int64 = arrow_field_type(pa.int32()), arrow_field_type(pa.int64())
+    job = {"a": int32, "b": int32, "c": "integer", "d": int32}
+    section = {"a": int32, "b": int64, "c": "integer"}  # d: a column this object lacks
+    assert types_to_check(job, section) == {"b": int32, "c": "integer", "d": int32}

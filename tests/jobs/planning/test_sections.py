@@ -3,7 +3,7 @@ import gzip
 
 import pytest
 
-from poolq.jobs.planning import sections as sections_module
+from poolq.jobs.planning import jsonl_sections as sections_module
 from poolq.jobs.planning.sections import _object_sections
 from poolq.storage import LocalObjectStore
 
