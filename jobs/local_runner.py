@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.job import JobSpec, JobStatus
 from poolq.jobs.planning.planning_ledger import SectionStage
@@ -34,6 +35,8 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
             lambda: run_shard(job_id, shard, ctx), lambda exc: fail_shard(job_id, shard, exc, ctx)
         ),
         finalize=lambda job_id: _guarded(lambda: finalize_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
+        # A batch step that fails leaves the batch where it was: the next call takes it on from there.
+        advance_batch=lambda tenant, batch_id: advance_batch(tenant, batch_id, ctx),
     )
     return ctx
 

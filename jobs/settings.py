@@ -90,6 +90,8 @@ class Settings(BaseSettings):
     # file:// inputs: only for in-process runs on one's own machine (`poolq embed`), never the API.
     allow_file_inputs: bool = False
     upload_expires_s: int = Field(900, ge=60, le=3600)
+    max_file_bytes: int = Field(512 << 20, ge=1024, description="POST /v1/files (OpenAI batch inputs): larger "
+                                "uploads are refused (413) as soon as they pass it")
 
     # Operations: GET /metrics without a key (aggregates only, no tenant data) or only with an admin key.
     metrics_public: bool = True

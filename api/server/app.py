@@ -8,9 +8,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.api_keys import ApiKeyStore
-from poolq.api.server.body_limit import BodySizeLimitMiddleware
+from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import jobs, schedules, uploads
+from poolq.api.server.routes import jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import install_unavailable_handlers
@@ -48,7 +48,10 @@ def create_app(
     app.include_router(jobs.router)
     app.include_router(uploads.router)
     app.include_router(schedules.router)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.include_router(openai_files.router)
+    app.include_router(openai_batches.router)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,
+                       limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
     app.add_exception_handler(RequestValidationError, answer_validation_error)

@@ -10,19 +10,26 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+# A multipart upload's headers and form fields around the file itself.
+MULTIPART_OVERHEAD_BYTES = 64 << 10
+
 
 class BodySizeLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    """``max_bytes`` for every request; ``limits``: another limit for a path (file uploads)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, limits: dict[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.limits = limits or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self.limits.get(scope.get("path", ""), self.max_bytes)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            await self._refuse(send, max_bytes)
             return
         received = 0
         response_started = refused = False
@@ -35,10 +42,10 @@ class BodySizeLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     refused = True
                     if not response_started:
-                        await self._refuse(send)
+                        await self._refuse(send, max_bytes)
                     return {"type": "http.disconnect"}
             return message
 
@@ -55,9 +62,9 @@ class BodySizeLimitMiddleware:
             if not refused:
                 raise
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes; "
-                                     "upload large inputs with POST /v1/uploads and pass their s3:// URI"}).encode()
+    async def _refuse(self, send: Send, max_bytes: int) -> None:
+        hint = "" if max_bytes != self.max_bytes else "; upload large inputs with POST /v1/uploads and pass their s3:// URI"
+        body = json.dumps({"detail": f"request body larger than {max_bytes} bytes{hint}"}).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})

@@ -91,6 +91,10 @@ class ServiceLayout:
     def uploads_prefix(self, tenant: str) -> str:
         return self._key("tenants", tenant, "uploads") + "/"
 
+    def tenant_key(self, tenant: str, *parts: str) -> str:
+        """A key in ``tenant``'s own area (its files and batches: ``jobs/batches/batch_layout.py``)."""
+        return self._key("tenants", tenant, *parts)
+
     def job(self, tenant: str, job_id: str) -> "JobLayout":
         return JobLayout(self.tenant_jobs(tenant), job_id)
 

@@ -12,6 +12,7 @@ SHARD_TASK = "poolq.run_shard"
 FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
+BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 
@@ -30,6 +31,10 @@ class Enqueuer(ABC):
 
     @abstractmethod
     def finalize(self, job_id: str) -> None: ...
+
+    def advance_batch(self, tenant: str, batch_id: str) -> None:
+        """Move an OpenAI-style batch along (read its input, or write its files); idempotent."""
+        raise NotImplementedError(f"{type(self).__name__} does not run batches")
 
     def waiting(self, queue: str) -> int | None:
         """Messages waiting in ``queue`` (sent, not yet delivered); None where that is unknown."""
@@ -54,6 +59,9 @@ class CeleryEnqueuer(Enqueuer):
     def finalize(self, job_id: str) -> None:
         self.app.send_task(FINALIZE_TASK, args=[job_id], queue=CONTROL_QUEUE)
 
+    def advance_batch(self, tenant: str, batch_id: str) -> None:
+        self.app.send_task(BATCH_TASK, args=[tenant, batch_id], queue=CONTROL_QUEUE)
+
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).
         with self.app.connection_for_read() as connection:
@@ -71,8 +79,11 @@ class InlineEnqueuer(Enqueuer):
         self._draining = False
         self.handlers: dict[str, Callable] = {}
 
-    def bind(self, plan: Callable, plan_section: Callable, run_shard: Callable, finalize: Callable) -> None:
+    def bind(self, plan: Callable, plan_section: Callable, run_shard: Callable, finalize: Callable,
+             advance_batch: Callable | None = None) -> None:
         self.handlers = {PLAN_TASK: plan, PLAN_SECTION_TASK: plan_section, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
+        if advance_batch is not None:
+            self.handlers[BATCH_TASK] = advance_batch
 
     def _submit(self, name: str, *args) -> None:
         self._queue.append(lambda: self.handlers[name](*args))
@@ -96,3 +107,6 @@ class InlineEnqueuer(Enqueuer):
 
     def finalize(self, job_id: str) -> None:
         self._submit(FINALIZE_TASK, job_id)
+
+    def advance_batch(self, tenant: str, batch_id: str) -> None:
+        self._submit(BATCH_TASK, tenant, batch_id)

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from poolq.jobs.batches.batch_layout import active_batches_prefix
 from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job
 from poolq.jobs.ledger.recovery import recover_status
@@ -43,6 +44,7 @@ class ReconcileReport:
     finalized: list[str] = field(default_factory=list)
     deleted_objects: int = 0
     aborted_uploads: int = 0
+    batches: int = 0  # unfinished OpenAI-style batches sent their next step
 
 
 def active_jobs(ctx: JobContext) -> list[str]:
@@ -62,7 +64,23 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
             _reconcile_job(job_id, ctx, now, queues, report)
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
+    report.batches = _advance_batches(ctx)
     return report
+
+
+def _advance_batches(ctx: JobContext) -> int:
+    """Send every unfinished batch its next step (a batch's own task decides what that is:
+    usually nothing; writing its files once its job has ended; stopping it past its window)."""
+    prefix = active_batches_prefix(ctx.service_layout)
+    sent = 0
+    for key in ctx.store.list(prefix):
+        tenant, _, batch_id = key[len(prefix):].partition("/")
+        try:
+            ctx.enqueuer.advance_batch(tenant, batch_id)
+            sent += 1
+        except Exception:  # noqa: BLE001 - one batch must not stop the pass over the others
+            log.exception("sending batch %s its next step failed", batch_id)
+    return sent
 
 
 def _counted_all(job_id: str, ctx: JobContext) -> bool:

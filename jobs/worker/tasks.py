@@ -14,6 +14,7 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Reject
 
+from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.observability.log_format import log_context
 from poolq.jobs.planning.planning_ledger import SectionStage
@@ -21,6 +22,7 @@ from poolq.jobs.schedules.schedule_runner import run_schedule
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.steps.enqueuer import (
+    BATCH_TASK,
     FINALIZE_TASK,
     PLAN_SECTION_TASK,
     PLAN_TASK,
@@ -113,6 +115,11 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     def schedule_task(self: Task, schedule_id: str) -> None:
         # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
         run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None, schedule_id=schedule_id)
+
+    @app.task(name=BATCH_TASK, bind=True, shared=False)
+    def batch_task(self: Task, tenant: str, batch_id: str) -> None:
+        # Nothing to record on giving up: the batch stays where it was; the reconciler sends it again.
+        run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: None, batch_id=batch_id)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:

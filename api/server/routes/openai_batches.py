@@ -1,0 +1,77 @@
+"""``/v1/batches``: OpenAI's Batch API; a batch is a poolq job underneath (its id is the
+batch's ``poolq_job_id``). Another tenant's batches answer 404."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from poolq.api.server.api_keys import Principal
+from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.security import AUTH_RESPONSES, caller
+from poolq.api.server.strict_json import StrictJsonRoute, strict_body
+from poolq.jobs.batches.batches import (
+    BatchAlreadyEnded,
+    BatchNotFound,
+    BatchRejected,
+    cancel_batch,
+    create_batch,
+    get_batch,
+    list_batches,
+)
+from poolq.jobs.batches.openai_objects import BatchObject, Page
+
+router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
+_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+MetadataValue = Annotated[str, StringConstraints(max_length=512)]
+
+
+class CreateBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input_file_id: str = Field(max_length=64)
+    endpoint: str = Field(max_length=64, description="/v1/embeddings, /v1/score or /v1/rerank")
+    completion_window: str = Field("24h", max_length=16, description="24h; poolq also takes e.g. 90m, 600s")
+    metadata: dict[MetadataKey, MetadataValue] | None = Field(None, max_length=16)
+    output_expires_after: dict | None = Field(None, description="accepted; output files are kept like job results")
+
+
+def _not_found(batch_id: str) -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"batch {batch_id!r} not found")
+
+
+@router.post("", response_model=BatchObject)
+def create(body: CreateBatch, request: Request, principal: Principal = Depends(caller),
+           _strict: None = strict_body(CreateBatch)) -> BatchObject:
+    try:
+        return create_batch(principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
+                            request.app.state.ctx)
+    except BatchRejected as exc:
+        raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": "value_error"}]) from None
+
+
+@router.get("", response_model=Page[BatchObject])
+def list_all(request: Request, principal: Principal = Depends(caller), after: str | None = Query(None, max_length=64),
+             limit: int = Query(20, ge=1, le=100)) -> Page[BatchObject]:
+    return list_batches(principal.tenant, request.app.state.ctx, after=after, limit=limit)
+
+
+@router.get("/{batch_id}", response_model=BatchObject, responses=_NOT_FOUND)
+def get(batch_id: str, request: Request, principal: Principal = Depends(caller)) -> BatchObject:
+    try:
+        return get_batch(principal.tenant, batch_id, request.app.state.ctx)
+    except BatchNotFound:
+        raise _not_found(batch_id) from None
+
+
+@router.post("/{batch_id}/cancel", response_model=BatchObject,
+             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the batch has ended"}})
+def cancel(batch_id: str, request: Request, principal: Principal = Depends(caller)) -> BatchObject:
+    try:
+        return cancel_batch(principal.tenant, batch_id, request.app.state.ctx)
+    except BatchNotFound:
+        raise _not_found(batch_id) from None
+    except BatchAlreadyEnded as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None

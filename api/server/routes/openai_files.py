@@ -1,0 +1,80 @@
+"""``/v1/files``: OpenAI's Files API for batch inputs and outputs (the official ``openai``
+package works against it unchanged). Another tenant's files answer 404."""
+from __future__ import annotations
+
+from typing import Iterator, Literal
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile, status
+from fastapi.responses import StreamingResponse
+
+from poolq.api.server.api_keys import Principal
+from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.security import AUTH_RESPONSES, caller
+from poolq.jobs.batches.batch_files import (
+    FileNotFound,
+    FileTooLarge,
+    create_file,
+    delete_file,
+    get_file,
+    list_files,
+    open_file_content,
+)
+from poolq.jobs.batches.openai_objects import DeletedFile, FileObject, Page
+
+router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
+_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
+_STREAM_BYTES = 1 << 20
+
+
+def _not_found(file_id: str) -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"file {file_id!r} not found")
+
+
+@router.post("", response_model=FileObject,
+             responses={413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
+def upload(request: Request, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
+           principal: Principal = Depends(caller)) -> FileObject:
+    """A batch input file (JSONL, one request per line), streamed into the store."""
+    ctx = request.app.state.ctx
+    try:
+        return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
+                           ctx.settings.max_file_bytes)
+    except FileTooLarge as exc:
+        raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, str(exc)) from None
+
+
+@router.get("", response_model=Page[FileObject])
+def list_all(request: Request, principal: Principal = Depends(caller), after: str | None = Query(None, max_length=64),
+             limit: int = Query(10_000, ge=1, le=10_000), order: Literal["asc", "desc"] = "desc",
+             purpose: str | None = Query(None, max_length=64)) -> Page[FileObject]:
+    return list_files(principal.tenant, request.app.state.ctx, after=after, limit=limit, order=order, purpose=purpose)
+
+
+@router.get("/{file_id}", response_model=FileObject, responses=_NOT_FOUND)
+def get(file_id: str, request: Request, principal: Principal = Depends(caller)) -> FileObject:
+    try:
+        return get_file(principal.tenant, file_id, request.app.state.ctx)
+    except FileNotFound:
+        raise _not_found(file_id) from None
+
+
+@router.get("/{file_id}/content", response_class=StreamingResponse, responses=_NOT_FOUND)
+def content(file_id: str, request: Request, principal: Principal = Depends(caller)) -> StreamingResponse:
+    try:
+        stream = open_file_content(principal.tenant, file_id, request.app.state.ctx)
+    except FileNotFound:
+        raise _not_found(file_id) from None
+
+    def chunks() -> Iterator[bytes]:
+        with stream:
+            yield from iter(lambda: stream.read(_STREAM_BYTES), b"")
+
+    return StreamingResponse(chunks(), media_type="application/jsonl")
+
+
+@router.delete("/{file_id}", response_model=DeletedFile, responses=_NOT_FOUND)
+def delete(file_id: str, request: Request, principal: Principal = Depends(caller)) -> DeletedFile:
+    try:
+        return delete_file(principal.tenant, file_id, request.app.state.ctx)
+    except FileNotFound:
+        raise _not_found(file_id) from None

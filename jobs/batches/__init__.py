@@ -1,0 +1,1 @@
+"""The OpenAI Files and Batch API on poolq jobs: a batch is a poolq job underneath."""

@@ -1,0 +1,84 @@
+"""What a batch endpoint is to poolq: how one request body becomes job records, and how the
+records' results become the response body. One implementation per endpoint, routed by its URL."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from poolq.jobs.job import LongDocuments
+
+
+class RequestProblem(ValueError):
+    """A request that cannot be served: its error line's code, message and field (``param``)."""
+
+    def __init__(self, code: str, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.param = code, param
+
+
+class PoolqExtension(BaseModel):
+    """``body.poolq``: poolq's own options on a request (the same on every line of a batch)."""
+
+    model_config = ConfigDict(extra="forbid")
+    long_documents: LongDocuments = Field(default_factory=LongDocuments)
+
+    @field_validator("long_documents")
+    @classmethod
+    def _one_result_per_input(cls, value: LongDocuments) -> LongDocuments:
+        if value.mode.chunk_rows:
+            raise ValueError(f"mode {value.mode.value!r} makes one result per chunk; a response holds one per input: "
+                             "use error, truncate or chunked")
+        return value
+
+
+@dataclass(frozen=True)
+class ParsedRequest:
+    model: str
+    records: list[dict]  # the job records' fields (text; query for pairs), one per result
+    options: dict = field(default_factory=dict)  # what the response needs besides the results
+    extension: PoolqExtension = field(default_factory=PoolqExtension)
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """One record's result as its part row holds it."""
+
+    index: int  # the record's position in its request
+    value: Any  # the task's value column (an embedding: a list of floats; a score: a float)
+    num_tokens: int
+    fields: dict  # the carried fields the format asked for (``included_fields``)
+
+
+class EndpointFormat(ABC):
+    task: str  # the poolq task the endpoint runs
+    value_column: str  # the part column holding each record's result
+    included_fields: tuple[str, ...] = ()  # record fields the response needs back (beyond the result)
+
+    @abstractmethod
+    def parse(self, body: object) -> ParsedRequest:
+        """The request body's records and options; ``RequestProblem`` naming what is wrong."""
+
+    @abstractmethod
+    def respond(self, request: dict, results: list[RecordResult], model: str, request_id: str) -> dict:
+        """The response body for one request (``request``: its options); ``RequestProblem`` if none can be made."""
+
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+def validate_body(model: type[Body], body: object) -> Body:
+    """``body`` as ``model``; a ``RequestProblem`` naming the first wrong field (``body.input``)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in ("body", *error["loc"]))
+        raise RequestProblem("invalid_request", f"{where}: {error['msg']}", where) from None
+
+
+def usage(results: list[RecordResult]) -> dict:
+    tokens = sum(result.num_tokens for result in results)
+    return {"prompt_tokens": tokens, "total_tokens": tokens}
