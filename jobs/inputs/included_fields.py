@@ -119,7 +119,8 @@ def first_types(names: tuple[str, ...], earlier: dict[str, str], fields: dict[st
     """``earlier`` with the types of ``fields``' values for names it has none for yet."""
     found = dict(earlier)
     for name in names:
-        if name not in found and (field_type := json_type(fields.get(name))) is not None:
+        # Only a JSON type: a value JSON has none for comes from a Parquet schema, which typed it already.
+        if name not in found and (field_type := json_type(fields.get(name))) in ARROW_TYPES:
             found[name] = field_type
     return found
 

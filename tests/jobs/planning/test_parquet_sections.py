@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
@@ -174,3 +175,22 @@ def test_a_job_carries_parquet_columns_with_their_arrow_types(tmp_path, local_ct
     assert table.column("year").to_pylist() == [2000 + i for i in range(5)] and table.column("absent").null_count == 5
     vectors = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))
     np.testing.assert_allclose(vectors, minilm_engine.embed(texts), atol=1e-6)
+
+
+def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, local_ctx):
+    _write(tmp_path / "long.parquet", {"id": pa.array([1, 2], pa.int64()),
+                                       "text": [" ".join(["The river runs past the mill."] * 40), "A short one."],
+                                       "rank": pa.array([3, 4], pa.int8()),
+                                       "at": pa.array([1_700_000_000_123_456_789, None], pa.timestamp("ns"))}, 10)
+    spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "long.parquet").as_uri()},
+                                   "output": {"include_fields": ["rank", "at"]},
+                                   "long_documents": {"mode": "naive_chunks", "chunk_tokens": 32}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.SUCCEEDED, status.error_samples
+    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]])
+    long_rows = table.filter(pc.equal(table.column("id"), "1"))
+    assert long_rows.num_rows > 3 and set(long_rows.column("rank").to_pylist()) == {3}
+    # a nanosecond timestamp (no Python datetime holds it) comes out to the nanosecond
+    assert table.schema.field("at").type == pa.timestamp("ns") and table.schema.field("rank").type == pa.int8()
+    assert set(long_rows.column("at").cast(pa.int64()).to_pylist()) == {1_700_000_000_123_456_789}
