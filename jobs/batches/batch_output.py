@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -26,6 +27,7 @@ from poolq.jobs.steps.shard_runner import GAVE_UP_CODE
 from poolq.storage import ObjectNotFoundError, read_jsonl, read_part
 
 _CHUNK_BYTES = 1 << 20
+_JOB_RECORD_PREFIX = re.compile(r"^line \d+ \(id '\d+\.\d+'\): ")
 _SERVER_CODES = frozenset({GAVE_UP_CODE})  # failures of the service, not of the request: a 500 line
 
 
@@ -130,7 +132,10 @@ def _job_failures(job_id: str | None, ctx: JobContext) -> dict[int, tuple[str, s
         for item in read_jsonl(stream):
             record_id = getattr(item, "value", {}).get("id")
             if isinstance(record_id, str):
-                failed.setdefault(int(record_id.split(".")[0]), (item.value["code"], item.value["message"]))
+                line, index = record_id.split(".")
+                # The job's message names its own input's line and record id: say the request's line instead.
+                message = _JOB_RECORD_PREFIX.sub("", item.value["message"])
+                failed.setdefault(int(line), (item.value["code"], f"line {line}: input {index}: {message}"))
     return failed
 
 

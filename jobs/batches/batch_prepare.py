@@ -18,7 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from poolq.jobs.batches.batch_files import open_file_content
 from poolq.jobs.batches.batch_layout import BatchLayout
 from poolq.jobs.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
-from poolq.jobs.batches.endpoint_format import EndpointFormat, ParsedRequest, PoolqExtension, RequestProblem
+from poolq.jobs.batches.endpoint_format import (
+    EndpointFormat,
+    ParsedRequest,
+    PoolqExtension,
+    RequestProblem,
+    first_problem,
+)
 from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import BatchError
 from poolq.jobs.batches.output_lines import request_error_line
@@ -82,9 +88,8 @@ class _Reading:
         try:
             line = RequestLine.model_validate(item.value)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(part) for part in error["loc"])
-            raise _InvalidLine(_custom_id(item.value), "invalid_request", f"line {item.line}: {where}: {error['msg']}",
+            where, message = first_problem(exc)
+            raise _InvalidLine(_custom_id(item.value), "invalid_request", f"line {item.line}: {where}: {message}",
                                where) from None
         if line.custom_id in self.seen:
             raise _InvalidLine(line.custom_id, "duplicate_custom_id",

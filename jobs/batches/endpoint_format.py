@@ -74,9 +74,19 @@ def validate_body(model: type[Body], body: object) -> Body:
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(part) for part in ("body", *error["loc"]))
-        raise RequestProblem("invalid_request", f"{where}: {error['msg']}", where) from None
+        where, message = first_problem(exc)
+        where = ".".join(part for part in ("body", where) if part)
+        raise RequestProblem("invalid_request", f"{where}: {message}", where) from None
+
+
+def first_problem(exc: ValidationError) -> tuple[str, str]:
+    """The field path and message of the error that says most: for a value of one type in a union
+    of several (``input``: a string or a list), the error of its own type's branch, not the others'
+    "should be a valid string"; union tags (``list[constrained-str]``) are left out of the path."""
+    errors = exc.errors()
+    error = next((e for e in errors if not e["type"].endswith("_type")), errors[0])
+    path = ".".join(str(part) for part in error["loc"] if isinstance(part, int) or part.isidentifier())
+    return path, error["msg"]
 
 
 def usage(results: list[RecordResult]) -> dict:

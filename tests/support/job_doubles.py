@@ -1,6 +1,7 @@
 """Test doubles for the jobs layer: a settable clock, an enqueuer that records tasks, a drain."""
 from __future__ import annotations
 
+from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.planning.planning_ledger import SectionStage
 from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.jobs.steps.finalizer import finalize_job
@@ -41,6 +42,9 @@ class RecordingEnqueuer(Enqueuer):
     def finalize(self, job_id):
         self.tasks.append(("finalize", job_id))
 
+    def advance_batch(self, tenant, batch_id):
+        self.tasks.append(("batch", tenant, batch_id))
+
     def waiting(self, queue):
         return self.depths.get(queue, 0)
 
@@ -55,7 +59,8 @@ def run_section(job_id, stage, section, ctx) -> None:
 
 
 # What each recorded task runs: (job_id, ...args, ctx)
-STEPS = {"plan": plan_job, "plan_section": run_section, "shard": run_shard, "finalize": finalize_job}
+STEPS = {"plan": plan_job, "plan_section": run_section, "shard": run_shard, "finalize": finalize_job,
+         "batch": advance_batch}
 
 
 def run_task(task: tuple, ctx) -> None:

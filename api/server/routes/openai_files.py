@@ -31,7 +31,8 @@ def _not_found(file_id: str) -> HTTPException:
 
 
 @router.post("", response_model=FileObject,
-             responses={413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
+             responses={400: {"model": ErrorBody, "description": "the body is not a multipart form"},
+                        413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
 def upload(request: Request, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
            principal: Principal = Depends(caller)) -> FileObject:
     """A batch input file (JSONL, one request per line), streamed into the store."""

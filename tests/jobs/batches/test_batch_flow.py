@@ -6,10 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 
 from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.batches.batch_files import create_file, open_file_content
-from poolq.jobs.batches.batches import cancel_batch, create_batch, get_batch
+from poolq.jobs.batches.batch_layout import BatchLayout
+from poolq.jobs.batches.batch_records import BatchRecords
+from poolq.jobs.batches.batches import BatchAlreadyEnded, cancel_batch, create_batch, get_batch
 
 TENANT = "acme"
 
@@ -42,7 +45,7 @@ def batch_ctx(local_ctx):
     return local_ctx
 
 
-def test_embeddings_batch_answers_every_line_once(batch_ctx, minilm_engine, sample_documents):
+def test_embeddings_batch_answers_every_line_once(batch_ctx, minilm_engine, sample_documents, long_documents):
     # Given good requests (one text, a list of three, base64, fewer dimensions) and bad lines of every kind
     texts = [d["text"][:300] for d in sample_documents[:6]]
     requests = [
@@ -56,21 +59,27 @@ def test_embeddings_batch_answers_every_line_once(batch_ctx, minilm_engine, samp
         _embedding_request("no-model", "x", model="text-embedding-3-small"),
         _embedding_request("too-many-dims", "short text", dimensions=4096),
         _embedding_request("empty", ""),
+        _embedding_request("long", long_documents[0]["text"]),  # over the window: refused, like OpenAI
+        _embedding_request("one-long", [texts[0], long_documents[1]["text"]]),  # one input fails the request
+        _embedding_request("truncated", long_documents[0]["text"], poolq={"long_documents": {"mode": "truncate"}}),
     ]
     # When the batch runs
     batch = _run(batch_ctx, _lines(requests))
-    # Then it completed; 4 answered, 6 refused, each line once
+    # Then it completed; 4 answered, 9 refused, each line once
     assert batch.status == "completed", batch
-    assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (10, 4, 6)
+    assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (13, 4, 9)
     output = {line["custom_id"]: line for line in _file_lines(batch_ctx, batch.output_file_id)}
     errors = _file_lines(batch_ctx, batch.error_file_id)
     assert sorted(output) == ["b64", "one", "small", "three"]
     codes = {(e["custom_id"], e["response"]["body"]["error"]["code"]) for e in errors}
     assert codes == {(None, "invalid_json"), ("one", "duplicate_custom_id"), ("wrong-url", "invalid_url"),
                      ("no-model", "model_not_found"), ("too-many-dims", "invalid_dimensions"),
-                     ("empty", "invalid_request")}
+                     ("empty", "invalid_request"), ("long", "document_too_long"), ("one-long", "document_too_long"),
+                     ("truncated", "mismatched_options")}
     assert all(e["response"]["status_code"] == 400 and e["error"] is None for e in errors)
-    assert {e.line for e in batch.errors.data} == {5, 6, 7, 8, 10}  # refused when read; dimensions later
+    too_long = next(e for e in errors if e["custom_id"] == "one-long")["response"]["body"]["error"]["message"]
+    assert too_long.startswith("line 12: input 1: ") and "tokens" in too_long and "(id" not in too_long
+    assert {e.line for e in batch.errors.data} == {5, 6, 7, 8, 10, 13}  # refused when read; the others in the job
     # And the vectors are the engine's, in OpenAI's shape
     expected = minilm_engine.embed(texts)
     vectors = {cid: [d["embedding"] for d in output[cid]["response"]["body"]["data"]] for cid in ("one", "three")}
@@ -93,26 +102,69 @@ def test_a_file_of_bad_lines_fails_the_batch_with_its_errors(batch_ctx):
     assert "line 2: url: Field required" in batch.errors.data[1].message
 
 
-def test_expired_batch_keeps_what_was_done_and_lists_the_rest(batch_ctx, sample_documents):
-    # Given a batch read and queued but whose job has not run when its window passes
-    requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:5])]
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), batch_ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "60s", None, batch_ctx)
-    # When the reconciler's pass comes after the window
-    advance_batch(TENANT, batch.id, batch_ctx, now=batch.created_at + 61)
-    advance_batch(TENANT, batch.id, batch_ctx, now=batch.created_at + 62)
-    batch = get_batch(TENANT, batch.id, batch_ctx, nudge=False)
-    # Then (the inline job ran to its end before the window check) everything is answered, nothing lost
-    assert batch.status in ("completed", "expired")
-    answered = {line["custom_id"] for line in _file_lines(batch_ctx, batch.output_file_id)}
-    unrun = {line["custom_id"] for line in _file_lines(batch_ctx, batch.error_file_id)}
-    assert answered | unrun == {f"r{i}" for i in range(5)} and not answered & unrun
+def _held(local_ctx, requests: list, window: str = "24h"):
+    """A batch whose steps are recorded, not run: each test runs them when it chooses."""
+    local_ctx.enqueuer = RecordingEnqueuer()
+    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), local_ctx, max_bytes=1 << 20)
+    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", window, None, local_ctx)
+    drain(local_ctx, only=frozenset({"batch"}))  # the input is read, the job submitted
+    drain(local_ctx, only=PLANNING)  # and planned: one shard task per 4 documents, none run yet
+    return batch
 
 
-def test_cancel_before_the_job_ends(batch_ctx):
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines([_embedding_request("a", "text")])),
-                           batch_ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "24h", None, batch_ctx)
-    cancelled = cancel_batch(TENANT, batch.id, batch_ctx)
-    assert cancelled.status == "cancelled" and cancelled.cancelled_at is not None
+def _first_shard_then_the_rest(ctx) -> None:
+    shards = [task for task in ctx.enqueuer.tasks if task[0] == "shard"]
+    ctx.enqueuer.tasks.remove(shards[0])
+    run_task(shards[0], ctx)
 
+
+def test_expired_batch_keeps_what_was_done_and_lists_the_rest(local_ctx, sample_documents):
+    # Given a batch of 10 requests whose job has run one shard (4 requests) when its window passes
+    requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:10])]
+    batch = _held(local_ctx, requests, window="60s")
+    _first_shard_then_the_rest(local_ctx)
+    # When the next passes come after the window: the job is stopped, then the files written
+    advance_batch(TENANT, batch.id, local_ctx, now=batch.created_at + 61)
+    job_id = get_batch(TENANT, batch.id, local_ctx, nudge=False).poolq_job_id
+    assert local_ctx.status.get(job_id).status.value == "cancelling"
+    drain(local_ctx, only=frozenset({"shard", "finalize"}))
+    advance_batch(TENANT, batch.id, local_ctx, now=batch.created_at + 62)
+    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    # Then it expired: the 4 done are in the output file, the 6 others in the error file
+    assert batch.status == "expired" and batch.expired_at == batch.created_at + 62
+    answered = {line["custom_id"] for line in _file_lines(local_ctx, batch.output_file_id)}
+    unrun = _file_lines(local_ctx, batch.error_file_id)
+    assert answered == {"r0", "r1", "r2", "r3"}
+    assert sorted(line["custom_id"] for line in unrun) == [f"r{i}" for i in range(4, 10)]
+    assert {line["error"]["code"] for line in unrun} == {"batch_expired"} and all(not line["response"] for line in unrun)
+    assert (batch.request_counts.completed, batch.request_counts.failed) == (4, 6)
+
+
+def test_cancel_before_the_job_ends(local_ctx, sample_documents):
+    requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:10])]
+    batch = _held(local_ctx, requests)
+    _first_shard_then_the_rest(local_ctx)
+    assert cancel_batch(TENANT, batch.id, local_ctx).status == "cancelling"
+    drain(local_ctx, only=frozenset({"batch"}))  # the batch's step stops the job
+    drain(local_ctx)  # its other shards see the cancel; it is finalized
+    advance_batch(TENANT, batch.id, local_ctx)
+    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    assert batch.status == "cancelled" and batch.cancelled_at is not None
+    assert len(_file_lines(local_ctx, batch.output_file_id)) == 4
+    assert {line["error"]["code"] for line in _file_lines(local_ctx, batch.error_file_id)} == {"batch_cancelled"}
+    with pytest.raises(BatchAlreadyEnded):
+        cancel_batch(TENANT, batch.id, local_ctx)
+
+
+def test_a_retried_step_writes_the_same_files(local_ctx, sample_documents):
+    # Given a finished batch whose result record is lost after its files were written (a crash)
+    batch = _run(local_ctx, _lines([_embedding_request("a", sample_documents[0]["text"][:200]), b"bad"]))
+    records = BatchRecords(BatchLayout(local_ctx.service_layout, TENANT), batch.id, local_ctx)
+    before = {name: _file_lines(local_ctx, getattr(batch, name)) for name in ("output_file_id", "error_file_id")}
+    local_ctx.store.delete(records.key("result.json"))
+    # When the step runs again
+    advance_batch(TENANT, batch.id, local_ctx)
+    again = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    # Then the same files, under the same ids
+    assert (again.output_file_id, again.error_file_id) == (batch.output_file_id, batch.error_file_id)
+    assert {name: _file_lines(local_ctx, getattr(again, name)) for name in before} == before
