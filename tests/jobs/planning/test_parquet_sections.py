@@ -194,3 +194,10 @@ def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, loc
     # a nanosecond timestamp (no Python datetime holds it) comes out to the nanosecond
     assert table.schema.field("at").type == pa.timestamp("ns") and table.schema.field("rank").type == pa.int8()
     assert set(long_rows.column("at").cast(pa.int64()).to_pylist()) == {1_700_000_000_123_456_789}
+
+
+def test_an_object_named_parquet_that_is_not_fails_the_job_naming_it(tmp_path, local_ctx):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.parquet").write_bytes(b'{"id": "a", "text": "JSONL under a Parquet name"}\n')
+    status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "in").as_uri() + "/"}}), local_ctx)
+    assert status.status is JobState.FAILED and "a.parquet cannot be read as Parquet" in status.error
