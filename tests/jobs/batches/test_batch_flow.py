@@ -168,3 +168,31 @@ def test_a_retried_step_writes_the_same_files(local_ctx, sample_documents):
     # Then the same files, under the same ids
     assert (again.output_file_id, again.error_file_id) == (batch.output_file_id, batch.error_file_id)
     assert {name: _file_lines(local_ctx, getattr(again, name)) for name in before} == before
+
+
+def test_score_batch_scores_each_pair_like_the_engine(batch_ctx, minilm_engine):
+    # Given vLLM score bodies: one first text against two, and pairwise lists; a mismatched pair count
+    requests = [
+        {"custom_id": "broadcast", "method": "POST", "url": "/v1/score",
+         "body": {"model": "all-MiniLM-L6-v2", "text_1": "a cat", "text_2": ["a kitten", "a tax form"]}},
+        {"custom_id": "pairwise", "method": "POST", "url": "/v1/score",
+         "body": {"model": "all-MiniLM-L6-v2", "text_1": ["rain", "sun"], "text_2": ["wet weather", "sunshine"]}},
+        {"custom_id": "uneven", "method": "POST", "url": "/v1/score",
+         "body": {"model": "all-MiniLM-L6-v2", "text_1": ["a", "b"], "text_2": ["c", "d", "e"]}},
+    ]
+    batch = _run(batch_ctx, _lines(requests), endpoint="/v1/score")
+    assert batch.status == "completed" and (batch.request_counts.completed, batch.request_counts.failed) == (2, 1)
+    output = {line["custom_id"]: line["response"]["body"] for line in _file_lines(batch_ctx, batch.output_file_id)}
+    # Then each score is the cosine of the engine's vectors (MiniLM is a bi-encoder), in vLLM's shape
+    vectors = dict(zip(["a cat", "a kitten", "a tax form", "rain", "wet weather", "sun", "sunshine"],
+                       minilm_engine.embed(["a cat", "a kitten", "a tax form", "rain", "wet weather", "sun", "sunshine"])))
+    expected = {"broadcast": [("a cat", "a kitten"), ("a cat", "a tax form")],
+                "pairwise": [("rain", "wet weather"), ("sun", "sunshine")]}
+    for custom_id, pairs in expected.items():
+        body = output[custom_id]
+        assert body["object"] == "list" and [d["index"] for d in body["data"]] == [0, 1]
+        assert np.allclose([d["score"] for d in body["data"]], [float(vectors[a] @ vectors[b]) for a, b in pairs],
+                           atol=1e-4)
+    assert output["broadcast"]["data"][0]["score"] > output["broadcast"]["data"][1]["score"]
+    error = _file_lines(batch_ctx, batch.error_file_id)[0]
+    assert error["custom_id"] == "uneven" and "give one text_1" in error["response"]["body"]["error"]["message"]

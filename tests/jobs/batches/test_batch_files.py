@@ -1,0 +1,81 @@
+"""The files of the Files API over both stores (local directory, real SeaweedFS S3): streamed in,
+read back, listed by cursor, deleted; a file over the limit leaves nothing behind."""
+import io
+import types
+import uuid
+
+import pytest
+
+from poolq.jobs.batches.batch_files import (
+    FileNotFound,
+    FileTooLarge,
+    create_file,
+    delete_file,
+    get_file,
+    list_files,
+    open_file_content,
+)
+from poolq.jobs.ledger.layout import ServiceLayout
+from poolq.storage import LocalObjectStore, S3Config, S3ObjectStore, make_s3_client
+
+MiB = 1 << 20
+
+
+@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
+def ctx(request, tmp_path):
+    if request.param == "local":
+        store = LocalObjectStore(tmp_path / "store")
+    else:
+        seaweed = request.getfixturevalue("seaweed")
+        # a 5 MiB multipart threshold: the 6 MiB file below goes up in parts
+        config = S3Config(seaweed.s3_config.endpoint_url, seaweed.s3_config.access_key_id,
+                          seaweed.s3_config.secret_access_key, multipart_threshold_bytes=5 * MiB,
+                          multipart_part_bytes=5 * MiB)
+        bucket = f"files-{uuid.uuid4().hex[:12]}"
+        client = make_s3_client(config)
+        client.create_bucket(Bucket=bucket)
+        store = S3ObjectStore(client, bucket, config)
+    return types.SimpleNamespace(store=store, service_layout=ServiceLayout("jobs"))
+
+
+def test_a_file_streams_in_and_reads_back(ctx):
+    content = b"".join(b'{"custom_id": "%d"}\n' % i for i in range(330_000))  # about 6 MiB
+    created = create_file("acme", "in\x00put.jsonl", "batch", io.BytesIO(content), ctx, max_bytes=8 * MiB)
+    assert (created.bytes, created.filename, created.purpose) == (len(content), "in_put.jsonl", "batch")
+    assert get_file("acme", created.id, ctx) == created
+    with open_file_content("acme", created.id, ctx) as stream:
+        assert stream.read() == content
+    with pytest.raises(FileNotFound):
+        get_file("other-tenant", created.id, ctx)
+
+
+def test_a_file_over_the_limit_leaves_nothing(ctx):
+    with pytest.raises(FileTooLarge, match="larger than 1048576 bytes"):
+        create_file("acme", "big.jsonl", "batch", io.BytesIO(b"x" * (MiB + 1)), ctx, max_bytes=MiB)
+    assert list_files("acme", ctx).data == [] and list(ctx.store.list("jobs/")) == []
+
+
+def test_files_list_by_cursor_newest_first_and_by_purpose(ctx):
+    made = [create_file("acme", f"{i}.jsonl", "batch", io.BytesIO(b"{}\n"), ctx, max_bytes=MiB).id for i in range(5)]
+    first = list_files("acme", ctx, limit=2)
+    assert [f.id for f in first.data] == made[:-3:-1] and first.has_more and first.last_id == made[3]
+    rest = list_files("acme", ctx, limit=10, after=first.last_id)
+    assert [f.id for f in rest.data] == made[2::-1] and not rest.has_more
+    assert [f.id for f in list_files("acme", ctx, order="asc", limit=10).data] == made
+    assert list_files("acme", ctx, purpose="batch_output").data == []
+
+
+def test_delete_removes_record_and_content(ctx):
+    created = create_file("acme", "a.jsonl", "batch", io.BytesIO(b"{}\n"), ctx, max_bytes=MiB)
+    assert delete_file("acme", created.id, ctx).deleted
+    with pytest.raises(FileNotFound):
+        open_file_content("acme", created.id, ctx)
+    with pytest.raises(FileNotFound):
+        delete_file("acme", created.id, ctx)
+    assert list(ctx.store.list("jobs/")) == []
+
+
+@pytest.mark.parametrize("file_id", ["file-../../x", "file-" + "A" * 32, "../jobs", ""])
+def test_ids_that_are_not_file_ids_are_never_keys(ctx, file_id):
+    with pytest.raises(FileNotFound):
+        get_file("acme", file_id, ctx)
