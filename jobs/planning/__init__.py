@@ -1,7 +1,8 @@
 """Planning a job in sections, spread over the control workers.
 
 The input (inline documents, one object or every object under a prefix) is cut into *sections*:
-one per object, and line-aligned byte ranges of large objects. Planning then runs in stages,
+one per object, and line-aligned byte ranges of large JSONL objects or runs of whole row groups
+of large Parquet objects (``jsonl_sections.py``, ``parquet_sections.py``). Planning then runs in stages,
 each written to the ledger before the next starts, so a crash redoes one section's stage:
 
 1. **sections** (the plan task): list the input once, write ``planning/sections.json``;
@@ -9,8 +10,8 @@ each written to the ledger before the next starts, so a crash redoes one section
    content hash to ``section-N.ids.tsv``;
 3. **decide** (the plan task): read the spills in input order into id partitions and decide
    duplicate ids and carried documents (``id_partitions.py``), one partition in memory at a time;
-4. **cut** (one task per section): read the section again and cut shards of byte ranges from
-   the records kept, with the section's error lines in line order;
+4. **cut** (one task per section): read the section again and cut shards of byte (or row) ranges
+   from the records kept, with the section's error lines in line order;
 5. **commit** (the plan task): concatenate the error lines, write ``plan.json``.
 
 Every stage is deterministic: a section scanned or cut twice writes the same objects.
