@@ -105,41 +105,65 @@ def two_tenants(tmp_path, minilm_engine):
     return app, a, b, job_id, schedule.json()["id"]
 
 
-def _ids_for(path: str, job_id: str, schedule_id: str) -> tuple[str, str]:
-    """``path`` with A's ids filled in, and the id the path is about (the one a 404 names)."""
+@pytest.fixture
+def ids_of_a(two_tenants):
+    """A's object ids by path parameter: its job and schedule, and an uploaded file and a batch."""
+    app, a, _, job_id, schedule_id = two_tenants
+    line = {"custom_id": "c1", "method": "POST", "url": "/v1/embeddings",
+            "body": {"model": "all-MiniLM-L6-v2", "input": "a batched document"}}
+    uploaded = a.post("/v1/files", files={"file": ("in.jsonl", json.dumps(line).encode())}, data={"purpose": "batch"})
+    assert uploaded.status_code == 200, uploaded.text
+    batch = a.post("/v1/batches", json={"input_file_id": uploaded.json()["id"], "endpoint": "/v1/embeddings",
+                                        "completion_window": "24h"})
+    assert batch.status_code == 200, batch.text
+    return {"job_id": job_id, "schedule_id": schedule_id, "file_id": uploaded.json()["id"], "batch_id": batch.json()["id"]}
+
+
+# An id of the right form for each path parameter, that names nothing.
+UNKNOWN_IDS = {"job_id": UNKNOWN_ID, "schedule_id": UNKNOWN_ID, "file_id": f"file-{UNKNOWN_ID}",
+               "batch_id": f"batch_{UNKNOWN_ID}"}
+
+
+def _ids_for(path: str, ids: dict[str, str]) -> tuple[str, str]:
+    """``path`` with ``ids`` filled in, and the id the path is about (the one a 404 names)."""
     names = set(PATH_PARAMETER.findall(path))
-    assert names <= {"job_id", "schedule_id"}, (
-        f"{path}: new path parameter(s) {names - {'job_id', 'schedule_id'}}; add a cross-tenant case for it here")
-    filled = path.format(job_id=job_id, schedule_id=schedule_id)
-    return filled, schedule_id if "schedule_id" in names else job_id
+    assert names <= set(UNKNOWN_IDS), f"{path}: new path parameter(s) {names - set(UNKNOWN_IDS)}; add a cross-tenant case for it here"
+    (name,) = names
+    return path.format(**ids), ids[name]
 
 
-def test_every_route_with_an_id_is_404_for_another_tenant_exactly_like_an_unknown_id(two_tenants):
+def test_every_route_with_an_id_is_404_for_another_tenant_exactly_like_an_unknown_id(two_tenants, ids_of_a):
     app, a, b, job_id, schedule_id = two_tenants
     routes = [(method, path) for method, path in _v1_routes(app) if PATH_PARAMETER.search(path)]
     # Every route that takes an object id is exercised; a new one lands here automatically.
     assert {path for _, path in routes} >= {"/v1/jobs/{job_id}", "/v1/jobs/{job_id}/results", "/v1/jobs/{job_id}/cancel",
                                             "/v1/schedules/{schedule_id}", "/v1/schedules/{schedule_id}/run"}
-    assert ("DELETE", "/v1/schedules/{schedule_id}") in routes
+    assert ("DELETE", "/v1/schedules/{schedule_id}") in routes and ("DELETE", "/v1/files/{file_id}") in routes
+    assert {"/v1/files/{file_id}/content", "/v1/batches/{batch_id}/cancel"} <= {path for _, path in routes}
     for method, path in routes:
-        theirs_path, their_id = _ids_for(path, job_id, schedule_id)
-        unknown_path, _ = _ids_for(path, UNKNOWN_ID, UNKNOWN_ID)
+        theirs_path, their_id = _ids_for(path, ids_of_a)
+        unknown_path, unknown_id = _ids_for(path, UNKNOWN_IDS)
         theirs, unknown = b.request(method, theirs_path), b.request(method, unknown_path)
         assert theirs.status_code == unknown.status_code == 404, (method, path, theirs.text, unknown.text)
         # Same body (but for the id it echoes back) and the same headers: nothing confirms the id exists.
-        assert theirs.json()["detail"].replace(their_id, "<id>") == unknown.json()["detail"].replace(UNKNOWN_ID, "<id>")
+        assert theirs.json()["detail"].replace(their_id, "<id>") == unknown.json()["detail"].replace(unknown_id, "<id>")
         assert set(theirs.json()) == {"detail"}
         assert {k: v for k, v in theirs.headers.items() if k != "date"} == {
             k: v for k, v in unknown.headers.items() if k != "date"}
     # B's attempts changed nothing of A's: the schedule was neither deleted nor run, the job is as it was.
     assert a.get(f"/v1/schedules/{schedule_id}").json()["runs"] == []
     assert a.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"
-    assert [job["id"] for job in a.get("/v1/jobs").json()["jobs"]] == [job_id]
+    batch_job = a.get(f"/v1/batches/{ids_of_a['batch_id']}").json()["poolq_job_id"]  # a batch is a job of A's
+    assert [job["id"] for job in a.get("/v1/jobs").json()["jobs"]] == [batch_job, job_id]
     # ... and every one of those routes does answer A (so B's 404 is the ownership check, not a broken route).
     assert a.get(f"/v1/jobs/{job_id}/results").status_code == 200
     assert a.post(f"/v1/jobs/{job_id}/cancel").status_code == 409  # finished
     assert a.post(f"/v1/schedules/{schedule_id}/run").status_code == 202
     assert a.delete(f"/v1/schedules/{schedule_id}").status_code == 204
+    assert a.get(f"/v1/batches/{ids_of_a['batch_id']}").json()["status"] == "completed"  # the poll moved it on
+    assert a.post(f"/v1/batches/{ids_of_a['batch_id']}/cancel").status_code == 409  # ended
+    assert a.get(f"/v1/files/{ids_of_a['file_id']}/content").status_code == 200
+    assert a.delete(f"/v1/files/{ids_of_a['file_id']}").json()["deleted"] is True
 
 
 def test_lists_show_only_the_callers_own_objects(two_tenants):
@@ -180,7 +204,7 @@ def test_idempotency_keys_are_per_tenant(tmp_path):
 def _request_every_route(client: TestClient, app) -> dict[tuple[str, str], httpx.Response]:
     answers = {}
     for method, path in _v1_routes(app):
-        url = path.format(job_id=UNKNOWN_ID, schedule_id=UNKNOWN_ID)
+        url = path.format(**UNKNOWN_IDS)
         body = {"cron": "0 3 * * *", "input": {"uri": "s3://bucket/x/"}} if path.startswith("/v1/schedules") else DOC
         answers[(method, path)] = client.request(method, url, json=body if method == "POST" else None)
     return answers
