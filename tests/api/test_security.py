@@ -127,7 +127,8 @@ UNKNOWN_IDS = {"job_id": UNKNOWN_ID, "schedule_id": UNKNOWN_ID, "file_id": f"fil
 def _ids_for(path: str, ids: dict[str, str]) -> tuple[str, str]:
     """``path`` with ``ids`` filled in, and the id the path is about (the one a 404 names)."""
     names = set(PATH_PARAMETER.findall(path))
-    assert names <= set(UNKNOWN_IDS), f"{path}: new path parameter(s) {names - set(UNKNOWN_IDS)}; add a cross-tenant case for it here"
+    assert names <= set(UNKNOWN_IDS), (
+        f"{path}: new path parameter(s) {names - set(UNKNOWN_IDS)}; add a cross-tenant case for it here")
     (name,) = names
     return path.format(**ids), ids[name]
 
