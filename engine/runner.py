@@ -5,7 +5,8 @@ import torch
 
 from poolq.engine.batch import BatchMetadata
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# The dtype weights load in; int8's are float32 until the encoder is quantized (models/int8_encoder.py).
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int8": torch.float32}
 
 
 def torch_dtype(name: str) -> torch.dtype:

@@ -34,8 +34,9 @@ class Settings(BaseSettings):
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
     device: str = "cpu"
-    # auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16, float32 elsewhere (engine/hardware.py)
-    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
+    # auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16, float32 elsewhere (engine/hardware.py);
+    # int8 (CPU): the encoder's GEMMs in int8 where that keeps cosine >= 0.99 to float32, else refused
+    dtype: Literal["float32", "float16", "bfloat16", "int8", "auto"] = "float32"
     max_num_batched_tokens: int = Field(8192, ge=64)
     max_num_seqs: int = Field(128, ge=1)
     max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "

@@ -42,5 +42,6 @@ def test_nothing_else_lands_at_the_top_level(wheel):
 def test_the_demo_corpus_and_the_console_script_ship(wheel):
     names = set(wheel.namelist())
     assert "poolq/api/demo/sample_corpus.jsonl" in names
+    assert "poolq/engine/models/int8_calibration.txt" in names  # dtype int8 calibrates on it at load
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     assert "poolq = poolq.api.cli.main:main" in wheel.read(entry_points).decode()

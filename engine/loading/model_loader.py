@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.m3_heads import load_m3_heads
 from poolq.engine.loading.model_spec import ModelKind, ModelSpec, read_model_spec
 from poolq.engine.loading.projector import load_projector
@@ -59,6 +60,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
     dispatcher = build_dispatcher(spec, model, projector, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
+    if config.dtype == "int8":
+        quantize_runner(runner, tokenizer, spec.window_tokens)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
     return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config)

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 from torch import nn
 
 from poolq.engine.attention import varlen_attention
+
+if TYPE_CHECKING:
+    from poolq.engine.models.int8_encoder import LayerInt8
 
 # model_type -> whether position ids are counted from padding_idx + 1 (fairseq style).
 _FAMILIES = {"bert": False, "roberta": True, "xlm-roberta": True, "mpnet": True}
@@ -133,6 +136,7 @@ class PackedLayer(nn.Module):
     qkv_weight: torch.Tensor  # [3 * hidden, hidden]
     q_bias: torch.Tensor  # [hidden]
     attn_out_bias: torch.Tensor  # [hidden]
+    attn_norm: nn.LayerNorm
 
     def __init__(self, hf_layer: nn.Module, config) -> None:
         super().__init__()
@@ -153,9 +157,12 @@ class PackedLayer(nn.Module):
         self.activation: Callable[[torch.Tensor], torch.Tensor] = activation
         self.ffn_out, self.ffn_norm = _child(output, "dense", nn.Linear), _child(output, "LayerNorm", nn.LayerNorm)
         self._inplace_activation = _inplace_activation(config.hidden_act)  # None: use the module
+        self.int8: LayerInt8 | None = None  # set by int8_encoder.quantize_encoder: these GEMMs run in int8
 
     def forward(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [num_tokens, hidden]
         """``hidden`` [num_tokens, hidden] is consumed: it becomes the attention residual sum."""
+        if self.int8 is not None:
+            return self._forward_int8(hidden, packed, self.int8)
         num_tokens, width = hidden.shape
         qkv = torch.mm(hidden, self.qkv_weight.t(), out=packed.scratch_matrix(3 * width))  # [T, 3 * hidden]
         qkv[:, :width] += self.q_bias  # see the class docstring for K's and V's biases
@@ -168,6 +175,25 @@ class PackedLayer(nn.Module):
         hidden = _residual_norm(hidden, context, self.attn_out.weight, self.attn_out_bias, self.attn_norm)
         intermediate = packed.scratch_matrix(self.ffn_in.out_features)  # QKV is dead by now
         torch.addmm(_bias(self.ffn_in), hidden, self.ffn_in.weight.t(), out=intermediate)
+        if self._inplace_activation is not None:
+            self._inplace_activation(intermediate)
+        else:
+            intermediate = self.activation(intermediate)
+        return _residual_norm(hidden, intermediate, self.ffn_out.weight, _bias(self.ffn_out), self.ffn_norm)
+
+    def _forward_int8(self, hidden: torch.Tensor, packed: _PackedPass, int8: "LayerInt8") -> torch.Tensor:
+        """The same layer with QKV, the attention output and the FFN input as int8 GEMMs (their
+        outputs are new float32 tensors: fbgemm writes no caller buffer); the FFN output stays float32."""
+        num_tokens, width = hidden.shape
+        qkv = int8.qkv(hidden)  # [T, 3 * hidden]
+        qkv[:, :width] += self.q_bias
+        q, k, v = qkv.view(num_tokens, 3, self.num_heads, width // self.num_heads).unbind(1)  # [T, heads, d]
+        context = varlen_attention(
+            q, k, v, packed.cu_seqlens_cpu, packed.cu_seqlens_dev, packed.max_seqlen,
+            position_bias=packed.position_bias, out=packed.context.view(q.shape),
+        ).reshape(num_tokens, width)
+        hidden = self.attn_norm(hidden.add_(int8.attn_out(context)).add_(self.attn_out_bias))
+        intermediate = int8.ffn_in(hidden)  # [T, intermediate]
         if self._inplace_activation is not None:
             self._inplace_activation(intermediate)
         else:
