@@ -154,23 +154,34 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 @click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
 @click.option("--threads", default=None, type=int, help="torch threads (default: torch's)")
+@click.option("--dtypes", default="float32,int8", show_default=True,
+              help="poolq's compute dtypes to run, comma-separated (float32, bfloat16, int8)")
+@click.option("--baselines", default="torch,onnx,openvino", show_default=True,
+              help="sentence-transformers backends beside torch fp32, where importable")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def bench(model: str, rounds: int, num_mixed: int, threads: int | None, as_json: bool) -> None:
-    """poolq's engine vs sentence-transformers encode: same model, texts and token counts."""
-    from poolq.api.bench import run_benchmark
+def bench(model: str, rounds: int, num_mixed: int, threads: int | None, dtypes: str, baselines: str,
+          as_json: bool) -> None:
+    """poolq's engine in each dtype vs sentence-transformers: same texts and token counts, one process."""
+    from poolq.api.bench.variant_benchmark import run_variants
 
-    report = run_benchmark(model, rounds=rounds, num_mixed=num_mixed, threads=threads)
+    report = run_variants(model, dtypes=tuple(dtypes.split(",")), backends=tuple(baselines.split(",")), rounds=rounds,
+                          num_mixed=num_mixed, threads=threads)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    click.echo(f"{report['model']}  runner={report['runner']}  threads={report['threads']}  "
-               f"fp32 matmul peak {report['matmul_peak_gflops']:.0f} GFLOP/s  (medians of {report['rounds']} rounds)")
-    click.echo(f"{'corpus':8} {'texts':>5} {'tokens':>7} {'poolq tok/s':>12} {'ST tok/s':>10} {'ratio':>6} "
-               f"{'poolq %peak':>11} {'ST %peak':>8} {'min cos':>9}")
-    for r in report["corpora"]:
-        click.echo(f"{r['corpus']:8} {r['texts']:>5} {r['tokens']:>7} {r['poolq_tokens_per_s']:>12.0f} "
-                   f"{r['baseline_tokens_per_s']:>10.0f} {r['ratio']:>6.2f} {100 * r['poolq_peak_fraction']:>10.0f}% "
-                   f"{100 * r['baseline_peak_fraction']:>7.0f}% {r['min_cosine']:>9.6f}")
+    print_bench(report)
+
+
+def print_bench(report: dict) -> None:
+    click.echo(f"{report['model']}  {report['cpu_model']}  ISA: {' '.join(report['isa_flags']) or '-'}  "
+               f"auto dtype: {report['auto_dtype']}  threads={report['threads']}  (medians of {report['rounds']} rounds)")
+    for reason in report["skipped"]:
+        click.echo(f"  not run: {reason}")
+    click.echo(f"{'corpus':7} {'variant':14} {'dtype':9} {'tok/s':>8} {'vs ST fp32':>10} {'min cos':>9}")
+    for corpus in report["corpora"]:
+        for v in corpus["variants"]:
+            click.echo(f"{corpus['corpus']:7} {v['name']:14} {v['dtype']:9} {v['tokens_per_s']:>8.0f} "
+                       f"{v['vs_st_fp32']:>10.2f} {v['min_cos_vs_st_fp32']:>9.5f}")
 
 
 def _first_errors(exc: ValidationError, limit: int = 5) -> str:

@@ -1,0 +1,57 @@
+"""`poolq bench`: poolq's engine in each compute dtype beside what users would pick instead
+(sentence-transformers on torch fp32, and its ONNX Runtime and OpenVINO backends where they
+import), same texts and token counts, one process, interleaved rounds. Reports the CPU's ISA
+features, each variant's dtype, tokens/s, its ratio to ST torch fp32 and its lowest cosine
+to ST torch fp32's vectors."""
+from __future__ import annotations
+
+from poolq.api.bench.corpora import build_corpora
+from poolq.api.bench.variant_timing import min_cosine, time_variants
+from poolq.api.bench.variants import Variant, poolq_variant, st_variant
+
+# The flags that decide a CPU's fast paths (engine/hardware.py, engine/models/int8_linear.py).
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+REFERENCE = "ST torch"
+
+
+def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = ("float32", "int8"),
+                 backends: tuple[str, ...] = ("torch", "onnx", "openvino"), rounds: int = 3, num_mixed: int = 200,
+                 batch_size: int = 32, threads: int | None = None) -> dict:
+    import torch
+
+    from poolq.engine import ModelRegistry, PoolingEngine
+    from poolq.engine.hardware import cpu_flags, resolve_dtype
+
+    if threads:
+        torch.set_num_threads(threads)
+    registry = ModelRegistry.with_packaged_models()
+    engine = PoolingEngine.from_pretrained(model, registry=registry)  # the corpora's tokenizer and window
+    window = engine.spec.max_position_tokens
+    found = [poolq_variant(model, dtype, registry) for dtype in dtypes]
+    # ST on torch always: it is the reference of every ratio and cosine.
+    found += [st_variant(str(registry.resolve(model)), backend, window, batch_size)
+              for backend in dict.fromkeys(("torch", *backends))]
+    variants = [v for v in found if isinstance(v, Variant)]
+    skipped = [v for v in found if isinstance(v, str)]
+    if not any(v.name == REFERENCE for v in variants):
+        raise RuntimeError("sentence-transformers on torch (the reference) did not load: " + "; ".join(skipped))
+    flags = cpu_flags()
+    corpora = []
+    for corpus in build_corpora(engine.tokenizer, num_mixed=num_mixed, window=window):
+        timed = time_variants(variants, corpus.texts, rounds)
+        reference = next(t for t in timed if t.variant.name == REFERENCE)
+        corpora.append({"corpus": corpus.name, "texts": len(corpus.texts), "tokens": corpus.num_tokens, "variants": [
+            {"name": t.variant.name, "dtype": t.variant.dtype, "tokens_per_s": corpus.num_tokens / t.median_s,
+             "vs_st_fp32": reference.median_s / t.median_s, "min_cos_vs_st_fp32": min_cosine(t.vectors, reference.vectors)}
+            for t in timed]})
+    return {"model": model, "rounds": rounds, "threads": torch.get_num_threads(), "cpu_model": _cpu_model(),
+            "isa_flags": [flag for flag in ISA_FLAGS if flag in flags], "auto_dtype": resolve_dtype("auto", "cpu"),
+            "skipped": skipped, "corpora": corpora}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            return next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
+    except OSError:
+        return "unknown"

@@ -1,0 +1,54 @@
+"""What `poolq bench` compares: poolq's engine in each compute dtype, and sentence-transformers
+as users run it (torch fp32; ONNX Runtime and OpenVINO where importable). Each variant is a
+name, the dtype it computes in, and ``encode(texts) -> [n, d] float32``."""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+Encode = Callable[[list[str]], np.ndarray]
+
+# sentence-transformers' backends beyond torch, and the modules each needs (its optional extras;
+# keep them in their own environment: optimum pins transformers, optimum-intel a newer torch).
+ST_BACKENDS = {"onnx": ("onnxruntime", "optimum"), "openvino": ("openvino", "optimum.intel")}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    dtype: str
+    encode: Encode
+
+
+def poolq_variant(model: str, dtype: str, registry, device: str = "cpu") -> Variant | str:
+    """poolq's engine in ``dtype``; a string saying why not (int8 refused by its quality gate)."""
+    from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
+    from poolq.engine.models.int8_encoder import Int8Refused
+
+    try:
+        engine = PoolingEngine.from_pretrained(model, registry=registry, device=device, dtype=dtype)
+    except Int8Refused as refused:
+        return f"poolq {dtype}: {refused}"
+    policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, window_tokens=engine.spec.max_position_tokens)
+    return Variant(f"poolq {dtype}", dtype, lambda texts: engine.embed(texts, policy=policy))
+
+
+def st_variant(model_dir: str, backend: str, window: int, batch_size: int, device: str = "cpu") -> Variant | str:
+    """sentence-transformers with ``backend`` (torch, onnx, openvino) at its default settings."""
+    missing = [name for name in ST_BACKENDS.get(backend, ()) if importlib.util.find_spec(name.split(".")[0]) is None]
+    if missing:
+        return f"ST {backend}: not importable here ({', '.join(missing)} missing)"
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(model_dir, device=device, backend=backend)
+    except Exception as exc:  # noqa: BLE001 - an optional baseline that fails to load is reported, not fatal
+        return f"ST {backend}: failed to load ({type(exc).__name__}: {exc})"[:300]
+    if device != "cpu":
+        model.half()
+    model.max_seq_length = window
+    dtype = "float16" if device != "cpu" else "float32" if backend in ("torch", "onnx") else "default"
+    return Variant(f"ST {backend}", dtype, lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True))
