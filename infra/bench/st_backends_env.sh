@@ -13,3 +13,6 @@ python3 -m venv --system-site-packages .poolq/bench-onnx
 .poolq/bench-onnx/bin/pip install -q "optimum[onnxruntime]" "${common[@]}"
 python3 -m venv --system-site-packages .poolq/bench-openvino
 .poolq/bench-openvino/bin/pip install -q "optimum-intel" "openvino" "${common[@]}"
+# PyPI's torchvision (pulled in by optimum-intel) fails to import beside this torch build
+# ("operator torchvision::nms does not exist") and breaks transformers' imports; nothing here needs it.
+.poolq/bench-openvino/bin/pip uninstall -y -q torchvision
