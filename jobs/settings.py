@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
@@ -36,7 +36,9 @@ class Settings(BaseSettings):
     device: str = "cpu"
     # auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16, float32 elsewhere (engine/hardware.py);
     # int8 (CPU): the encoder's GEMMs in int8 where that keeps cosine >= 0.99 to float32, else refused
-    dtype: Literal["float32", "float16", "bfloat16", "int8", "auto"] = "float32"
+    # POOLQ_COMPUTE_DTYPE (POOLQ_DTYPE, its first name, still works)
+    dtype: Literal["float32", "float16", "bfloat16", "int8", "auto"] = Field(
+        "float32", validation_alias=AliasChoices("POOLQ_COMPUTE_DTYPE", "POOLQ_DTYPE", "dtype"))
     max_num_batched_tokens: int = Field(8192, ge=64)
     max_num_seqs: int = Field(128, ge=1)
     max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "

@@ -25,3 +25,11 @@ def test_settings_come_from_poolq_environment(monkeypatch):
     settings = Settings()
     assert settings.bucket == "corpus-out" and settings.shard_max_documents == 17
 
+
+
+@pytest.mark.parametrize("variable", ["POOLQ_COMPUTE_DTYPE", "POOLQ_DTYPE"])
+def test_the_compute_dtype_is_read_under_either_name(monkeypatch, variable):
+    monkeypatch.setenv(variable, "int8")
+    settings = Settings()
+    assert settings.dtype == "int8" and settings.engine_config().dtype == "int8"
+    assert Settings(dtype="bfloat16").compute_dtype == "bfloat16"  # and given directly, by its field name
