@@ -5,10 +5,11 @@ import base64
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
 from poolq.jobs.batches.endpoint_format import (
     EndpointFormat,
+    NonEmptyText,
     ParsedRequest,
     PoolqExtension,
     RecordResult,
@@ -17,7 +18,6 @@ from poolq.jobs.batches.endpoint_format import (
     validate_body,
 )
 
-NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 MAX_INPUTS = 2048  # OpenAI's limit of inputs per embeddings request
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
 from poolq.jobs.batches.endpoint_format import (
     EndpointFormat,
+    NonEmptyText,
     ParsedRequest,
     PoolqExtension,
     RecordResult,
@@ -16,7 +17,6 @@ from poolq.jobs.batches.endpoint_format import (
     validate_body,
 )
 
-NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 Texts = NonEmptyText | Annotated[list[NonEmptyText], Field(min_length=1, max_length=10_000)]
 
 

@@ -2,6 +2,7 @@
 package works against it unchanged). Another tenant's files answer 404."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Iterator, Literal
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile, status
@@ -26,8 +27,13 @@ _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another
 _STREAM_BYTES = 1 << 20
 
 
-def _not_found(file_id: str) -> HTTPException:
-    return HTTPException(status.HTTP_404_NOT_FOUND, f"file {file_id!r} not found")
+@contextmanager
+def _file_or_404(file_id: str) -> Iterator[None]:
+    """A missing file (or another tenant's) answers 404, the same either way."""
+    try:
+        yield
+    except FileNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"file {file_id!r} not found") from None
 
 
 @router.post("", response_model=FileObject,
@@ -53,18 +59,14 @@ def list_all(request: Request, principal: Principal = Depends(caller), after: st
 
 @router.get("/{file_id}", response_model=FileObject, responses=_NOT_FOUND)
 def get(file_id: str, request: Request, principal: Principal = Depends(caller)) -> FileObject:
-    try:
+    with _file_or_404(file_id):
         return get_file(principal.tenant, file_id, request.app.state.ctx)
-    except FileNotFound:
-        raise _not_found(file_id) from None
 
 
 @router.get("/{file_id}/content", response_class=StreamingResponse, responses=_NOT_FOUND)
 def content(file_id: str, request: Request, principal: Principal = Depends(caller)) -> StreamingResponse:
-    try:
+    with _file_or_404(file_id):
         stream = open_file_content(principal.tenant, file_id, request.app.state.ctx)
-    except FileNotFound:
-        raise _not_found(file_id) from None
 
     def chunks() -> Iterator[bytes]:
         with stream:
@@ -75,7 +77,5 @@ def content(file_id: str, request: Request, principal: Principal = Depends(calle
 
 @router.delete("/{file_id}", response_model=DeletedFile, responses=_NOT_FOUND)
 def delete(file_id: str, request: Request, principal: Principal = Depends(caller)) -> DeletedFile:
-    try:
+    with _file_or_404(file_id):
         return delete_file(principal.tenant, file_id, request.app.state.ctx)
-    except FileNotFound:
-        raise _not_found(file_id) from None
