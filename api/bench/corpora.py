@@ -14,8 +14,10 @@ class Corpus:
     num_tokens: int  # what the model runs, special tokens included
 
 
-def build_corpora(tokenizer, *, num_mixed: int = 200, window: int = 512, seed: int = 0) -> list[Corpus]:
-    """``mixed``: token lengths uniform in 16..window; ``long``: long documents cut into full windows.
+def build_corpora(tokenizer, *, num_mixed: int = 200, window: int = 512, seed: int = 0,
+                  num_long: int | None = None) -> list[Corpus]:
+    """``mixed``: token lengths uniform in 16..window; ``long``: long documents cut into full windows
+    (all of them, or the first ``num_long``).
 
     ``tokenizer`` is poolq's ``TextTokenizer``; texts are decoded from token windows so both
     systems see exactly the same token counts.
@@ -29,7 +31,7 @@ def build_corpora(tokenizer, *, num_mixed: int = 200, window: int = 512, seed: i
         length = rng.randint(16, window) - tokenizer.num_special_tokens
         start = rng.randrange(0, len(stream) - length)
         mixed_ids.append(stream[start : start + length])
-    long_ids = [stream[i : i + budget] for i in range(0, len(stream) - budget, budget)]
+    long_ids = [stream[i : i + budget] for i in range(0, len(stream) - budget, budget)][:num_long]
     return [_corpus("mixed", mixed_ids, tokenizer), _corpus("long", long_ids, tokenizer)]
 
 

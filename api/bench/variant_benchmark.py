@@ -16,7 +16,7 @@ REFERENCE = "ST torch"
 
 def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = ("float32", "int8"),
                  backends: tuple[str, ...] = ("torch", "onnx", "openvino"), rounds: int = 3, num_mixed: int = 200,
-                 batch_size: int = 32, threads: int | None = None) -> dict:
+                 batch_size: int = 32, threads: int | None = None, num_long: int | None = None) -> dict:
     import torch
 
     from poolq.engine import ModelRegistry, PoolingEngine
@@ -37,7 +37,7 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
         raise RuntimeError("sentence-transformers on torch (the reference) did not load: " + "; ".join(skipped))
     flags = cpu_flags()
     corpora = []
-    for corpus in build_corpora(engine.tokenizer, num_mixed=num_mixed, window=window):
+    for corpus in build_corpora(engine.tokenizer, num_mixed=num_mixed, window=window, num_long=num_long):
         timed = time_variants(variants, corpus.texts, rounds)
         reference = next(t for t in timed if t.variant.name == REFERENCE)
         corpora.append({"corpus": corpus.name, "texts": len(corpus.texts), "tokens": corpus.num_tokens, "variants": [

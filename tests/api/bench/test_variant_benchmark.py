@@ -36,7 +36,8 @@ def test_a_backend_that_does_not_import_is_reported_not_run(monkeypatch):
 def test_the_report_names_the_cpu_the_dtypes_and_the_ratios():
     from poolq.api.bench.variant_benchmark import run_variants
 
-    report = run_variants(dtypes=("float32", "int8"), backends=("torch",), rounds=1, num_mixed=8, threads=2)
+    report = run_variants(dtypes=("float32", "int8"), backends=("torch",), rounds=1, num_mixed=8, threads=2,
+                          num_long=6)
     assert report["auto_dtype"] in ("float32", "bfloat16") and isinstance(report["isa_flags"], list)
     for corpus in report["corpora"]:
         by_name = {v["name"]: v for v in corpus["variants"]}
