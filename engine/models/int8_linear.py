@@ -7,6 +7,7 @@ A pure-torch reference of the same arithmetic (``reference``) is what the tests 
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import torch
@@ -18,6 +19,7 @@ from poolq.engine.hardware import cpu_flags
 _VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
+@functools.cache  # /proc/cpuinfo is read once, not once per linear
 def activations_need_reduced_range() -> bool:
     return not (_VNNI_FLAGS & cpu_flags())
 

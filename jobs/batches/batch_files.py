@@ -45,11 +45,11 @@ def create_file(tenant: str, filename: str, purpose: FilePurpose, stream: Binary
                 raise FileTooLarge(f"the file is larger than {max_bytes} bytes (POOLQ_MAX_FILE_BYTES)")
             yield chunk
 
-    return write_file(tenant, filename, purpose, chunks(), ctx, size=lambda: counted)
+    return write_file(tenant, filename, purpose, chunks(), ctx)
 
 
 def write_file(tenant: str, filename: str, purpose: FilePurpose, chunks: Iterable[bytes], ctx: JobContext,
-               size=None, file_id: str | None = None) -> FileObject:
+               file_id: str | None = None) -> FileObject:
     """Write a file's content, then its record (``file_id``: a name chosen by the caller, so a step
     that writes it twice writes the same file)."""
     layout = _layout(tenant, ctx)
@@ -62,7 +62,7 @@ def write_file(tenant: str, filename: str, purpose: FilePurpose, chunks: Iterabl
             yield chunk
 
     ctx.store.put_chunks(layout.file_content(file_id), counting())
-    record = FileObject(id=file_id, bytes=size() if size else written["bytes"], created_at=int(time.time()),
+    record = FileObject(id=file_id, bytes=written["bytes"], created_at=int(time.time()),
                         filename=clean_filename(filename), purpose=purpose)
     ctx.store.put(layout.file_record(file_id), record.model_dump_json().encode())
     return record

@@ -22,11 +22,13 @@ from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import RequestCounts
 from poolq.jobs.batches.output_lines import request_error_line, request_id, success_line, unrun_line
 from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE
 from poolq.storage import ObjectNotFoundError, read_jsonl, read_part
 
 _CHUNK_BYTES = 1 << 20
+_ROWS_AT_A_TIME = 1024
 _JOB_RECORD_PREFIX = re.compile(r"^line \d+ \(id '\d+\.\d+'\): ")
 _SERVER_CODES = frozenset({GAVE_UP_CODE})  # failures of the service, not of the request: a 500 line
 
@@ -51,7 +53,8 @@ class _Results:
 
     def output_lines(self, tables) -> Iterator[bytes]:
         for table in tables:
-            for row in table.to_pylist():
+            # A few rows at a time as Python values: a whole part's vectors as floats would be ~0.2 GB.
+            for row in (row for batch in table.to_batches(max_chunksize=_ROWS_AT_A_TIME) for row in batch.to_pylist()):
                 line, index = (int(part) for part in row["id"].split("."))
                 if line in self.failed:
                     continue
@@ -79,9 +82,10 @@ def write_batch_files(tenant: str, request: BatchRequest, prepared: PreparedInpu
     never finished (an expired or cancelled batch); None when it ran to its end."""
     layout = BatchLayout(ctx.service_layout, tenant)
     endpoint_format = ENDPOINT_FORMATS[request.endpoint]
-    results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(prepared.job_id, ctx))
+    manifest = ctx.ledger(prepared.job_id).manifest() if prepared.job_id else None
+    results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(manifest, ctx))
     output_id = _file_id(request.id, "output")
-    tables = _part_tables(prepared.job_id, endpoint_format, ctx)
+    tables = _part_tables(manifest, endpoint_format, ctx)
     write_file(tenant, "batch_output.jsonl", "batch_output", _chunks(results.output_lines(tables)), ctx, file_id=output_id)
     errors = _ErrorLines(request.id, results, unrun)
     error_id = _file_id(request.id, "errors")
@@ -122,10 +126,9 @@ class _ErrorLines:
         return unrun_line(self.batch_id, line, custom_id, code, message)
 
 
-def _job_failures(job_id: str | None, ctx: JobContext) -> dict[int, tuple[str, str]]:
+def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tuple[str, str]]:
     """The job's failed records by request line: the first failure of each line."""
     failed: dict[int, tuple[str, str]] = {}
-    manifest = ctx.ledger(job_id).manifest() if job_id else None
     if manifest is None or manifest.errors is None:
         return failed
     with ctx.store.open(manifest.errors.key) as stream:
@@ -139,8 +142,7 @@ def _job_failures(job_id: str | None, ctx: JobContext) -> dict[int, tuple[str, s
     return failed
 
 
-def _part_tables(job_id: str | None, endpoint_format: EndpointFormat, ctx: JobContext) -> Iterator:
-    manifest = ctx.ledger(job_id).manifest() if job_id else None
+def _part_tables(manifest: JobManifest | None, endpoint_format: EndpointFormat, ctx: JobContext) -> Iterator:
     columns = ["id", endpoint_format.value_column, "num_tokens", "custom_id", "count", "options",
                *endpoint_format.included_fields]
     for part in manifest.parts if manifest is not None else []:
