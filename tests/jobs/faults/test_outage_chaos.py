@@ -223,9 +223,14 @@ class Traffic:
 
 
 def _stopped_for(what: str, traffic: Traffic, stop, start, wait_ready) -> None:
+    """``what`` down for OUTAGE_S, and until the client has answers of its own from that phase: on a
+    loaded machine one slow request (the store's retries) could otherwise span the whole outage."""
     traffic.phase = f"{what}-down"
     stop()
     time.sleep(OUTAGE_S)
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S * 2
+    while time.monotonic() < deadline and not any(a.phase == traffic.phase for a in list(traffic.answers)):
+        time.sleep(0.2)
     start()
     wait_ready()
     traffic.phase = f"{what}-back"
