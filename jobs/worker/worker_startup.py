@@ -2,16 +2,16 @@
 
 ``--gpus 0,1`` starts one prefork worker per GPU, each with ``CUDA_VISIBLE_DEVICES`` set to its
 GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's GPU memory is returned now and
-then). CUDA is first touched in the pool child, when the first shard loads its model. SIGTERM
-is passed to every worker, which finishes its current shard (Celery's warm shutdown) and exits.
+then). CUDA is first touched in the pool child, when the first shard loads its model. A worker
+that dies is started again (``worker_supervisor``); SIGTERM is passed to every worker, which
+finishes its current shard (Celery's warm shutdown) and exits.
 """
 from __future__ import annotations
 
 import logging
 import os
-import signal
-import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from poolq.engine.hardware import cpu_flags
@@ -20,6 +20,7 @@ from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.tasks import register_tasks
+from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 from poolq.storage import verify_conditional_writes
 
 log = logging.getLogger(__name__)
@@ -70,32 +71,24 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     return int(app.start(argv=argv) or 0)
 
 
-def gpu_worker_commands(gpus: list[str], options: WorkerOptions,
-                        executable: str = sys.executable) -> list[tuple[list[str], dict[str, str]]]:
-    """The command line and extra environment of each per-GPU worker."""
+def gpu_worker_commands(gpus: list[str], options: WorkerOptions, executable: str = sys.executable,
+                        environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
+    """The command line and environment of each per-GPU worker (``environ`` plus its GPU)."""
     commands = []
     for gpu in gpus:
         argv = [executable, "-m", "poolq.api", "worker", "--concurrency", "1", "--queues", ",".join(options.queues),
                 "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-gpu{gpu}@%h"]
         if options.max_tasks_per_child:
             argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
-        commands.append((argv, {"CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}))
+        env = {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}
+        commands.append(WorkerCommand(f"gpu{gpu}", argv, env))
     return commands
 
 
-def run_gpu_workers(settings: Settings, gpus: list[str], options: WorkerOptions) -> int:
-    """Start one worker per GPU and supervise them; SIGTERM/SIGINT are passed on. Returns the exit code."""
+def run_gpu_workers(settings: Settings, gpus: list[str], options: WorkerOptions,
+                    policy: RestartPolicy = RestartPolicy()) -> int:
+    """Start one worker per GPU and keep them running (``WorkerSupervisor``); returns the exit code."""
     check_store(settings)
-    children = [
-        subprocess.Popen(argv, env={**os.environ, **env}) for argv, env in gpu_worker_commands(gpus, options)
-    ]
-
-    def forward(signum, _frame) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    codes = [child.wait() for child in children]
-    return max(codes, default=0)
+    supervisor = WorkerSupervisor(gpu_worker_commands(gpus, options), policy)
+    supervisor.install_signal_handlers()
+    return supervisor.run()

@@ -66,7 +66,7 @@ def no_worker_starts(monkeypatch):
         raise AssertionError("a worker was started against a store without conditional writes")
 
     monkeypatch.setattr(worker_module, "create_celery_app", started)
-    monkeypatch.setattr(worker_module.subprocess, "Popen", started)
+    monkeypatch.setattr(worker_module, "WorkerSupervisor", started)
 
 
 @pytest.mark.parametrize("args", [["worker"], ["worker", "--gpus", "0,1"]], ids=["one", "per-gpu"])
@@ -78,10 +78,11 @@ def test_the_worker_command_exits_3_with_a_clear_message(store_without_condition
 
 def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     options = WorkerOptions(concurrency=8, loglevel="DEBUG", queues=("gpu",), max_tasks_per_child=50)
-    commands = gpu_worker_commands(["0", "1"], options, executable="/venv/bin/python")
-    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in commands] == ["0", "1"]
+    commands = gpu_worker_commands(["0", "1"], options, executable="/venv/bin/python", environ={"PATH": "/bin"})
+    assert [command.env for command in commands] == [
+        {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"} for gpu in ("0", "1")]
     hostnames = set()
-    for argv, env in commands:
+    for argv in (command.argv for command in commands):
         assert argv[:4] == ["/venv/bin/python", "-m", "poolq.api", "worker"]
         assert argv[argv.index("--concurrency") + 1] == "1"
         assert "--gpus" not in argv  # a child is one plain worker
@@ -90,8 +91,8 @@ def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     # And each child's command line means what it says to `poolq worker`
     seen = []
     monkeypatch.setattr(worker_module, "run_worker", lambda settings, opts: seen.append(opts))
-    for argv, _ in commands:
-        result = CliRunner().invoke(main, argv[3:])
+    for command in commands:
+        result = CliRunner().invoke(main, command.argv[3:])
         assert result.exit_code == 0, result.output
     assert [(o.concurrency, o.queues, o.max_tasks_per_child, o.loglevel) for o in seen] == [(1, ("gpu",), 50, "DEBUG")] * 2
 

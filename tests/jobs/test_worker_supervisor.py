@@ -1,0 +1,75 @@
+"""WorkerSupervisor on real child processes (small Python scripts standing in for workers)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
+
+FAST = RestartPolicy(max_restarts=2, window_s=60, first_backoff_s=0.05, max_backoff_s=0.2, poll_s=0.02)
+DIES_ONCE = ("import os, sys\n"
+             "marker = sys.argv[1]\n"
+             "if not os.path.exists(marker):\n"
+             "    open(marker, 'w').close()\n"
+             "    os._exit(9)  # as if killed\n")
+WAITS_FOR_SIGTERM = ("import signal, sys, time\n"
+                     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # Celery's warm shutdown\n"
+                     "print('ready', flush=True)\n"
+                     "time.sleep(60)\n")
+
+
+def _command(name: str, script: str, *args: str) -> WorkerCommand:
+    return WorkerCommand(name, [sys.executable, "-c", script, *args], dict(os.environ))
+
+
+class RecordingPopen:
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def __call__(self, argv, env):
+        self.started.append(argv[2])
+        return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+
+
+def test_a_worker_that_dies_is_started_again_and_a_clean_exit_ends_it(tmp_path):
+    # Given one worker that dies on its first start and exits 0 on its second
+    popen = RecordingPopen()
+    supervisor = WorkerSupervisor([_command("gpu0", DIES_ONCE, str(tmp_path / "died"))], FAST, popen=popen)
+    # When it is supervised
+    code = supervisor.run()
+    # Then it was started twice, and its clean exit was not restarted
+    assert popen.started == [DIES_ONCE, DIES_ONCE]
+    assert code == 0
+
+
+def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code():
+    # Given a worker that always fails beside a healthy one
+    popen = RecordingPopen()
+    crashing = _command("gpu0", "import sys; sys.exit(3)")
+    healthy = _command("gpu1", WAITS_FOR_SIGTERM)
+    supervisor = WorkerSupervisor([crashing, healthy], FAST, popen=popen)
+    # When it is supervised
+    start = time.monotonic()
+    code = supervisor.run()
+    # Then the failing one was restarted max_restarts times, then everything stopped with its code
+    assert popen.started.count(crashing.argv[2]) == FAST.max_restarts + 1
+    assert popen.started.count(healthy.argv[2]) == 1
+    assert code == 3
+    assert time.monotonic() - start < 30  # the healthy one was told to stop, not waited out
+
+
+def test_sigterm_is_passed_on_and_nothing_is_restarted_afterwards(tmp_path):
+    # Given two running workers that exit 0 on SIGTERM
+    popen = RecordingPopen()
+    supervisor = WorkerSupervisor([_command("gpu0", WAITS_FOR_SIGTERM), _command("gpu1", WAITS_FOR_SIGTERM)], FAST,
+                                  popen=popen)
+    # When the supervisor is told to stop while they run
+    threading.Timer(1.0, supervisor.stop, args=(signal.SIGTERM,)).start()
+    code = supervisor.run()
+    # Then both got the signal and exited cleanly, and neither was started again
+    assert code == 0
+    assert len(popen.started) == 2
