@@ -3,7 +3,9 @@
 For every active job it rebuilds a lost status, re-sends tasks whose messages were lost (a unit
 neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
 are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
-simply expire (they carry a TTL), after which their units count as not running.
+simply expire (they carry a TTL), after which their units count as not running. Before the
+jobs, it re-syncs RedBeat's schedule entries and runs schedule slots that beat missed
+(``missed_slots.py``).
 
 Which units are lost is decided in ``lost_units.py``; a job still planning gets its plan task
 again, which re-sends lost section tasks (``planner.py``).
@@ -13,12 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from poolq.jobs.batches.batch_layout import active_batches_prefix
 from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job
 from poolq.jobs.ledger.recovery import recover_status
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
+from poolq.jobs.schedules.missed_slots import catch_up_missed_slots
 from poolq.jobs.steps.dispatch import (
     FINALIZE_UNIT,
     PLAN_UNIT,
@@ -45,6 +49,7 @@ class ReconcileReport:
     deleted_objects: int = 0
     aborted_uploads: int = 0
     batches: int = 0  # unfinished OpenAI-style batches sent their next step
+    caught_up: list[str] = field(default_factory=list)  # schedules whose missed slot ran now
 
 
 def active_jobs(ctx: JobContext) -> list[str]:
@@ -57,6 +62,7 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     report = ReconcileReport()
     now = time.time() if now is None else now
     sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
+    report.caught_up = catch_up_missed_slots(ctx, datetime.fromtimestamp(now, timezone.utc))  # never raises
     queues = QueueDepths(ctx)
     for job_id in active_jobs(ctx):
         report.jobs += 1

@@ -258,3 +258,41 @@ def test_sync_recreates_lost_entries_and_removes_orphans(tmp_path, celery_app):
     redis.Redis.from_url(celery_app.conf.redbeat_redis_url).flushdb()
     assert beat.sync(ScheduleStore(ctx.store, ctx.service_layout)).added == sorted([kept.id, lost.id])
     assert beat.schedule_ids() == {kept.id, lost.id}
+
+
+# -- slots beat missed ---------------------------------------------------------------------------
+
+def _reconcile_at(ctx, at: datetime):
+    return reconcile(ctx, now=at.timestamp())
+
+
+def test_a_slot_beat_missed_is_run_once_by_the_reconciler_after_a_grace_period(tmp_path):
+    # Given an hourly schedule created before the 12:00 slot, and no beat firing it
+    ctx = _holding_ctx(tmp_path)
+    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    # When the reconciler passes within the grace period, beat may still fire it: nothing runs
+    assert _reconcile_at(ctx, T0 + timedelta(minutes=1)).caught_up == [] and _job_ids(ctx) == []
+    # When it passes after the grace period, the slot runs, once
+    assert _reconcile_at(ctx, T0 + timedelta(minutes=5)).caught_up == [schedule.id]
+    assert _reconcile_at(ctx, T0 + timedelta(minutes=6)).caught_up == []
+    [job_id] = _job_ids(ctx)
+    [run] = ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)
+    assert (run.slot, run.job_id, run.manual) == (T0, job_id, False)
+    # Then a late beat for the same slot lands on the same job
+    assert run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=7)).job_id == job_id
+
+
+def test_after_an_outage_over_several_slots_only_the_latest_runs(tmp_path):
+    ctx = _holding_ctx(tmp_path)
+    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    _reconcile_at(ctx, T0 + timedelta(hours=3, minutes=5))  # 12:00, 13:00, 14:00 and 15:00 were missed
+    assert [run.slot for run in ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)] == [T0 + timedelta(hours=3)]
+    assert len(_job_ids(ctx)) == 1
+
+
+def test_disabled_schedules_and_slots_before_a_schedule_existed_are_not_caught_up(tmp_path):
+    ctx = _holding_ctx(tmp_path)
+    create_schedule(_request(tmp_path, cron="0 * * * *", enabled=False), ctx, now=T0 - timedelta(minutes=10))
+    create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 + timedelta(minutes=30))  # after 12:00
+    assert _reconcile_at(ctx, T0 + timedelta(minutes=45)).caught_up == []
+    assert _job_ids(ctx) == []
