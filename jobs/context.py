@@ -19,7 +19,7 @@ from poolq.jobs.ledger.layout import JobLayout, ServiceLayout
 from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import Enqueuer
-from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+from poolq.storage import ObjectNotFoundError, ObjectStore
 
 _T = TypeVar("_T")
 _SPECS_KEPT = 256  # a worker serves a few jobs at a time; older specs are read again if needed
@@ -55,10 +55,7 @@ class JobContext:
     def register_job(self, job_id: str, tenant: str) -> None:
         """Record the job's tenant (first write of a submission; a repeat keeps the first)."""
         record = json.dumps({"tenant": tenant}).encode()
-        try:
-            self.store.put(self.service_layout.job_index(job_id), record, if_absent=True)
-        except ObjectExistsError:
-            pass
+        self.store.put_once(self.service_layout.job_index(job_id), record)
 
     def tenant_of(self, job_id: str) -> str | None:
         """The tenant owning ``job_id``, or None if there is no such job."""

@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, ClassVar, Iterator
 
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip stream
 _BOM = "\ufeff"
 # A \uD800..\uDFFF escape: json.loads turns a lone one into a str that cannot be encoded as UTF-8
 # (a valid pair becomes one character). Only lines holding such an escape are searched further.
@@ -138,13 +138,13 @@ def lone_surrogate_path(value: object, path: str = "") -> str | None:
 def _lines(stream: BinaryIO) -> tuple[bool, Iterator[bytes]]:
     """Whether the stream is gzip-compressed, and its lines (decompressed)."""
     head = b""
-    while len(head) < len(_GZIP_MAGIC):  # a raw stream may return fewer bytes than asked for
-        more = stream.read(len(_GZIP_MAGIC) - len(head))
+    while len(head) < len(GZIP_MAGIC):  # a raw stream may return fewer bytes than asked for
+        more = stream.read(len(GZIP_MAGIC) - len(head))
         if not more:
             break
         head += more
     rest = io.BufferedReader(_Prefixed(head, stream))
-    if head == _GZIP_MAGIC:
+    if head == GZIP_MAGIC:
         return True, iter(gzip.GzipFile(fileobj=rest, mode="rb"))
     return False, iter(rest)
 

@@ -56,6 +56,16 @@ class ObjectStore(ABC):
         :class:`ObjectExistsError` is raised and the existing object is kept.
         """
 
+    def put_once(self, key: str, data: bytes) -> bool:
+        """Write ``data`` unless something is at ``key`` already; True if this call wrote it.
+
+        The ledger's write-once records (a claim, a commit, a verdict) are all this call."""
+        try:
+            self.put(key, data, if_absent=True)
+        except ObjectExistsError:
+            return False
+        return True
+
     @abstractmethod
     def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
         """Write the concatenation of ``chunks`` at ``key`` atomically, holding at most about one

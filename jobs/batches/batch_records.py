@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from poolq.jobs.batches.batch_layout import BatchLayout
 from poolq.jobs.batches.openai_objects import BatchError, RequestCounts
 from poolq.jobs.context import JobContext
-from poolq.storage import ObjectExistsError, ObjectNotFoundError
+from poolq.storage import ObjectNotFoundError
 
 MAX_WINDOW_S = 7 * 86400
 _WINDOW = re.compile(r"^([1-9][0-9]{0,6})([smh])$")
@@ -92,11 +92,7 @@ class BatchRecords:
 
     def write_once(self, name: str, record: BaseModel) -> bool:
         """Write ``record`` unless one is there already (True if this call wrote it)."""
-        try:
-            self.store.put(self.key(name), record.model_dump_json().encode(), if_absent=True)
-        except ObjectExistsError:
-            return False
-        return True
+        return self.store.put_once(self.key(name), record.model_dump_json().encode())
 
     def request(self) -> BatchRequest | None:
         return self.read("batch.json", BatchRequest)

@@ -16,7 +16,7 @@ from poolq.jobs.job import JobSpec
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+from poolq.storage import ObjectNotFoundError, ObjectStore
 
 _READERS = 16  # commit markers read concurrently by the finalizer (S3 GETs are latency-bound)
 
@@ -109,11 +109,7 @@ class JobLedger:
 
     def _put_once(self, key: str, value: dict) -> bool:
         """Write ``value`` unless ``key`` exists; True if this call wrote it."""
-        try:
-            self.store.put(key, _dump(value), if_absent=True)
-        except ObjectExistsError:
-            return False
-        return True
+        return self.store.put_once(key, _dump(value))
 
     def _read_json(self, key: str) -> dict | None:
         try:

@@ -10,8 +10,8 @@ from typing import Iterable, Iterator
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.planning.input_section import InputSection
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, read_jsonl
+from poolq.storage.jsonl import GZIP_MAGIC
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _PROBE_BYTES = 64 << 10  # read while looking for a line end past a cut point
 
 
@@ -39,8 +39,8 @@ def jsonl_field_types(store: ObjectStore, key: str, info: ObjectInfo, names: Ite
 
 def _cut_points(store: ObjectStore, key: str, size: int, section_bytes: int) -> list[int]:
     """Offsets just after the first line end at or past each multiple of ``section_bytes``."""
-    with store.open_range(key, 0, min(size, len(_GZIP_MAGIC))) as stream:
-        if stream.read() == _GZIP_MAGIC:
+    with store.open_range(key, 0, min(size, len(GZIP_MAGIC))) as stream:
+        if stream.read() == GZIP_MAGIC:
             return []
     cuts: list[int] = []
     target = section_bytes

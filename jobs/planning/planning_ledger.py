@@ -15,7 +15,7 @@ from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.planning.sections import InputSection, dump_sections, load_sections
-from poolq.storage import ObjectExistsError, ObjectNotFoundError, ObjectStore
+from poolq.storage import ObjectNotFoundError, ObjectStore
 
 
 class SectionStage(Enum):
@@ -79,11 +79,7 @@ class PlanningLedger:
 
     def _put_once(self, key: str, body: bytes) -> bytes:
         """Write ``body`` unless ``key`` exists; returns what is stored (this body or the first one)."""
-        try:
-            self.store.put(key, body, if_absent=True)
-        except ObjectExistsError:
-            return self.store.get(key)
-        return body
+        return body if self.store.put_once(key, body) else self.store.get(key)
 
     def _get(self, key: str) -> bytes | None:
         try:

@@ -150,9 +150,9 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
         rows = [_inline_row(document) for document in spec.input.documents]
-        _put_once(ctx, layout.inline_input, dump_jsonl(rows))
-    _put_once(ctx, layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
-    _put_once(ctx, ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
+        ctx.store.put_once(layout.inline_input, dump_jsonl(rows))
+    ctx.store.put_once(layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
+    ctx.store.put_once(ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
     status = JobStatus(
         id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task_label, created_at=created_at
     )
@@ -181,8 +181,3 @@ def _inline_row(document: InlineDocument) -> dict:
     return {**(document.fields or {}), **row}
 
 
-def _put_once(ctx: JobContext, key: str, data: bytes) -> None:
-    try:
-        ctx.store.put(key, data, if_absent=True)
-    except ObjectExistsError:
-        pass

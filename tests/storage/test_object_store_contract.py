@@ -37,6 +37,9 @@ def test_conditional_write_keeps_the_first_object(store):
     with pytest.raises(ObjectExistsError):
         store.put("c/marker", b"second", if_absent=True)
     assert store.get("c/marker") == b"first"
+    # put_once: the same, as a bool
+    assert store.put_once("c/once", b"first") and not store.put_once("c/once", b"second")
+    assert store.get("c/once") == b"first"
 
 
 def test_list_is_sorted_and_scoped_to_the_prefix(store):
