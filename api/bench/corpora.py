@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from poolq.api.demo.demo import load_sample_corpus
+from poolq.api.demo.sample_corpus import load_sample_corpus
 
 
 @dataclass(frozen=True)

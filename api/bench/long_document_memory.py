@@ -40,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=1_000_000)
     args = parser.parse_args()
-    from poolq.api.demo.demo import load_sample_corpus
+    from poolq.api.demo.sample_corpus import load_sample_corpus
     from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -25,7 +25,7 @@ from poolq.api.bench.scale.machine import machine_facts
 
 
 def _sentences() -> list[str]:
-    from poolq.api.demo.demo import load_sample_corpus
+    from poolq.api.demo.sample_corpus import load_sample_corpus
 
     found = []
     for doc in load_sample_corpus():

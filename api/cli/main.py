@@ -143,7 +143,7 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
 @click.option("--api-port", default=8000, show_default=True, type=int)
 def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
-    from poolq.api.demo import run_demo
+    from poolq.api.demo.demo import run_demo
     from poolq.api.devstack.stack import StackPorts
 
     sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))

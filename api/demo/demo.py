@@ -1,8 +1,6 @@
 """Start the local stack, submit the sample corpus over HTTP, poll, show results, stop."""
 from __future__ import annotations
 
-import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -10,18 +8,13 @@ from rich.console import Console
 
 from poolq.api.cli.progress import RichJobProgress
 from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.demo.sample_corpus import load_sample_corpus
 from poolq.api.devstack.process import ServiceError
 from poolq.api.devstack.stack import LocalStack, StackPorts
 from poolq.api.server.schemas import JobResults
 
 # chunked: every document is embedded whole (256-token windows, token-weighted mean), none cut.
 DEMO_JOB_OPTIONS = {"long_documents": {"mode": "chunked"}}
-
-
-def load_sample_corpus() -> list[dict]:
-    """The shipped State of the Union excerpts (real public-domain text; see SOURCES.md)."""
-    text = resources.files(__package__).joinpath("sample_corpus.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def run_demo(

