@@ -87,14 +87,15 @@ def sync_status(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
 def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> JobManifest:
     layout = ctx.layout(job_id)
     spec = ledger.spec()
-    plan = ledger.plan() or Plan(total=_known_total(spec), plan_errors=0)
+    stored_plan = ledger.plan()  # None: planning never finished (a job failed while planning)
+    plan = stored_plan or Plan(total=_known_total(spec), plan_errors=0)
     commits = ledger.commits()
     cancelled = ledger.cancel_requested()
-    error_count = _write_errors(ctx, layout.plan_errors if ledger.plan() else None, commits, layout.errors)
+    error_count = _write_errors(ctx, layout.plan_errors if stored_plan else None, commits, layout.errors)
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
     state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, error_count)
-    errors = job_errors(ledger.plan(), commits)
+    errors = job_errors(stored_plan, commits)
     if state is JobState.FAILED and failure is None and error_count:  # every record failed: say why
         failure = f"every record failed: {errors.describe()}"
     status = ctx.status.get(job_id)
