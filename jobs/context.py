@@ -42,6 +42,9 @@ class JobContext:
     window: DispatchWindow = field(default_factory=InMemoryDispatchWindow)  # shard tasks in flight
     _engines: dict[str, "PoolingEngine"] = field(default_factory=dict, repr=False)
     _engine_identities: dict[str, str] = field(default_factory=dict, repr=False)
+    # model -> why it cannot be served here: a verdict of the model's own (int8's quality gate),
+    # kept so that every later shard fails at once instead of loading and calibrating again
+    _engine_refusals: dict[str, ValueError] = field(default_factory=dict, repr=False)
     # job id -> tenant; safe to cache forever: a job's tenant never changes
     _tenants: dict[str, str] = field(default_factory=dict, repr=False)
     _tenants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -113,13 +116,22 @@ class JobContext:
         self._engines[model] = engine
 
     def engine(self, model: str) -> "PoolingEngine":
-        """The loaded engine for ``model``; loaded once per process, on first use."""
+        """The loaded engine for ``model``; loaded once per process, on first use. A model this
+        process refused to serve (``Int8Refused``) is refused again without loading it."""
+        if model in self._engine_refusals:
+            refused = self._engine_refusals[model]
+            raise type(refused)(*refused.args)  # a new one: re-raising one instance grows its traceback
         if model not in self._engines:
             from poolq.engine import PoolingEngine
+            from poolq.engine.models.int8_encoder import Int8Refused
 
-            self._engines[model] = PoolingEngine.from_pretrained(
-                model, config=self.settings.engine_config(), registry=self.registry
-            )
+            try:
+                self._engines[model] = PoolingEngine.from_pretrained(
+                    model, config=self.settings.engine_config(), registry=self.registry
+                )
+            except Int8Refused as refused:
+                self._engine_refusals[model] = refused
+                raise
         return self._engines[model]
 
     def engine_identity(self, model: str) -> str:

@@ -117,3 +117,28 @@ def test_bad_chunk_spans_are_per_record_errors(tmp_path, local_ctx):
     status = run_job_locally(spec, local_ctx)
     _, ids, errors = _outputs(local_ctx, status.id)
     assert ids == ["b"] and [(e["id"], e["code"]) for e in errors] == [("a", "invalid_chunk_spans")]
+
+
+def test_a_model_int8_refuses_fails_each_shard_with_the_reason_and_is_loaded_once(tmp_path, monkeypatch):
+    # Given an int8 worker whose quality gate no model can pass, and a job of three one-document shards
+    from poolq.engine import PoolingEngine
+    from poolq.engine.models import int8_encoder
+    from poolq.jobs.local_runner import local_context
+    from poolq.jobs.settings import Settings
+
+    monkeypatch.setattr(int8_encoder, "MIN_COSINE", 1.0)
+    loads = []
+    real_load = PoolingEngine.from_pretrained.__func__
+    monkeypatch.setattr(PoolingEngine, "from_pretrained",
+                        classmethod(lambda cls, *a, **kw: loads.append(a[0]) or real_load(cls, *a, **kw)))
+    ctx = local_context(tmp_path / "out", Settings(dtype="int8", shard_max_documents=1))
+    documents = [{"id": f"doc-{i}", "text": f"document number {i}"} for i in range(3)]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", documents)}})
+    # When it runs
+    status = run_job_locally(spec, ctx)
+    # Then every record is an error naming the refusal, and the model was loaded (and calibrated) once
+    manifest, ids, errors = _outputs(ctx, status.id)
+    assert status.status is JobState.FAILED and ids == []
+    assert sorted(error["id"] for error in errors) == ["doc-0", "doc-1", "doc-2"]
+    assert all("Int8Refused" in error["message"] and "use dtype float32" in error["message"] for error in errors)
+    assert loads == ["all-MiniLM-L6-v2"]
