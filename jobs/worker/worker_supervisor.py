@@ -92,9 +92,11 @@ class WorkerSupervisor:
             if slot.restart_at is not None and self._clock() >= slot.restart_at and not self._stopping:
                 self._start(slot)
             return
-        code = slot.process.poll()
-        if code is None:
+        returncode = slot.process.poll()
+        if returncode is None:
             return
+        # Killed by a signal: Popen says -N, a shell and service managers 128 + N.
+        code = returncode if returncode >= 0 else 128 - returncode
         slot.process = None
         if self._stopping or code == 0:
             slot.exit_code = code

@@ -8,6 +8,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 
 FAST = RestartPolicy(max_restarts=2, window_s=60, first_backoff_s=0.05, max_backoff_s=0.2, poll_s=0.02)
@@ -46,19 +48,22 @@ def test_a_worker_that_dies_is_started_again_and_a_clean_exit_ends_it(tmp_path):
     assert code == 0
 
 
-def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code():
+@pytest.mark.parametrize("crash, code", [("import sys; sys.exit(3)", 3),
+                                         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 128 + 9)],
+                         ids=["exit-3", "sigkill"])
+def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code(crash, code):
     # Given a worker that always fails beside a healthy one
     popen = RecordingPopen()
-    crashing = _command("gpu0", "import sys; sys.exit(3)")
+    crashing = _command("gpu0", crash)
     healthy = _command("gpu1", WAITS_FOR_SIGTERM)
     supervisor = WorkerSupervisor([crashing, healthy], FAST, popen=popen)
     # When it is supervised
     start = time.monotonic()
-    code = supervisor.run()
+    exit_code = supervisor.run()
     # Then the failing one was restarted max_restarts times, then everything stopped with its code
     assert popen.started.count(crashing.argv[2]) == FAST.max_restarts + 1
     assert popen.started.count(healthy.argv[2]) == 1
-    assert code == 3
+    assert exit_code == code
     assert time.monotonic() - start < 30  # the healthy one was told to stop, not waited out
 
 
