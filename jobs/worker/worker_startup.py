@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from poolq.engine.hardware import cpu_flags
-from poolq.jobs.observability.log_format import use_celery_logging
+from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.worker.celery_app import create_celery_app
@@ -89,6 +89,7 @@ def run_gpu_workers(settings: Settings, gpus: list[str], options: WorkerOptions,
                     policy: RestartPolicy = RestartPolicy()) -> int:
     """Start one worker per GPU and keep them running (``WorkerSupervisor``); returns the exit code."""
     check_store(settings)
+    configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
     supervisor = WorkerSupervisor(gpu_worker_commands(gpus, options), policy)
     supervisor.install_signal_handlers()
     return supervisor.run()

@@ -1,4 +1,5 @@
-"""`poolq worker --gpus 0,1`: one worker process per GPU, stopped together by SIGTERM."""
+"""`poolq worker --gpus 0,1`: one worker process per GPU, started again when one dies, stopped
+together by SIGTERM."""
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ def environ(pid: int) -> dict[str, str]:
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
-def test_gpus_0_1_starts_one_worker_per_gpu_and_sigterm_stops_both(deployment):
+def test_gpus_0_1_starts_one_worker_per_gpu_restarts_a_killed_one_and_sigterm_stops_both(deployment):
     # Given `poolq worker --gpus 0,1` (no work is sent: this machine has no CUDA)
     supervisor = deployment.spawn_process("gpus", [sys.executable, "-m", "poolq.api", "worker", "--gpus", "0,1"], "worker")
     # When both per-GPU workers are up
@@ -25,6 +26,16 @@ def test_gpus_0_1_starts_one_worker_per_gpu_and_sigterm_stops_both(deployment):
     assert len(children) == 2, supervisor.log()[-3000:]
     assert sorted(environ(pid)["CUDA_VISIBLE_DEVICES"] for pid in children) == ["0", "1"]
     assert "poolq-gpu0@" in supervisor.log() and "poolq-gpu1@" in supervisor.log()
+    # When GPU 0's worker is killed
+    killed = next(pid for pid in children if environ(pid)["CUDA_VISIBLE_DEVICES"] == "0")
+    os.kill(killed, signal.SIGKILL)
+    # Then it is started again, for the same GPU, and the other one is left alone
+    deployment.wait(lambda: supervisor.log().count(" ready.") == 3 or not supervisor.alive(), 120,
+                    "GPU 0's worker to be started again")
+    assert "exited with 137; restarting it" in supervisor.log()
+    children = supervisor.children()
+    assert len(children) == 2 and killed not in children, supervisor.log()[-3000:]
+    assert sorted(environ(pid)["CUDA_VISIBLE_DEVICES"] for pid in children) == ["0", "1"]
     # and SIGTERM to the supervisor stops both, and it exits 0
     os.kill(supervisor.pid, signal.SIGTERM)
     assert supervisor.wait_exit(60) == 0, supervisor.log()[-3000:]
