@@ -9,6 +9,8 @@ from pathlib import Path
 # Instruction sets that make bf16 matmuls faster than fp32 (AMX tiles, AVX-512 BF16 dot products).
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 DTYPES = ("float32", "float16", "bfloat16")
+# The flags logs and benchmarks name: what decides the compute dtype and the kernels' speed.
+NOTED_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile")
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
@@ -22,6 +24,12 @@ def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
         if line.startswith("flags"):
             return frozenset(line.split(":", 1)[1].split())
     return frozenset()
+
+
+def noted_flags(flags: frozenset[str] | None = None) -> list[str]:
+    """Which of ``NOTED_FLAGS`` this CPU (or ``flags``) has, in that order."""
+    present = cpu_flags() if flags is None else flags
+    return [flag for flag in NOTED_FLAGS if flag in present]
 
 
 def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = None) -> str:

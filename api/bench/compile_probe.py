@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 
 def _compiled_dense(layer, torch):
     """A module computing the layer's post-attention part, its weights frozen into the graph."""
@@ -62,14 +60,15 @@ def run(model: str, dtypes: list[str], texts: int, rounds: int,
     import torch._inductor.config as inductor_config
 
     from poolq.api.bench.corpora import build_corpora
+    from poolq.api.bench.variant_timing import min_cosine, time_variants
+    from poolq.api.bench.variants import Variant
     from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
 
     inductor_config.freezing = freezing
     # One graph per layer module per dtype: more than dynamo's default of 8 cached graphs per frame.
     torch._dynamo.config.cache_size_limit = 64
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE)
-    variants = {}
-    corpus = None
+    variants, corpus = [], None
     for dtype in dtypes:
         eager = PoolingEngine.from_pretrained(model, dtype=dtype)
         corpus = corpus or build_corpora(eager.tokenizer, num_mixed=texts, window=eager.spec.max_position_tokens)[0]
@@ -78,21 +77,12 @@ def run(model: str, dtypes: list[str], texts: int, rounds: int,
         start = time.perf_counter()
         compiled.embed(corpus.texts, policy=policy)  # compiles (dynamic shapes: once, not per batch)
         print(f"{dtype}: compile + first pass {time.perf_counter() - start:.0f} s")
-        variants[f"eager {dtype}"], variants[f"compiled {dtype}"] = eager, compiled
-    seconds: dict[str, list[float]] = {name: [] for name in variants}
-    vectors: dict[str, np.ndarray] = {}
-    names = list(variants)
-    for round_index in range(rounds):
-        shift = round_index % len(names)
-        for name in names[shift:] + names[:shift]:
-            start = time.perf_counter()
-            vectors[name] = np.asarray(variants[name].embed(corpus.texts, policy=policy), dtype=np.float32)
-            seconds[name].append(time.perf_counter() - start)
-    reference = vectors.get("eager float32", vectors[names[0]])
-    from poolq.api.bench.variant_timing import min_cosine
-
-    return [(name, float(np.median(seconds[name])), corpus.num_tokens / float(np.median(seconds[name])),
-             min_cosine(reference, vectors[name])) for name in names]
+        for name, engine in ((f"eager {dtype}", eager), (f"compiled {dtype}", compiled)):
+            variants.append(Variant(name, dtype, lambda batch, engine=engine: engine.embed(batch, policy=policy)))
+    timed = time_variants(variants, corpus.texts, rounds)
+    reference = next((t.vectors for t in timed if t.variant.name == "eager float32"), timed[0].vectors)
+    return [(t.variant.name, t.median_s, corpus.num_tokens / t.median_s, min_cosine(reference, t.vectors))
+            for t in timed]
 
 
 def main() -> None:
@@ -103,11 +93,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-freezing", action="store_true", help="weights as graph inputs, not prepacked")
     args = parser.parse_args()
-    from poolq.engine.hardware import cpu_flags
+    from poolq.engine.hardware import noted_flags
 
-    interesting = sorted(cpu_flags() & {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni",
-                                        "avx_vnni"})
-    print("CPU features:", ", ".join(interesting) or "none of note")
+    print("CPU features:", ", ".join(noted_flags()) or "none of note")
     rows = run(args.model, args.dtypes.split(","), args.texts, args.rounds, freezing=not args.no_freezing)
     base = rows[0][2]
     print("| variant | median s | tok/s | vs first | cos vs eager fp32, min |")

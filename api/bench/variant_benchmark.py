@@ -9,8 +9,6 @@ from poolq.api.bench.corpora import build_corpora
 from poolq.api.bench.variant_timing import min_cosine, time_variants
 from poolq.api.bench.variants import Variant, poolq_variant, st_variant
 
-# The flags that decide a CPU's fast paths (engine/hardware.py, engine/models/int8_linear.py).
-ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 REFERENCE = "ST torch"
 
 
@@ -20,7 +18,7 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
     import torch
 
     from poolq.engine import ModelRegistry, PoolingEngine
-    from poolq.engine.hardware import cpu_flags, resolve_dtype
+    from poolq.engine.hardware import cpu_flags, noted_flags, resolve_dtype
 
     if threads:
         torch.set_num_threads(threads)
@@ -45,7 +43,7 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
              "vs_st_fp32": reference.median_s / t.median_s, "min_cos_vs_st_fp32": min_cosine(t.vectors, reference.vectors)}
             for t in timed]})
     return {"model": model, "rounds": rounds, "threads": torch.get_num_threads(), "cpu_model": _cpu_model(),
-            "isa_flags": [flag for flag in ISA_FLAGS if flag in flags], "auto_dtype": resolve_dtype("auto", "cpu"),
+            "isa_flags": noted_flags(flags), "auto_dtype": resolve_dtype("auto", "cpu"),
             "skipped": skipped, "corpora": corpora}
 
 

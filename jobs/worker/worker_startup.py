@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from poolq.engine.hardware import cpu_flags
+from poolq.engine.hardware import noted_flags
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
@@ -41,17 +41,13 @@ def check_store(settings: Settings) -> None:
         verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
 
 
-# The CPU flags a start-up log names: what decides the compute dtype and the kernels' speed.
-NOTED_FLAGS = frozenset({"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
-
-
 def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> int:
     """Run one prefork worker in this process until it is told to stop; returns its exit code
     (non-zero when Celery stopped it on an unrecoverable error, so a supervisor restarts it)."""
     check_store(settings)
     use_celery_logging(settings.log_format)
     log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, settings.compute_dtype,
-             settings.dtype, ", ".join(sorted(cpu_flags() & NOTED_FLAGS)) or "none of avx2/avx512*/amx*")
+             settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     register_tasks(app, settings)
     argv = [
