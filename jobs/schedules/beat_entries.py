@@ -30,10 +30,11 @@ def entry_name(schedule_id: str) -> str:
 
 @dataclass
 class BeatSync:
-    """What one sync changed, by schedule id."""
+    """What one sync changed, by schedule id, and the stored schedules it read."""
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    schedules: list[Schedule] = field(default_factory=list)
 
 
 class ScheduleBeat:
@@ -64,9 +65,9 @@ class ScheduleBeat:
         Entries are read before schedules: a schedule created or deleted meanwhile is then at
         worst added twice or removed twice (both harmless), never left without its entry.
         """
-        report = BeatSync()
         present = self.schedule_ids()
         schedules = store.list()
+        report = BeatSync(schedules=schedules)
         for schedule in schedules:
             if schedule.id not in present:
                 self.add(schedule)

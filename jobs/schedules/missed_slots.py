@@ -34,12 +34,14 @@ def missed_slot(schedule: Schedule, store: ScheduleStore, now: datetime) -> date
     return slot if store.run(schedule.id, slot) is None else None
 
 
-def catch_up_missed_slots(ctx: JobContext, now: datetime) -> list[str]:
-    """Run every schedule's missed latest slot; returns the ids of the schedules run. Never raises."""
+def catch_up_missed_slots(ctx: JobContext, now: datetime, schedules: list[Schedule] | None = None) -> list[str]:
+    """Run every schedule's missed latest slot; returns the ids of the schedules run. Never raises.
+
+    ``schedules``: the stored ones if the caller has just read them (the beat sync did), else read here."""
     store = ScheduleStore(ctx.store, ctx.service_layout)
-    caught_up = []
+    caught_up: list[str] = []
     try:
-        schedules = store.list()
+        schedules = store.list() if schedules is None else schedules
     except Exception:  # noqa: BLE001 - schedules must not stop the pass over the jobs
         log.exception("listing schedules to catch up missed slots failed")
         return caught_up

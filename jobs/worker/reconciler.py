@@ -61,8 +61,9 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     """One pass over every active job. Safe to run anywhere, any number of times, concurrently."""
     report = ReconcileReport()
     now = time.time() if now is None else now
-    sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
-    report.caught_up = catch_up_missed_slots(ctx, datetime.fromtimestamp(now, timezone.utc))  # never raises
+    synced = sync_beat_entries(ctx)  # RedBeat entries from the stored schedules (never raises)
+    report.caught_up = catch_up_missed_slots(  # never raises; the schedules the sync read, not a second listing
+        ctx, datetime.fromtimestamp(now, timezone.utc), synced.schedules if synced is not None else None)
     queues = QueueDepths(ctx)
     for job_id in active_jobs(ctx):
         report.jobs += 1

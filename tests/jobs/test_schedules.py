@@ -296,3 +296,29 @@ def test_disabled_schedules_and_slots_before_a_schedule_existed_are_not_caught_u
     create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 + timedelta(minutes=30))  # after 12:00
     assert _reconcile_at(ctx, T0 + timedelta(minutes=45)).caught_up == []
     assert _job_ids(ctx) == []
+
+
+class _ListingStore:
+    """The context's store, recording the prefixes it lists."""
+
+    def __init__(self, store) -> None:
+        self._store, self.listed = store, []
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def list(self, prefix, *args, **kwargs):
+        self.listed.append(prefix)
+        return self._store.list(prefix, *args, **kwargs)
+
+
+def test_with_beat_the_reconciler_lists_the_schedules_once_and_still_catches_up(tmp_path, celery_app):
+    # Given a schedule whose 12:00 slot beat missed, in a context that sends work through Celery
+    ctx = _holding_ctx(tmp_path, CeleryEnqueuer(celery_app))
+    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    store = _ListingStore(ctx.store)
+    ctx.store = store
+    # When one pass runs: the beat sync, then the catch-up of missed slots
+    assert _reconcile_at(ctx, T0 + timedelta(minutes=5)).caught_up == [schedule.id]
+    # Then the stored schedules were listed once, for both
+    assert store.listed.count(ctx.service_layout.schedules_prefix) == 1
