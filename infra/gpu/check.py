@@ -11,6 +11,7 @@ file with those blocked.
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import shutil
@@ -28,6 +29,7 @@ NEEDED = ("torch", "numpy", "tokenizers", "transformers", "safetensors", "senten
 def importable_repo() -> None:
     """Put a ``poolq`` link to the repository first on ``sys.path`` (the installed layout)."""
     view = Path(tempfile.mkdtemp(prefix="poolq-view-"))
+    atexit.register(shutil.rmtree, view, True)
     (view / "poolq").symlink_to(REPO, target_is_directory=True)
     sys.path.insert(0, str(view))
 

@@ -18,10 +18,22 @@ DIES_ONCE = ("import os, sys\n"
              "if not os.path.exists(marker):\n"
              "    open(marker, 'w').close()\n"
              "    os._exit(9)  # as if killed\n")
+# Exits 0 on SIGTERM, like Celery's warm shutdown; creates the file argv[1] once it would.
 WAITS_FOR_SIGTERM = ("import signal, sys, time\n"
-                     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # Celery's warm shutdown\n"
-                     "print('ready', flush=True)\n"
+                     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+                     "open(sys.argv[1], 'w').close()\n"
                      "time.sleep(60)\n")
+# Runs the crash once the file argv[1] exists (the healthy worker beside it is ready by then).
+AFTER_READY = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]):\n    time.sleep(0.01)\n"
+
+
+def _when_ready(paths, then) -> None:
+    """Call ``then`` from a thread once every file in ``paths`` exists."""
+    def wait() -> None:
+        while not all(path.exists() for path in paths):
+            time.sleep(0.01)
+        then()
+    threading.Thread(target=wait, daemon=True).start()
 
 
 def _command(name: str, script: str, *args: str) -> WorkerCommand:
@@ -51,11 +63,12 @@ def test_a_worker_that_dies_is_started_again_and_a_clean_exit_ends_it(tmp_path):
 @pytest.mark.parametrize("crash, code", [("import sys; sys.exit(3)", 3),
                                          ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 128 + 9)],
                          ids=["exit-3", "sigkill"])
-def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code(crash, code):
+def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code(tmp_path, crash, code):
     # Given a worker that always fails beside a healthy one
     popen = RecordingPopen()
-    crashing = _command("gpu0", crash)
-    healthy = _command("gpu1", WAITS_FOR_SIGTERM)
+    ready = tmp_path / "gpu1-ready"
+    crashing = _command("gpu0", AFTER_READY + crash, str(ready))
+    healthy = _command("gpu1", WAITS_FOR_SIGTERM, str(ready))
     supervisor = WorkerSupervisor([crashing, healthy], FAST, popen=popen)
     # When it is supervised
     start = time.monotonic()
@@ -70,10 +83,11 @@ def test_a_crash_loop_stops_the_other_workers_and_exits_with_its_code(crash, cod
 def test_sigterm_is_passed_on_and_nothing_is_restarted_afterwards(tmp_path):
     # Given two running workers that exit 0 on SIGTERM
     popen = RecordingPopen()
-    supervisor = WorkerSupervisor([_command("gpu0", WAITS_FOR_SIGTERM), _command("gpu1", WAITS_FOR_SIGTERM)], FAST,
+    ready = [tmp_path / "gpu0-ready", tmp_path / "gpu1-ready"]
+    supervisor = WorkerSupervisor([_command(f"gpu{i}", WAITS_FOR_SIGTERM, str(ready[i])) for i in (0, 1)], FAST,
                                   popen=popen)
     # When the supervisor is told to stop while they run
-    threading.Timer(1.0, supervisor.stop, args=(signal.SIGTERM,)).start()
+    _when_ready(ready, lambda: supervisor.stop(signal.SIGTERM))
     code = supervisor.run()
     # Then both got the signal and exited cleanly, and neither was started again
     assert code == 0
