@@ -1,6 +1,7 @@
 """What the machine computes fast, read from ``/proc/cpuinfo``: the compute dtype ``auto`` picks.
 
-No torch here: the flags are the kernel's own report of the CPU's instruction sets.
+No torch at import: the flags are the kernel's own report of the CPU's instruction sets; a CUDA
+device's compute capability is asked of torch only when a CUDA worker resolves ``auto``.
 """
 from __future__ import annotations
 
@@ -32,11 +33,26 @@ def noted_flags(flags: frozenset[str] | None = None) -> list[str]:
     return [flag for flag in NOTED_FLAGS if flag in present]
 
 
-def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = None) -> str:
-    """``requested``, or for ``auto``: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16
-    (detected, never guessed from a model or CPU name), float32 elsewhere."""
+def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = None,
+                  cuda_capability: tuple[int, int] | None = None) -> str:
+    """``requested``, or for ``auto``: bfloat16 on CPUs with AMX or AVX-512-BF16 (detected, never
+    guessed from a model or CPU name), float32 on other CPUs; on CUDA bfloat16 from Ampere (compute
+    capability 8.0) on, float16 before it (T4, V100: fp16 tensor cores, bf16 only emulated)."""
     if requested != "auto":
         return requested
     if device.startswith("cuda"):
-        return "bfloat16"
+        major, _ = cuda_device_capability(device) if cuda_capability is None else cuda_capability
+        return "bfloat16" if major >= 8 else "float16"
     return "bfloat16" if (cpu_flags() if flags is None else flags) & BF16_FLAGS else "float32"
+
+
+def cuda_device_capability(device: str) -> tuple[int, int]:
+    """The CUDA device's compute capability; (8, 0), the bf16 default, where torch cannot tell
+    (no CUDA build or no device: the engine then fails to load with torch's own message)."""
+    import torch  # only on a CUDA worker: the API and the CPU paths never get here
+
+    try:
+        major, minor = torch.cuda.get_device_capability(device)
+    except (AssertionError, RuntimeError, ValueError):  # torch's "not compiled with CUDA" / no device
+        return (8, 0)
+    return (int(major), int(minor))

@@ -34,7 +34,8 @@ class Settings(BaseSettings):
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
     device: str = "cpu"
-    # auto: bfloat16 on CUDA and on CPUs with AMX or AVX-512-BF16, float32 elsewhere (engine/hardware.py);
+    # auto: bfloat16 on Ampere+ GPUs and on CPUs with AMX or AVX-512-BF16, float16 on older GPUs, float32 on
+    # other CPUs (engine/hardware.py);
     # int8 (CPU): the encoder's GEMMs in int8 where that keeps cosine >= 0.99 to float32, else refused
     # POOLQ_COMPUTE_DTYPE (POOLQ_DTYPE, its first name, still works)
     dtype: Literal["float32", "float16", "bfloat16", "int8", "auto"] = Field(

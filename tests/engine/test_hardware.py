@@ -12,11 +12,27 @@ ICE_LAKE = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_vnni\n"
     (ZEN3, "cpu", "float32"),
     (ICE_LAKE, "cpu", "float32"),  # AVX-512 without BF16: bf16 is emulated, slower than fp32
     (SAPPHIRE_RAPIDS, "cpu", "bfloat16"),
-    (ZEN3, "cuda", "bfloat16"),
-    (ZEN3, "cuda:1", "bfloat16"),
 ])
 def test_auto_is_bf16_only_where_the_hardware_runs_it_fast(cpuinfo, device, expected):
     assert resolve_dtype("auto", device, cpu_flags(cpuinfo)) == expected
+
+
+@pytest.mark.parametrize("device, capability, expected", [
+    ("cuda", (9, 0), "bfloat16"),  # H100, H200
+    ("cuda:1", (8, 0), "bfloat16"),  # A100
+    ("cuda", (7, 5), "float16"),  # T4: bf16 is emulated there
+    ("cuda:0", (7, 0), "float16"),  # V100
+])
+def test_auto_on_cuda_is_bf16_from_ampere_on_and_fp16_before(device, capability, expected):
+    assert resolve_dtype("auto", device, cpu_flags(ZEN3), cuda_capability=capability) == expected
+
+
+def test_a_cuda_device_torch_cannot_see_keeps_the_bf16_default():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a real CUDA device answers for itself")
+    assert resolve_dtype("auto", "cuda:0") == "bfloat16"
 
 
 def test_an_explicit_dtype_is_kept_and_unreadable_flags_mean_none():
