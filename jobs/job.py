@@ -85,6 +85,10 @@ class OutputOptions(_Strict):
     label_threshold: FiniteFloat = Field(
         0.5, ge=0, le=1, description="classify, multi-label models: ``labels`` lists those scoring at least this"
     )
+    token_label_scores: bool = Field(
+        False, description="token_classify: also store every label's probability for each token "
+        "(``token_label_scores``, in the label order of the manifest's output.labels)"
+    )
     include_fields: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
         None, max_length=32, description="input fields copied into every output row (a Parquet column keeps its Arrow "
         "type, a JSONL field gets a JSON-typed column; null if missing)"

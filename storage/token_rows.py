@@ -4,7 +4,9 @@ or punctuation tokens.
 
 * token_embed: ``token_embeddings``: ``list<`` the job's vector type ``>`` (as ``embedding``).
 * token_classify: ``token_labels`` (the top label of each token), ``token_scores`` (its score),
-  and ``entities``: ``list<struct<label, char_start, char_end, score>>``.
+  and ``entities``: ``list<struct<label, char_start, char_end, score>>``; with the job's
+  ``output.token_label_scores``, also ``token_label_scores``: every label's probability for each
+  token, ``list<fixed_size_list<float32>[num_labels]>`` in label order (the manifest's ``labels``).
 """
 from __future__ import annotations
 
@@ -40,8 +42,26 @@ def token_embedding_schema(dimensions: int, codec: EmbeddingCodec | None = None)
     return part_schema(_embedding_fields(dimensions, codec or Float32Codec()), with_chunks=False)
 
 
-def token_classify_schema() -> pa.Schema:
-    return part_schema([*TOKEN_CLASSIFY_FIELDS, *TOKEN_FIELDS], with_chunks=False)
+def _label_scores_field(num_labels: int) -> pa.Field:
+    return pa.field("token_label_scores", pa.list_(pa.list_(pa.float32(), num_labels)), nullable=False)
+
+
+def _classify_fields(label_scores_width: int | None) -> list[pa.Field]:
+    extra = [] if label_scores_width is None else [_label_scores_field(label_scores_width)]
+    return [*TOKEN_CLASSIFY_FIELDS, *extra, *TOKEN_FIELDS]
+
+
+def token_classify_schema(label_scores_width: int | None = None) -> pa.Schema:
+    """``label_scores_width``: the model's number of labels where the job stores every label's score."""
+    return part_schema(_classify_fields(label_scores_width), with_chunks=False)
+
+
+def _lists_of_rows(matrices: list[np.ndarray], width: int, value_type: pa.DataType, dtype: type) -> pa.Array:
+    """``list<fixed_size_list<value_type>[width]>``: one list entry per matrix, one fixed-size list per row."""
+    flat = list_array([matrix.reshape(-1) for matrix in matrices], value_type, dtype).values
+    counts = np.zeros(len(matrices) + 1, dtype=np.int32)
+    np.cumsum([len(matrix) for matrix in matrices], out=counts[1:])
+    return pa.ListArray.from_arrays(pa.array(counts), pa.FixedSizeListArray.from_arrays(flat, width))
 
 
 @dataclass
@@ -57,11 +77,7 @@ class _TokenColumns(RowColumns):
         self.char_offsets.append(char_offsets.astype(np.int32, copy=False))
 
     def token_arrays(self) -> list[pa.Array]:
-        pairs = list_array([offsets.reshape(-1) for offsets in self.char_offsets], pa.int32(), np.int32)
-        counts = np.zeros(len(self.char_offsets) + 1, dtype=np.int32)
-        np.cumsum([len(offsets) for offsets in self.char_offsets], out=counts[1:])
-        offsets = pa.FixedSizeListArray.from_arrays(pairs.values, 2)
-        return [list_array(self.token_ids, pa.int32(), np.int32), pa.ListArray.from_arrays(pa.array(counts), offsets)]
+        return [list_array(self.token_ids, pa.int32(), np.int32), _lists_of_rows(self.char_offsets, 2, pa.int32(), np.int32)]
 
 
 @dataclass
@@ -91,27 +107,41 @@ class TokenEmbeddingRows(_TokenColumns):
 @dataclass
 class TokenClassifyRows(_TokenColumns):
     """``label_names[i]`` names label ``i``; ``special_tokens``: how many tokens of each row come
-    before and after its text (the template's), which belong to no entity."""
+    before and after its text (the template's), which belong to no entity; ``with_label_scores``:
+    keep every label's score of each token, not only the top one's."""
 
     label_names: tuple[str, ...] = ()
     special_tokens: tuple[int, int] = (0, 0)
+    with_label_scores: bool = False
     labels: list[list[str]] = field(default_factory=list)
     scores: list[np.ndarray] = field(default_factory=list, repr=False)
     entities: list[list[dict]] = field(default_factory=list)
+    label_scores: list[np.ndarray] = field(default_factory=list, repr=False)  # [n, num_labels] float32 each
 
     def append(self, record_id: str, labels: list[str], scores: np.ndarray, entities: list[dict], token_ids: np.ndarray,
-               char_offsets: np.ndarray, num_tokens: int, truncated: bool, content_hash: str | None = None) -> None:
+               char_offsets: np.ndarray, num_tokens: int, truncated: bool, content_hash: str | None = None,
+               label_scores: np.ndarray | None = None) -> None:
+        """``labels``, ``scores``: each token's top label and its score; ``label_scores``:
+        ``[n, num_labels]``, every label's (needed with ``with_label_scores``)."""
         if len(labels) != len(scores):
             raise ValueError(f"record {record_id!r}: {len(labels)} token labels for {len(scores)} scores")
+        if self.with_label_scores and (label_scores is None or label_scores.shape != (len(labels), len(self.label_names))):
+            shape = None if label_scores is None else label_scores.shape
+            raise ValueError(f"record {record_id!r}: label scores of shape {shape}, expected "
+                             f"({len(labels)}, {len(self.label_names)})")
         self.append_tokens(record_id, token_ids, char_offsets, len(labels))
         self.append_row(record_id, num_tokens, truncated, None, content_hash, False)
         self.labels.append(labels)
         self.scores.append(scores.astype(np.float32, copy=False))
         self.entities.append(entities)
+        if self.with_label_scores and label_scores is not None:
+            self.label_scores.append(label_scores.astype(np.float32, copy=False))
 
     def value_fields(self) -> list[pa.Field]:
-        return [*TOKEN_CLASSIFY_FIELDS, *TOKEN_FIELDS]
+        return _classify_fields(len(self.label_names) if self.with_label_scores else None)
 
     def value_arrays(self) -> list[pa.Array]:
+        all_scores = [_lists_of_rows(self.label_scores, len(self.label_names), pa.float32(), np.float32)]
         return [pa.array(self.labels, pa.list_(pa.string())), list_array(self.scores, pa.float32(), np.float32),
-                pa.array(self.entities, pa.list_(ENTITY_TYPE)), *self.token_arrays()]
+                pa.array(self.entities, pa.list_(ENTITY_TYPE)), *(all_scores if self.with_label_scores else []),
+                *self.token_arrays()]

@@ -103,6 +103,7 @@ class OutputEncoding(_ManifestBlock):
     model_config = ConfigDict(extra="allow", populate_by_name=True, serialize_by_alias=True)
     schema_: list[ManifestColumn] | None = Field(None, alias="schema")  # written since version 3
     sparse_aggregation: str | None = None  # sparse_embed: how token weights reduce over positions (max, sum)
+    labels: list[str] | None = None  # classifiers: label names in the order of the scores columns (id2label)
     min: float | None = None
     max: float | None = None
     scale: float | None = None
@@ -110,7 +111,7 @@ class OutputEncoding(_ManifestBlock):
     threshold: str | None = None
     bit_order: str | None = None
     _omitted_when_none: ClassVar[tuple[str, ...]] = ("min", "max", "scale", "zero_point", "threshold", "bit_order", "schema",
-                                                     "sparse_aggregation")
+                                                     "sparse_aggregation", "labels")
 
 
 class JobManifest(_ManifestBlock):

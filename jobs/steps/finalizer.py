@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from poolq.engine.loading.model_spec import ModelKind
+from poolq.engine import ModelSpecError, UnknownModelError
+from poolq.engine.loading.model_spec import ModelKind, ModelSpec
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
 from poolq.jobs.ledger.cleanup import clean_finished_job
@@ -108,9 +109,10 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     dimensions = max([c.dimensions for c in commits.values() if c.dimensions]
                      + [part.dimensions for part in plan.carried if part.dimensions], default=None)
     finished_at = datetime.now(timezone.utc)
+    model_spec = _declared_spec(ctx, spec.model)
     # The parts' own schema where there are parts (the truth a reader gets); else what the task would write.
-    schema = read_part_schema(ctx.store, parts[0].key) if parts else job_task(spec).schema(ctx.registry.spec(spec.model),
-                                                                                        dimensions)
+    schema = read_part_schema(ctx.store, parts[0].key) if parts else (
+        job_task(spec).schema(model_spec, dimensions) if model_spec else pa.schema([]))
     return JobManifest(
         job_id=job_id,
         status=state,
@@ -120,7 +122,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
         engines=_engines(plan, commits),
         columns=schema.names,
         dimensions=dimensions,
-        output=_output_block(spec, dimensions, schema, _sparse_aggregation(spec, ctx)),
+        output=_output_block(spec, dimensions, schema, model_spec),
         counts=ManifestCounts(
             total=plan.total, completed=documents, failed=error_count,
             not_processed=max(0, plan.total - documents - error_count) if cancelled else 0,
@@ -153,27 +155,37 @@ def _engines(plan: Plan, commits: dict) -> list[str]:
     return sorted(made)
 
 
-def _sparse_aggregation(spec: JobSpec, ctx: JobContext) -> str | None:
+def _declared_spec(ctx: JobContext, model: str) -> ModelSpec | None:
+    """What the model declares; None where this worker cannot read it (a model missing from its
+    registry): the manifest of a job that failed for that reason must still be written."""
+    try:
+        return ctx.registry.spec(model)
+    except (UnknownModelError, ModelSpecError):
+        return None
+
+
+def _sparse_aggregation(spec: JobSpec, model_spec: ModelSpec | None) -> str | None:
     """How a sparse job's model reduced token weights over positions (its SPLADE pooling; BGE-M3: max)."""
     tasks = spec.task if isinstance(spec.task, list) else [spec.task]
-    if "sparse_embed" not in tasks:
+    if "sparse_embed" not in tasks or model_spec is None:
         return None
-    model_spec = ctx.registry.spec(spec.model)
     return "max" if model_spec.kind is ModelKind.M3_ENCODER else model_spec.sparse_reduce
 
 
 def _output_block(spec: JobSpec, dimensions: int | None, schema: pa.Schema,
-                  sparse_aggregation: str | None = None) -> OutputEncoding:
+                  model_spec: ModelSpec | None) -> OutputEncoding:
     """The parts' schema, and how ``embedding`` is stored: dtype, the vectors' dimensions, and what
-    decoding needs (int8: ``x = (q - zero_point) * scale``). ``dimensions`` is the requested one when
-    no row was written.
+    decoding needs (int8: ``x = (q - zero_point) * scale``); a classifier's label names in score
+    order. ``dimensions`` is the requested one when no row was written.
 
     A job passed ``validate_spec``, so int8 without ``int8_range`` means a normalized model: [-1, 1].
     """
     codec = spec.output.codec(normalized=True)
     columns = [ManifestColumn(name=column.name, type=type_name(column.type), nullable=column.nullable) for column in schema]
     return OutputEncoding(format=spec.output.format, dimensions=dimensions or spec.output.dimensions,
-                          schema_=columns, sparse_aggregation=sparse_aggregation, **codec.manifest_info())
+                          schema_=columns, sparse_aggregation=_sparse_aggregation(spec, model_spec),
+                          labels=list(model_spec.labels) if model_spec and model_spec.labels else None,
+                          **codec.manifest_info())
 
 
 def _timings(status: JobStatus | None, finished_at: datetime) -> ManifestTimings:

@@ -1,4 +1,5 @@
-"""token_classify: each token's top label and score, and the entities grouped from B-/I- tags."""
+"""token_classify: each token's top label and score (with ``output.token_label_scores`` every
+label's), and the entities grouped from B-/I- tags."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -18,9 +19,11 @@ if TYPE_CHECKING:
 class TokenClassifyTask(JobTask):
     name = "token_classify"
     pooling_task = PoolingTask.TOKEN_CLASSIFY
+    output_options = frozenset({"token_label_scores"})
 
     def rows(self, engine: "PoolingEngine") -> TokenClassifyRows:
-        return TokenClassifyRows(label_names=engine.spec.labels, special_tokens=engine.tokenizer.special_token_counts)
+        return TokenClassifyRows(label_names=engine.spec.labels, special_tokens=engine.tokenizer.special_token_counts,
+                                 with_label_scores=self.spec.output.token_label_scores)
 
     def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
                      chunk: ChunkFields, content_hash: str, split: bool) -> None:
@@ -36,7 +39,7 @@ class TokenClassifyTask(JobTask):
         tagged = [TaggedToken(labels[i], float(top_scores[i]), int(char_offsets[i, 0]), int(char_offsets[i, 1]))
                   for i in content]
         rows.append(record_id, labels, top_scores, group_entities(tagged), token_ids, char_offsets, result.num_tokens,
-                    result.truncated, content_hash)
+                    result.truncated, content_hash, label_scores=scores)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
-        return token_classify_schema()
+        return token_classify_schema(len(model_spec.labels) if self.spec.output.token_label_scores else None)

@@ -77,3 +77,33 @@ def test_shard_object_keys_are_parsed_where_they_are_built():
 def test_a_carried_part_has_no_shard_field():
     raw = {**WRITTEN_BY_V2, "parts": [{"key": "k", "uri": "s3://b/k", "rows": 5}]}
     assert JobManifest.model_validate(raw).model_dump(mode="json")["parts"] == raw["parts"]
+
+
+def test_an_embed_manifest_names_no_labels(local_ctx):
+    status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
+    assert "labels" not in json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))["output"]
+
+
+def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_ctx, monkeypatch):
+    # Given a job the API accepted, on a worker whose registry lacks its model
+    from poolq.engine import UnknownModelError
+    from poolq.jobs.steps import submit
+
+    accept = submit.validate_spec
+
+    def accept_then_lose_the_model(spec, ctx):
+        accept(spec, ctx)
+
+        def unknown(name, *args, **kwargs):
+            raise UnknownModelError(f"unknown model {name!r}; known models: (none)")
+        for method in ("spec", "resolve", "fingerprint", "load"):
+            monkeypatch.setattr(ctx.registry, method, unknown, raising=False)
+
+    monkeypatch.setattr(submit, "validate_spec", accept_then_lose_the_model)
+    # When it runs
+    status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
+    # Then the ledger's verdict is written: failed, naming the model, with no parts and no columns
+    manifest = local_ctx.ledger(status.id).manifest()
+    assert manifest is not None and manifest.status is JobState.FAILED
+    assert "unknown model 'all-MiniLM-L6-v2'" in manifest.errors.samples[0]
+    assert manifest.parts == [] and manifest.columns == []

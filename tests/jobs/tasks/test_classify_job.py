@@ -31,6 +31,7 @@ def test_multi_label_scores_labels_and_threshold(task_ctx, random_models):
     assert table.column("label_index").to_pylist() == scores.argmax(1).tolist()
     assert table.column("labels").to_pylist() == [names[row >= 0.5].tolist() for row in scores]
     assert [c["name"] for c in manifest["output"]["schema"]][:5] == ["id", "scores", "label", "label_index", "labels"]
+    assert manifest["output"]["labels"] == names.tolist()  # what each position of ``scores`` means
 
 
 def test_raw_logits_keep_the_threshold_a_probability(task_ctx, random_models):

@@ -24,6 +24,8 @@ def test_every_task_a_spec_may_name_has_an_output_format():
     ({"task": "sparse_embed", "model": "splade-tiny", "output": {"dimensions": 4}}, "output.dimensions",
      "output.dimensions does not apply"),
     ({"task": "embed", "output": {"sparse_min_weight": 0.1}}, "output.sparse_min_weight", "does not apply to task 'embed'"),
+    ({"task": "classify", "model": "sentiment", "output": {"token_label_scores": True}}, "output.token_label_scores",
+     "does not apply to task 'classify'"),
     ({"task": "classify", "model": "sentiment", "output": {"label_threshold": 0.3}}, "output.label_threshold",
      "applies to multi-label models"),
 ])

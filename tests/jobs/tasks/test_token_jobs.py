@@ -76,3 +76,29 @@ def test_b_starts_an_entity_i_continues_one_of_its_type_o_is_none():
         {"label": "LOC", "char_start": 30, "char_end": 34, "score": 0.5},
         {"label": "PER", "char_start": 35, "char_end": 40, "score": 0.4},
     ]
+
+
+@torch.no_grad()
+def test_token_label_scores_are_every_labels_probability_in_the_manifests_label_order(task_ctx, random_models):
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(random_models["tagger"])
+    model = AutoModelForTokenClassification.from_pretrained(random_models["tagger"]).eval()
+    manifest, table = run_task_job(task_ctx, DOCUMENTS, model="tagger", task="token_classify",
+                                   output={"token_label_scores": True}, long_documents={"mode": "truncate"})
+    labels = [model.config.id2label[index] for index in range(model.config.num_labels)]
+    assert manifest["output"]["labels"] == labels
+    for row, text in zip(table.to_pylist(), TEXTS):
+        logits = model(**tokenizer(text, return_tensors="pt")).logits[0]
+        expected = torch.softmax(logits, dim=-1).numpy()
+        np.testing.assert_allclose(np.array(row["token_label_scores"], dtype=np.float32), expected, atol=1e-5)
+        assert row["token_labels"] == [labels[index] for index in expected.argmax(axis=1)]
+    columns = {c["name"]: c["type"] for c in manifest["output"]["schema"]}
+    assert columns["token_label_scores"] == f"list<fixed_size_list<float32>[{len(labels)}]>"
+
+
+def test_without_the_option_a_token_classify_part_has_no_label_scores_column(task_ctx):
+    manifest, table = run_task_job(task_ctx, DOCUMENTS[:1], model="tagger", task="token_classify",
+                                   long_documents={"mode": "truncate"})
+    assert "token_label_scores" not in table.column_names
+    assert "token_label_scores" not in manifest["columns"]
