@@ -14,17 +14,28 @@ DTYPES = ("float32", "float16", "bfloat16")
 NOTED_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16", "amx_int8", "amx_tile")
 
 
-def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
-    """The first CPU's flags (``/proc/cpuinfo``, or the text given); empty where unreadable."""
+def _cpuinfo_field(name: str, cpuinfo: str | None) -> str | None:
+    """The first CPU's ``name`` line of ``/proc/cpuinfo`` (or of the text given); None where absent."""
     if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return frozenset()
+            return None
     for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()
+        key, _, value = line.partition(":")
+        if key.strip() == name:
+            return value.strip()
+    return None
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The first CPU's flags (``/proc/cpuinfo``, or the text given); empty where unreadable."""
+    return frozenset((_cpuinfo_field("flags", cpuinfo) or "").split())
+
+
+def cpu_model(cpuinfo: str | None = None) -> str | None:
+    """The first CPU's model name (``AMD EPYC 7B13``); None where the kernel does not say."""
+    return _cpuinfo_field("model name", cpuinfo)
 
 
 def noted_flags(flags: frozenset[str] | None = None) -> list[str]:

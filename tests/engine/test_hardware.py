@@ -1,7 +1,7 @@
 """The compute dtype ``auto`` picks from the CPU's reported instruction sets (no guessing)."""
 import pytest
 
-from poolq.engine.hardware import cpu_flags, noted_flags, resolve_dtype
+from poolq.engine.hardware import cpu_flags, cpu_model, noted_flags, resolve_dtype
 
 ZEN3 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx avx2 fma\n"
 SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
@@ -55,3 +55,8 @@ def test_settings_resolve_auto_once_for_the_engine_and_the_identity(monkeypatch,
 def test_noted_flags_are_the_ones_that_decide_fast_paths_in_a_fixed_order():
     assert noted_flags(frozenset({"amx_bf16", "sse2", "avx2", "fma"})) == ["avx2", "fma", "amx_bf16"]
     assert noted_flags(frozenset()) == []
+
+
+def test_the_cpu_model_is_the_first_processors_model_name():
+    assert cpu_model(ZEN3) == "AMD EPYC 7B13"
+    assert cpu_model(SAPPHIRE_RAPIDS) is None

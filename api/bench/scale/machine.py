@@ -6,23 +6,12 @@ import os
 import platform
 from pathlib import Path
 
+from poolq.engine.hardware import NOTED_FLAGS, cpu_model, noted_flags
+
 
 def has_nvidia_device() -> bool:
     """An NVIDIA device node exists (only then is torch worth importing to ask about CUDA)."""
     return any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/nvidia0"))
-
-
-def _cpu() -> tuple[str, set[str]]:
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model in ("unknown", "x86_64", ""):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return model, flags
 
 
 def _memory_gb() -> float | None:
@@ -48,11 +37,10 @@ def _gpus() -> list[str]:
 
 
 def machine_facts() -> dict:
-    model, flags = _cpu()
     memory_gb = _memory_gb()
-    wanted = sorted(f for f in flags if f == "avx2" or f.startswith("avx512") or f.startswith("amx"))
-    return {"cpu": model, "logical_cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
-            "memory_gb": round(memory_gb, 1) if memory_gb else None, "flags": wanted,
+    return {"cpu": cpu_model() or platform.processor() or "unknown", "logical_cores": os.cpu_count(),
+            "usable_cores": len(os.sched_getaffinity(0)),
+            "memory_gb": round(memory_gb, 1) if memory_gb else None, "flags": noted_flags(),
             "python": platform.python_version(), "kernel": platform.release(), "gpus": _gpus()}
 
 
@@ -60,7 +48,7 @@ def format_machine(facts: dict, args: argparse.Namespace) -> str:
     from poolq.jobs.settings import Settings
 
     settings = Settings(**{k: v for k, v in args.settings.items()})
-    flags = ", ".join(facts["flags"]) or "none of avx2/avx512*/amx*"
+    flags = ", ".join(facts["flags"]) or f"none of {', '.join(NOTED_FLAGS)}"
     return "\n".join([
         f"machine: {facts['cpu']}; {facts['logical_cores']} logical cores ({facts['usable_cores']} usable), "
         f"{facts['memory_gb']} GiB RAM; kernel {facts['kernel']}, Python {facts['python']}",
