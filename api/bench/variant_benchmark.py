@@ -17,14 +17,15 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
                  batch_size: int = 32, threads: int | None = None, num_long: int | None = None) -> dict:
     import torch
 
-    from poolq.engine import ModelRegistry, PoolingEngine
-    from poolq.engine.hardware import cpu_flags, noted_flags, resolve_dtype
+    from poolq.engine import ModelRegistry
+    from poolq.engine.hardware import cpu_flags, cpu_model, noted_flags, resolve_dtype
+    from poolq.engine.tokenizer import TextTokenizer
 
     if threads:
         torch.set_num_threads(threads)
     registry = ModelRegistry.with_packaged_models()
-    engine = PoolingEngine.from_pretrained(model, registry=registry)  # the corpora's tokenizer and window
-    window = engine.spec.max_position_tokens
+    tokenizer = TextTokenizer(registry.resolve(model))  # the corpora's; the variants load their own weights
+    window = registry.spec(model).max_position_tokens
     found = [poolq_variant(model, dtype, registry) for dtype in dtypes]
     # ST on torch always: it is the reference of every ratio and cosine.
     found += [st_variant(str(registry.resolve(model)), backend, window, batch_size)
@@ -35,21 +36,14 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
         raise RuntimeError("sentence-transformers on torch (the reference) did not load: " + "; ".join(skipped))
     flags = cpu_flags()
     corpora = []
-    for corpus in build_corpora(engine.tokenizer, num_mixed=num_mixed, window=window, num_long=num_long):
+    for corpus in build_corpora(tokenizer, num_mixed=num_mixed, window=window, num_long=num_long):
         timed = time_variants(variants, corpus.texts, rounds)
         reference = next(t for t in timed if t.variant.name == REFERENCE)
         corpora.append({"corpus": corpus.name, "texts": len(corpus.texts), "tokens": corpus.num_tokens, "variants": [
             {"name": t.variant.name, "dtype": t.variant.dtype, "tokens_per_s": corpus.num_tokens / t.median_s,
              "vs_st_fp32": reference.median_s / t.median_s, "min_cos_vs_st_fp32": min_cosine(t.vectors, reference.vectors)}
             for t in timed]})
-    return {"model": model, "rounds": rounds, "threads": torch.get_num_threads(), "cpu_model": _cpu_model(),
+    return {"model": model, "rounds": rounds, "threads": torch.get_num_threads(), "cpu_model": cpu_model() or "unknown",
             "isa_flags": noted_flags(flags), "auto_dtype": resolve_dtype("auto", "cpu"),
             "skipped": skipped, "corpora": corpora}
 
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
-            return next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "unknown")
-    except OSError:
-        return "unknown"
