@@ -7,23 +7,35 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 
 from poolq.jobs.batches.batch_files import FileNotFound
 from poolq.jobs.batches.batch_layout import BatchLayout
 from poolq.jobs.batches.batch_output import write_batch_files
 from poolq.jobs.batches.batch_prepare import prepare_batch
-from poolq.jobs.batches.batch_records import BatchOutcome, BatchRecords, BatchRequest, FinalState, PreparedInput
+from poolq.jobs.batches.batch_records import (
+    STEP_FAILURES,
+    BatchOutcome,
+    BatchRecords,
+    BatchRequest,
+    FinalState,
+    PreparedInput,
+    StepFailure,
+)
 from poolq.jobs.batches.openai_objects import BatchError, RequestCounts
 from poolq.jobs.context import JobContext
 from poolq.jobs.job import JobState, JobStatus
 from poolq.jobs.ledger.recovery import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, cancel_job
+from poolq.jobs.steps.failures import describe, is_retryable
 
 log = logging.getLogger(__name__)
 
 BATCH_UNIT = "batch"  # the lease's unit: one step of a batch at a time
 EXPIRED = ("batch_expired", "This request could not be executed before the completion window expired.")
 CANCELLED = ("batch_cancelled", "This request was not executed: the batch was cancelled.")
+# A step that fails for good this often (a bug, an input no step can get past; not an outage) ends the batch.
+MAX_STEP_FAILURES = 3
 
 
 def advance_batch(tenant: str, batch_id: str, ctx: JobContext, now: float | None = None) -> BatchOutcome | None:
@@ -67,6 +79,30 @@ def _advance(layout: BatchLayout, batch_id: str, ctx: JobContext, now: float) ->
             _stop(prepared.job_id, ctx)
         return None
     return _finish_ran(records, layout, request, prepared, job, cancelled, ctx, now)
+
+
+def give_up_batch(tenant: str, batch_id: str, exc: Exception, ctx: JobContext,
+                  now: float | None = None) -> BatchOutcome | None:
+    """The batch's step failed for good. An outage (a retryable error) leaves it to the next pass;
+    any other failure is recorded, and the ``MAX_STEP_FAILURES``-th ends the batch ``failed`` with
+    the error and without files (writing them may be what fails), its job stopped."""
+    if is_retryable(exc):
+        return None
+    layout, now = BatchLayout(ctx.service_layout, tenant), time.time() if now is None else now
+    records = BatchRecords(layout, batch_id, ctx)
+    records.write_once(f"{STEP_FAILURES}{uuid.uuid4().hex}.json", StepFailure(error=describe(exc), at=int(now)))
+    failures = sum(1 for _ in ctx.store.list(records.key(STEP_FAILURES)))
+    request = records.request()
+    if failures < MAX_STEP_FAILURES or request is None or records.outcome() is not None:
+        return None
+    log.error("batch %s: its step failed %d times, the batch fails: %s", batch_id, failures, describe(exc))
+    prepared = records.prepared()
+    if prepared is not None and prepared.job_id is not None:
+        _stop(prepared.job_id, ctx)
+    failure = BatchError(code="internal_error", message=f"the batch could not go on: its step failed {failures} "
+                                                        f"times, the last with {describe(exc)}")
+    return _finish(records, layout, request, _unprepared(request), "failed", ctx, now,
+                   [*(prepared.errors if prepared else []), failure])
 
 
 def _finish_ran(records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,

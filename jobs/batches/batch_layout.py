@@ -51,7 +51,8 @@ class BatchLayout:
         return join_key(self._root, "batches") + "/"
 
     def batch_record(self, batch_id: str, name: str) -> str:
-        """``name``: batch.json, prepared.json, cancel.json, result.json, prepared-errors.jsonl."""
+        """``name``: batch.json, prepared.json, cancel.json, result.json, prepared-errors.jsonl,
+        step-failures/<random>.json."""
         return join_key(self._root, "batches", batch_id, name)
 
     def job_input(self, batch_id: str) -> str:

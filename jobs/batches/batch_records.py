@@ -57,6 +57,16 @@ class CancelRequest(BaseModel):
     cancelling_at: int
 
 
+STEP_FAILURES = "step-failures/"  # one record per step that failed for good: <random>.json
+
+
+class StepFailure(BaseModel):
+    """A step of the batch that failed for good (``batch_advance.give_up_batch`` counts them)."""
+
+    error: str
+    at: int
+
+
 FinalState = Literal["completed", "failed", "expired", "cancelled"]
 
 

@@ -14,7 +14,7 @@ import redis
 from celery import Celery, Task
 from celery.exceptions import Reject
 
-from poolq.jobs.batches.batch_advance import advance_batch
+from poolq.jobs.batches.batch_advance import advance_batch, give_up_batch
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.observability.log_format import log_context
 from poolq.jobs.planning.planning_ledger import SectionStage
@@ -118,8 +118,9 @@ def register_tasks(app: Celery, settings: Settings) -> None:
 
     @app.task(name=BATCH_TASK, bind=True, shared=False)
     def batch_task(self: Task, tenant: str, batch_id: str) -> None:
-        # Nothing to record on giving up: the batch stays where it was; the reconciler sends it again.
-        run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: None, batch_id=batch_id)
+        # Giving up leaves the batch where it was for the reconciler's next pass, unless it keeps failing.
+        run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: give_up_batch(tenant, batch_id, exc, ctx),
+            batch_id=batch_id)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:

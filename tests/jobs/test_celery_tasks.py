@@ -62,3 +62,21 @@ def test_the_plan_task_has_its_own_time_limits_not_a_shards():
     plan, shard = app.tasks[PLAN_TASK], app.tasks[SHARD_TASK]
     assert (plan.soft_time_limit, plan.time_limit) == (7200, 7500)
     assert shard.soft_time_limit is None  # shards take the app's task_soft_time_limit
+
+
+def test_a_batch_step_that_fails_for_good_is_handed_to_the_batch_give_up(monkeypatch):
+    from poolq.jobs.steps.enqueuer import BATCH_TASK
+
+    given_up = []
+
+    def failing_advance(tenant, batch_id, ctx):
+        raise ValueError("a bug")
+
+    app = Celery("poolq-test", broker="memory://")
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: SimpleNamespace())
+    monkeypatch.setattr(tasks_module, "advance_batch", failing_advance)
+    monkeypatch.setattr(tasks_module, "give_up_batch",
+                        lambda tenant, batch_id, exc, ctx: given_up.append((tenant, batch_id, str(exc))))
+    tasks_module.register_tasks(app, Settings())
+    app.tasks[BATCH_TASK].apply(args=["acme", "batch_" + "0" * 32])
+    assert given_up == [("acme", "batch_" + "0" * 32, "a bug")]

@@ -170,6 +170,36 @@ def test_a_retried_step_writes_the_same_files(local_ctx, sample_documents):
     assert {name: _file_lines(local_ctx, getattr(again, name)) for name in before} == before
 
 
+def test_a_step_that_keeps_failing_ends_the_batch_failed_but_an_outage_does_not(local_ctx, sample_documents,
+                                                                               monkeypatch):
+    from poolq.jobs.batches import batch_advance
+    from poolq.storage import StorageError
+
+    # Given a batch whose job has run, and whose files cannot be written (a bug)
+    def broken_files(*args, **kwargs):
+        raise ValueError("output line encoder crashed")
+
+    monkeypatch.setattr(batch_advance, "write_batch_files", broken_files)
+    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines([_embedding_request("a", "text")])),
+                           local_ctx, max_bytes=1 << 20)
+    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "24h", None, local_ctx)
+    with pytest.raises(ValueError) as failed:
+        advance_batch(TENANT, batch.id, local_ctx)
+    # When the step fails for good, and a storage outage gives up besides
+    for _ in range(batch_advance.MAX_STEP_FAILURES - 1):
+        assert batch_advance.give_up_batch(TENANT, batch.id, failed.value, local_ctx) is None
+        assert batch_advance.give_up_batch(TENANT, batch.id, StorageError("S3 down"), local_ctx) is None
+    assert get_batch(TENANT, batch.id, local_ctx, nudge=False).status == "finalizing"
+    ended = batch_advance.give_up_batch(TENANT, batch.id, failed.value, local_ctx)
+    # Then the third failure of the step (outages not counted) ends it, saying why
+    assert ended is not None and ended.status == "failed"
+    view = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    assert view.status == "failed" and view.output_file_id is None
+    (error,) = view.errors.data
+    assert error.code == "internal_error" and "failed 3 times" in error.message
+    assert "ValueError: output line encoder crashed" in error.message
+
+
 def test_score_batch_scores_each_pair_like_the_engine(batch_ctx, minilm_engine):
     # Given vLLM score bodies: one first text against two, and pairwise lists; a mismatched pair count
     requests = [
