@@ -2,7 +2,8 @@
 
 Content streams into the store (multipart above the store's threshold), counted as it goes: a
 file over ``max_bytes`` stops the upload there (nothing is kept). Its record, written after the
-content, is what makes a file exist; a file is never changed once written.
+content, is what makes a file exist; a file is never changed once written. A file given an expiry
+is gone at ``expires_at`` (``file_expiry.py`` deletes it; until then it reads as deleted).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _layout(tenant: str, ctx: JobContext) -> BatchLayout:
 
 
 def create_file(tenant: str, filename: str, purpose: FilePurpose, stream: BinaryIO, ctx: JobContext,
-                max_bytes: int) -> FileObject:
+                max_bytes: int, expires_after_s: int | None = None) -> FileObject:
     """Store ``stream`` as a new file of ``tenant``; ``FileTooLarge`` past ``max_bytes``."""
     counted = 0
 
@@ -45,13 +46,14 @@ def create_file(tenant: str, filename: str, purpose: FilePurpose, stream: Binary
                 raise FileTooLarge(f"the file is larger than {max_bytes} bytes (POOLQ_MAX_FILE_BYTES)")
             yield chunk
 
-    return write_file(tenant, filename, purpose, chunks(), ctx)
+    return write_file(tenant, filename, purpose, chunks(), ctx, expires_after_s=expires_after_s)
 
 
 def write_file(tenant: str, filename: str, purpose: FilePurpose, chunks: Iterable[bytes], ctx: JobContext,
-               file_id: str | None = None) -> FileObject:
+               file_id: str | None = None, expires_after_s: int | None = None) -> FileObject:
     """Write a file's content, then its record (``file_id``: a name chosen by the caller, so a step
-    that writes it twice writes the same file)."""
+    that writes it twice writes the same file). ``expires_after_s``: the file expires that long
+    after its creation (its expiry marker is written first, so no expiring file goes unswept)."""
     layout = _layout(tenant, ctx)
     file_id = file_id or new_file_id()
     written = {"bytes": 0}
@@ -62,8 +64,12 @@ def write_file(tenant: str, filename: str, purpose: FilePurpose, chunks: Iterabl
             yield chunk
 
     ctx.store.put_chunks(layout.file_content(file_id), counting())
-    record = FileObject(id=file_id, bytes=written["bytes"], created_at=int(time.time()),
+    created_at = int(time.time())
+    expires_at = None if expires_after_s is None else created_at + expires_after_s
+    record = FileObject(id=file_id, bytes=written["bytes"], created_at=created_at, expires_at=expires_at,
                         filename=clean_filename(filename), purpose=purpose)
+    if expires_at is not None:
+        ctx.store.put(layout.expiry_marker(expires_at, file_id), b"")
     ctx.store.put(layout.file_record(file_id), record.model_dump_json().encode())
     return record
 
@@ -74,12 +80,16 @@ def clean_filename(filename: str) -> str:
 
 
 def get_file(tenant: str, file_id: str, ctx: JobContext) -> FileObject:
+    """The file's record; ``FileNotFound`` if there is none, or it has expired (and awaits its sweep)."""
     if not FILE_ID.match(file_id):
         raise FileNotFound(file_id)
     try:
-        return FileObject.model_validate_json(ctx.store.get(_layout(tenant, ctx).file_record(file_id)))
+        record = FileObject.model_validate_json(ctx.store.get(_layout(tenant, ctx).file_record(file_id)))
     except ObjectNotFoundError:
         raise FileNotFound(file_id) from None
+    if record.expires_at is not None and record.expires_at <= time.time():
+        raise FileNotFound(file_id)
+    return record
 
 
 def open_file_content(tenant: str, file_id: str, ctx: JobContext) -> BinaryIO:
@@ -92,10 +102,15 @@ def open_file_content(tenant: str, file_id: str, ctx: JobContext) -> BinaryIO:
 
 def delete_file(tenant: str, file_id: str, ctx: JobContext) -> DeletedFile:
     get_file(tenant, file_id, ctx)
-    layout = _layout(tenant, ctx)
-    ctx.store.delete(layout.file_record(file_id))  # the record first: a half-deleted file no longer exists
-    ctx.store.delete(layout.file_content(file_id))
+    remove_file(_layout(tenant, ctx), file_id, ctx)
     return DeletedFile(id=file_id)
+
+
+def remove_file(layout: BatchLayout, file_id: str, ctx: JobContext) -> None:
+    """Delete a file's objects, the record first: a half-deleted file no longer exists. (An expiry
+    marker left behind finds nothing when it comes due.)"""
+    ctx.store.delete(layout.file_record(file_id))
+    ctx.store.delete(layout.file_content(file_id))
 
 
 def list_files(tenant: str, ctx: JobContext, *, after: str | None = None, limit: int = 20, order: str = "desc",

@@ -59,6 +59,10 @@ class BatchLayout:
         """The batch's requests as a poolq JSONL input, in the tenant's uploads area (which its jobs may read)."""
         return join_key(self.service.uploads_prefix(self.tenant), f"{batch_id}.jsonl")
 
+    def expiry_marker(self, expires_at: int, file_id: str) -> str:
+        """An empty marker per expiring file, named so that a listing returns them soonest first."""
+        return join_key(expiring_files_prefix(self.service) + f"{expires_at:012d}", self.tenant, file_id)
+
     def active(self, batch_id: str) -> str:
         """An empty marker per unfinished batch: what the reconciler moves along."""
         return join_key(self.service.prefix, "_batches_active", self.tenant, batch_id)
@@ -66,3 +70,7 @@ class BatchLayout:
 
 def active_batches_prefix(service: ServiceLayout) -> str:
     return join_key(service.prefix, "_batches_active") + "/"
+
+
+def expiring_files_prefix(service: ServiceLayout) -> str:
+    return join_key(service.prefix, "_files_expiring") + "/"

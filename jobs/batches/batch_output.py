@@ -86,13 +86,15 @@ def write_batch_files(tenant: str, request: BatchRequest, prepared: PreparedInpu
     results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(manifest, ctx))
     output_id = _file_id(request.id, "output")
     tables = _part_tables(manifest, endpoint_format, ctx)
-    write_file(tenant, "batch_output.jsonl", "batch_output", _chunks(results.output_lines(tables)), ctx, file_id=output_id)
+    expiry = request.output_expires_after_s
+    write_file(tenant, "batch_output.jsonl", "batch_output", _chunks(results.output_lines(tables)), ctx, file_id=output_id,
+               expires_after_s=expiry)
     errors = _ErrorLines(request.id, results, unrun)
     error_id = _file_id(request.id, "errors")
     records = BatchRecords(layout, request.id, ctx)
     job_lines = errors.lines(_job_input(ctx, layout.job_input(request.id))) if prepared.job_id else iter(())
     lines = _concat(_raw_lines(ctx, records.key("prepared-errors.jsonl")), job_lines)
-    write_file(tenant, "batch_errors.jsonl", "batch_output", _chunks(lines), ctx, file_id=error_id)
+    write_file(tenant, "batch_errors.jsonl", "batch_output", _chunks(lines), ctx, file_id=error_id, expires_after_s=expiry)
     counts = RequestCounts(total=prepared.total, completed=len(results.done), failed=prepared.invalid + errors.count)
     return BatchFiles(output_id if counts.completed else _drop(tenant, output_id, ctx),
                       error_id if counts.failed else _drop(tenant, error_id, ctx), counts)

@@ -35,6 +35,7 @@ class BatchRequest(BaseModel):
     completion_window: str
     created_at: int
     metadata: dict[str, str] | None = None
+    output_expires_after_s: int | None = None  # its output and error files expire this long after they are written
 
     @property
     def expires_at(self) -> int:

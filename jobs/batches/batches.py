@@ -33,7 +33,7 @@ class BatchAlreadyEnded(ValueError):
 
 
 def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_window: str,
-                 metadata: dict[str, str] | None, ctx: JobContext) -> BatchObject:
+                 metadata: dict[str, str] | None, ctx: JobContext, output_expires_after_s: int | None = None) -> BatchObject:
     if endpoint not in ENDPOINT_FORMATS:
         raise BatchRejected("endpoint", f"endpoint {endpoint!r} is not served in batches here; endpoints: "
                             f"{', '.join(ENDPOINT_FORMATS)}")
@@ -50,7 +50,8 @@ def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_wind
                             "reads a file uploaded with purpose 'batch'")
     layout = BatchLayout(ctx.service_layout, tenant)
     request = BatchRequest(id=new_batch_id(), endpoint=endpoint, input_file_id=input_file_id,
-                           completion_window=completion_window, created_at=int(time.time()), metadata=metadata)
+                           completion_window=completion_window, created_at=int(time.time()), metadata=metadata,
+                           output_expires_after_s=output_expires_after_s)
     BatchRecords(layout, request.id, ctx).write_once("batch.json", request)
     ctx.store.put(layout.active(request.id), b"")
     ctx.enqueuer.advance_batch(tenant, request.id)

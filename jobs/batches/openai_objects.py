@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 FilePurpose = Literal["batch", "batch_output"]
 BatchState = Literal["validating", "failed", "in_progress", "finalizing", "completed", "expired", "cancelling",
@@ -23,6 +23,15 @@ class FileObject(BaseModel):
     status: Literal["uploaded", "processed", "error"] = "processed"
     expires_at: int | None = None
     status_details: str | None = None
+
+
+class ExpiresAfter(BaseModel):
+    """OpenAI's expiration policy of a file (``expires_after``; a batch's ``output_expires_after``):
+    ``seconds`` after the file's own creation, 1 hour to 30 days."""
+
+    model_config = ConfigDict(extra="forbid")
+    anchor: Literal["created_at"]
+    seconds: int = Field(ge=3600, le=30 * 86400)
 
 
 class DeletedFile(BaseModel):

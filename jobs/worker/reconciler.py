@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from poolq.jobs.batches.batch_layout import active_batches_prefix
+from poolq.jobs.batches.file_expiry import delete_expired_files
 from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job
 from poolq.jobs.ledger.recovery import recover_status
@@ -49,6 +50,7 @@ class ReconcileReport:
     deleted_objects: int = 0
     aborted_uploads: int = 0
     batches: int = 0  # unfinished OpenAI-style batches sent their next step
+    expired_files: int = 0  # OpenAI-style files deleted at their expires_at
     caught_up: list[str] = field(default_factory=list)  # schedules whose missed slot ran now
 
 
@@ -72,7 +74,16 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
     report.batches = _advance_batches(ctx)
+    report.expired_files = _delete_expired_files(ctx, now)
     return report
+
+
+def _delete_expired_files(ctx: JobContext, now: float) -> int:
+    try:
+        return delete_expired_files(ctx, now)
+    except Exception:  # noqa: BLE001 - the store is failing: the next pass deletes them
+        log.exception("deleting expired files failed")
+        return 0
 
 
 def _advance_batches(ctx: JobContext) -> int:

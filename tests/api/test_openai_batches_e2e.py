@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import httpx
 import numpy as np
 import openai
 import pytest
@@ -153,6 +154,32 @@ def test_a_batch_past_its_window_expires(client, sample_documents):
     answered, others = _partition(client, batch, 300)
     assert set(others.values()) == {"batch_expired"}
     assert batch.request_counts.completed == len(answered) and batch.request_counts.failed == len(others)
+
+
+def test_expiry_policies_are_taken_as_openai_sends_them(stack, client):
+    # Given an upload and a batch with OpenAI's expiry options
+    uploaded = client.files.create(file=("in.jsonl", (_embedding_line("a", "hello") + "\n").encode()), purpose="batch",
+                                   expires_after={"anchor": "created_at", "seconds": 3600})
+    assert uploaded.expires_at == uploaded.created_at + 3600
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h",
+                                  output_expires_after={"anchor": "created_at", "seconds": 7200})
+    batch = _wait(client, batch.id)
+    # Then its output file expires two hours after it was written
+    assert batch.status == "completed", batch
+    output = client.files.retrieve(batch.output_file_id)
+    assert output.expires_at == output.created_at + 7200
+    # And a policy out of OpenAI's range (1 hour to 30 days) is refused, naming the field, before anything is stored
+    for bad in ({"anchor": "created_at", "seconds": 60}, {"anchor": "last_active_at", "seconds": 3600}):
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            client.files.create(file=("x.jsonl", b"{}\n"), purpose="batch", expires_after=bad)
+        assert "expires_after" in str(refused.value.body)
+        with pytest.raises(openai.UnprocessableEntityError) as refused:
+            client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h",
+                                  output_expires_after=bad)
+        assert "output_expires_after" in str(refused.value.body)
+    half = httpx.post(stack["api_url"] + "/v1/files", headers={"Authorization": f"Bearer {stack['api_key']}"},
+                      files={"file": ("x.jsonl", b"{}\n")}, data={"purpose": "batch", "expires_after[seconds]": "3600"})
+    assert half.status_code == 422 and half.json()["detail"][0]["loc"] == ["body", "expires_after[anchor]"]
 
 
 def test_a_file_over_the_limit_is_refused(client):

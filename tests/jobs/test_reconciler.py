@@ -320,3 +320,18 @@ def test_a_plan_whose_publishing_was_lost_is_published_by_the_reconciler(ctx, mo
     # Then the shards ran, and the job finished
     assert ctx.ledger(job_id).manifest() is not None
     assert ctx.status.get(job_id).status is JobState.PARTIALLY_SUCCEEDED  # the blank document is an error
+
+
+def test_a_pass_deletes_the_files_past_their_expiry(ctx):
+    import io
+
+    from poolq.jobs.batches.batch_files import create_file, get_file
+
+    due = create_file("acme", "in.jsonl", "batch", io.BytesIO(b"{}\n"), ctx, max_bytes=1 << 20, expires_after_s=3600)
+    tenant_area = ctx.service_layout.tenant_key("acme", "")
+    assert reconcile(ctx, now=time.time()).expired_files == 0
+    assert len(list(ctx.store.list(tenant_area))) == 2
+    assert reconcile(ctx, now=time.time() + 3601).expired_files == 1
+    assert not list(ctx.store.list(tenant_area))  # record and content gone
+    with pytest.raises(LookupError):
+        get_file("acme", due.id, ctx)

@@ -21,7 +21,7 @@ from poolq.jobs.batches.batches import (
     get_batch,
     list_batches,
 )
-from poolq.jobs.batches.openai_objects import BatchObject, Page
+from poolq.jobs.batches.openai_objects import BatchObject, ExpiresAfter, Page
 
 router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
@@ -35,7 +35,8 @@ class CreateBatch(BaseModel):
     endpoint: str = Field(max_length=64, description="/v1/embeddings, /v1/score or /v1/rerank")
     completion_window: str = Field("24h", max_length=16, description="24h; poolq also takes e.g. 90m, 600s")
     metadata: dict[MetadataKey, MetadataValue] | None = Field(None, max_length=16)
-    output_expires_after: dict | None = Field(None, description="accepted; output files are kept like job results")
+    output_expires_after: ExpiresAfter | None = Field(
+        None, description="the output and error files expire this long after they are written (default: kept)")
 
 
 def _not_found(batch_id: str) -> HTTPException:
@@ -46,8 +47,9 @@ def _not_found(batch_id: str) -> HTTPException:
 def create(body: CreateBatch, request: Request, principal: Principal = Depends(caller),
            _strict: None = strict_body(CreateBatch)) -> BatchObject:
     try:
+        expiry = body.output_expires_after.seconds if body.output_expires_after else None
         return create_batch(principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
-                            request.app.state.ctx)
+                            request.app.state.ctx, output_expires_after_s=expiry)
     except BatchRejected as exc:
         raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": "value_error"}]) from None
 

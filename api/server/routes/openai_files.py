@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from typing import Iterator, Literal
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 
 from poolq.api.server.api_keys import Principal
@@ -40,12 +41,19 @@ def _file_or_404(file_id: str) -> Iterator[None]:
              responses={400: {"model": ErrorBody, "description": "the body is not a multipart form"},
                         413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
 def upload(request: Request, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
+           expires_anchor: Literal["created_at"] | None = Form(None, alias="expires_after[anchor]"),
+           expires_seconds: int | None = Form(None, alias="expires_after[seconds]", ge=3600, le=30 * 86400),
            principal: Principal = Depends(caller)) -> FileObject:
-    """A batch input file (JSONL, one request per line), streamed into the store."""
+    """A batch input file (JSONL, one request per line), streamed into the store; with
+    ``expires_after`` (OpenAI's form fields) it is deleted that many seconds after its upload."""
+    if (expires_anchor is None) != (expires_seconds is None):
+        missing = "expires_after[anchor]" if expires_anchor is None else "expires_after[seconds]"
+        raise RequestValidationError([{"loc": ("body", missing), "type": "value_error",
+                                       "msg": "expires_after needs both anchor ('created_at') and seconds"}])
     ctx = request.app.state.ctx
     try:
         return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
-                           ctx.settings.max_file_bytes)
+                           ctx.settings.max_file_bytes, expires_after_s=expires_seconds)
     except FileTooLarge as exc:
         raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, str(exc)) from None
 

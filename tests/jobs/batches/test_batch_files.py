@@ -79,3 +79,30 @@ def test_delete_removes_record_and_content(ctx):
 def test_ids_that_are_not_file_ids_are_never_keys(ctx, file_id):
     with pytest.raises(FileNotFound):
         get_file("acme", file_id, ctx)
+
+
+def test_expiring_files_read_as_gone_at_their_time_and_the_sweep_deletes_them_soonest_first(ctx, monkeypatch):
+    from poolq.jobs.batches import batch_files
+    from poolq.jobs.batches.file_expiry import delete_expired_files
+
+    clock = {"now": 1_800_000_000.0}  # the files' clock only: S3 request signing keeps the real one
+    monkeypatch.setattr(batch_files, "time", types.SimpleNamespace(time=lambda: clock["now"]))
+    # Given a file expiring in an hour, one in two hours, one kept
+    soon = create_file("t1", "soon.jsonl", "batch", io.BytesIO(b"a\n"), ctx, max_bytes=MiB, expires_after_s=3600)
+    later = create_file("t1", "later.jsonl", "batch", io.BytesIO(b"b\n"), ctx, max_bytes=MiB, expires_after_s=7200)
+    kept = create_file("t2", "kept.jsonl", "batch", io.BytesIO(b"c\n"), ctx, max_bytes=MiB)
+    assert (soon.expires_at, later.expires_at, kept.expires_at) == (1_800_003_600, 1_800_007_200, None)
+    assert delete_expired_files(ctx, clock["now"]) == 0
+    # When the first hour has passed
+    clock["now"] += 3600
+    # Then that file reads as deleted at once, and the sweep removes it and only it
+    with pytest.raises(FileNotFound):
+        get_file("t1", soon.id, ctx)
+    assert [f.id for f in list_files("t1", ctx).data] == [later.id]
+    assert delete_expired_files(ctx, clock["now"]) == 1
+    assert open_file_content("t1", later.id, ctx).read() == b"b\n"
+    clock["now"] += 3600
+    assert delete_expired_files(ctx, clock["now"]) == 1
+    # And the store holds the kept file's objects, nothing of the others (markers included)
+    remaining = list(ctx.store.list("jobs/"))
+    assert len(remaining) == 2 and all(kept.id in key for key in remaining)  # its record and its content
