@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from poolq.jobs.batches.batch_files import open_file_content
 from poolq.jobs.batches.batch_layout import BatchLayout
 from poolq.jobs.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
+from poolq.jobs.batches.custom_ids import SeenCustomIds
 from poolq.jobs.batches.endpoint_format import (
     EndpointFormat,
     ParsedRequest,
@@ -60,7 +61,7 @@ class _Reading:
     endpoint_format: EndpointFormat
     ctx: JobContext
     errors_spill: IO[bytes]
-    seen: set[str] = field(default_factory=set)
+    seen: SeenCustomIds
     model: str | None = None
     extension: PoolqExtension | None = None
     checked: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # model + options -> why not
@@ -91,10 +92,9 @@ class _Reading:
             where, message = first_problem(exc)
             raise _InvalidLine(_custom_id(item.value), "invalid_request", f"line {item.line}: {where}: {message}",
                                where) from None
-        if line.custom_id in self.seen:
+        if not self.seen.add(line.custom_id):
             raise _InvalidLine(line.custom_id, "duplicate_custom_id",
                                f"line {item.line}: custom_id {line.custom_id!r} is used by an earlier line", "custom_id")
-        self.seen.add(line.custom_id)
         if line.method != "POST" or line.url != self.endpoint:
             raise _InvalidLine(line.custom_id, "invalid_url", f"line {item.line}: {line.method} {line.url}: this "
                                f"batch's endpoint is POST {self.endpoint}", "url")
@@ -169,8 +169,8 @@ def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput 
     request = records.request()
     if request is None:
         raise LookupError(f"batch {batch_id} has no batch.json")
-    with tempfile.TemporaryFile() as spill:
-        reading = _Reading(batch_id, request.endpoint, ENDPOINT_FORMATS[request.endpoint], ctx, spill)
+    with tempfile.TemporaryFile() as spill, SeenCustomIds() as seen:
+        reading = _Reading(batch_id, request.endpoint, ENDPOINT_FORMATS[request.endpoint], ctx, spill, seen)
         with open_file_content(tenant, request.input_file_id, ctx) as content:
             ctx.store.put_chunks(layout.job_input(batch_id), chunked(reading.job_lines(read_jsonl(content)), _CHUNK_BYTES))
         spill.seek(0)

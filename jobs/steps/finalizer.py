@@ -9,6 +9,7 @@ import pyarrow as pa
 from poolq.engine import ModelSpecError, UnknownModelError
 from poolq.engine.loading.model_spec import ModelKind, ModelSpec
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
 from poolq.jobs.ledger.cleanup import clean_finished_job
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
@@ -110,9 +111,8 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
                      + [part.dimensions for part in plan.carried if part.dimensions], default=None)
     finished_at = datetime.now(timezone.utc)
     model_spec = _declared_spec(ctx, spec.model)
-    # The parts' own schema where there are parts (the truth a reader gets); else what the task would write.
-    schema = read_part_schema(ctx.store, parts[0].key) if parts else (
-        job_task(spec).schema(model_spec, dimensions) if model_spec else pa.schema([]))
+    # The parts' own schema where there are parts (the truth a reader gets); else what they would hold.
+    schema = read_part_schema(ctx.store, parts[0].key) if parts else _unwritten_schema(spec, plan, model_spec, dimensions)
     return JobManifest(
         job_id=job_id,
         status=state,
@@ -153,6 +153,17 @@ def _engines(plan: Plan, commits: dict) -> list[str]:
     if plan.carried_records and plan.engine:
         made.add(plan.engine)
     return sorted(made)
+
+
+def _unwritten_schema(spec: JobSpec, plan: Plan, model_spec: ModelSpec | None, dimensions: int | None) -> pa.Schema:
+    """The columns parts would have had, for a job that wrote none: the task's, then the carried
+    fields with the types planning gave them (none for a model this worker cannot read)."""
+    if model_spec is None:
+        return pa.schema([])
+    schema = job_task(spec).schema(model_spec, dimensions)
+    for name, data_type in IncludedColumns(spec.output.include_fields, plan.field_types).arrow_types().items():
+        schema = schema.append(pa.field(name, data_type, nullable=True))
+    return schema
 
 
 def _declared_spec(ctx: JobContext, model: str) -> ModelSpec | None:

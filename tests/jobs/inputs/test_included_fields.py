@@ -83,6 +83,19 @@ def test_a_jsonl_input_carries_its_own_fields(local_ctx, tmp_path):
     assert status.counts.completed == 3 and manifest["columns"][-2:] == ["title", "year"]
 
 
+def test_a_job_that_wrote_no_row_still_names_its_carried_columns(local_ctx):
+    # Given records carrying fields that all fail in their shard (longer than the model's window)
+    documents = [{**document, "text": "word " * 1000} for document in _documents()]
+    spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["title", "year"]},
+                                   "long_documents": {"mode": "error"}})
+    status = run_job_locally(spec, local_ctx)
+    # Then the manifest's schema is what the parts would have held: the task's columns, then the fields
+    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    assert status.errors_by_code == {"document_too_long": 3}, status.errors_by_code
+    assert manifest["parts"] == [] and manifest["columns"][-2:] == ["title", "year"]
+    assert {c["name"]: c["type"] for c in manifest["output"]["schema"]}["year"] == "int64"
+
+
 @pytest.mark.parametrize("body, field", [
     ({"output": {"include_fields": ["embedding"]}}, "output.include_fields"),
     ({"output": {"include_fields": ["title", "title"]}}, None),
