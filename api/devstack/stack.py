@@ -10,6 +10,7 @@ import os
 import secrets
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,9 @@ from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.api.devstack.stack_state import StackState
 
 SERVICES = ("redis", "seaweed", "api", "worker", "beat")
+# Services start a phase at a time, those of a phase together (the programs need the stores up);
+# they stop in the reverse order, a phase at a time.
+PHASES = (("redis", "seaweed"), ("api", "worker", "beat"))
 # What each service's command line contains: `down` never signals a pid that lacks it.
 CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "serve", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
@@ -61,15 +65,19 @@ class LocalStack:
             if not alive[name]:  # check every port before starting anything
                 self._require_free(state.ports[port_name], name)
         started = []
-        for name in SERVICES:
-            if alive[name]:
-                log(f"{name}: already running (pid {state.pids[name]})")
-                continue
-            starter = getattr(self, f"_start_{name}")
-            state.pids[name] = starter(state)
-            state.save(self.state_path)
-            started.append(name)
-            log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
+        for phase in PHASES:
+            launched = []
+            for name in phase:
+                if alive[name]:
+                    log(f"{name}: already running (pid {state.pids[name]})")
+                    continue
+                state.pids[name], ready = getattr(self, f"_start_{name}")(state)
+                state.save(self.state_path)  # saved at once: `down` stops it even if it never gets ready
+                launched.append((name, ready))
+            for name, ready in launched:
+                ready()
+                started.append(name)
+                log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
         if not state.api_key:
             state.api_key = self._create_dev_key(state)
             state.save(self.state_path)
@@ -82,13 +90,15 @@ class LocalStack:
         if state is None:
             return []
         stopped = []
-        for name in reversed(SERVICES):
-            pid = state.pids.get(name)
-            if pid is None or (only is not None and name not in only):
-                continue
-            if stop_pid(pid, expect_in_cmdline=CMDLINE_MARKERS[name]):
-                stopped.append(name)
-            state.pids.pop(name)
+        for phase in reversed(PHASES):
+            names = [name for name in reversed(phase)
+                     if state.pids.get(name) is not None and (only is None or name in only)]
+            with ThreadPoolExecutor(max_workers=len(phase)) as pool:  # each stop waits for its exit
+                results = list(pool.map(lambda name: stop_pid(state.pids[name], expect_in_cmdline=CMDLINE_MARKERS[name]),
+                                        names))
+            stopped += [name for name, was_running in zip(names, results) if was_running]
+            for name in names:
+                state.pids.pop(name)
         state.save(self.state_path)
         return stopped
 
@@ -128,13 +138,12 @@ class LocalStack:
         if not port_is_free(port):
             raise ServiceError(f"port {port} on 127.0.0.1 is already in use; {service} cannot start there")
 
-    def _start_redis(self, state: StackState) -> int:
+    # Each starter launches its service and returns its pid and a call that waits until it is ready.
+    def _start_redis(self, state: StackState) -> tuple[int, Callable[[], None]]:
         server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"]))
-        pid = server.start()
-        server.wait_ready()
-        return pid
+        return server.start(), server.wait_ready
 
-    def _start_seaweed(self, state: StackState) -> int:
+    def _start_seaweed(self, state: StackState) -> tuple[int, Callable[[], None]]:
         config = SeaweedConfig(
             data_dir=self.state_dir / "seaweed",
             s3_port=state.ports["s3"],
@@ -143,39 +152,37 @@ class LocalStack:
             bucket=state.bucket,
         )
         server = SeaweedServer(config)
-        pid = server.start()
-        server.wait_ready()
-        server.ensure_bucket()
-        return pid
 
-    def _start_api(self, state: StackState) -> int:
+        def ready() -> None:
+            server.wait_ready()
+            server.ensure_bucket()
+        return server.start(), ready
+
+    def _start_api(self, state: StackState) -> tuple[int, Callable[[], None]]:
         port = state.ports["api"]
         self._require_free(port, "the API")
         # `poolq serve`: logs in POOLQ_LOG_FORMAT (JSON by default), like a deployed API.
         argv = [sys.executable, "-m", "poolq.api", "serve", "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3, what="the API", log_path=log_path)
-        return pid
+        return pid, lambda: wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3,
+                                       what="the API", log_path=log_path)
 
-    def _start_worker(self, state: StackState) -> int:
+    def _start_worker(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "worker.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5, what="the worker",
-                   log_path=log_path)
-        return pid
+        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5,
+                                       what="the worker", log_path=log_path)
 
-
-    def _start_beat(self, state: StackState) -> int:
+    def _start_beat(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "beat.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "beat"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5, what="beat",
-                   log_path=log_path)
-        return pid
+        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5,
+                                       what="beat", log_path=log_path)
 
 
 def _is_ours(pid: int | None, name: str) -> bool:
