@@ -34,20 +34,14 @@ def _compiled_dense(layer, torch):
 
 
 def _compiled_forward(encoder, torch):
-    """The encoder's forward with each layer's dense part compiled (attention eager)."""
-    from poolq.engine.attention import varlen_attention
-
+    """The encoder's forward with each layer's dense part compiled (its attention eager, the engine's own)."""
     dense = [_compiled_dense(layer, torch) for layer in encoder.layers]
 
     def forward(input_ids, position_ids, cu_seqlens_cpu, max_seqlen, token_type_ids=None, *, cu_seqlens_dev=None):
         hidden = encoder.embeddings(input_ids, position_ids, token_type_ids)  # [T, hidden]
-        num_tokens, width = hidden.shape
+        packed = encoder.packed_pass(hidden, cu_seqlens_cpu, max_seqlen, cu_seqlens_dev)
         for layer, dense_part in zip(encoder.layers, dense):
-            qkv = torch.mm(hidden, layer.qkv_weight.t())  # [T, 3 * hidden]
-            qkv[:, :width] += layer.q_bias
-            q, k, v = qkv.view(num_tokens, 3, layer.num_heads, width // layer.num_heads).unbind(1)
-            context = varlen_attention(q, k, v, cu_seqlens_cpu, None, max_seqlen).reshape(num_tokens, width)
-            hidden = dense_part(hidden, context)
+            hidden = dense_part(hidden, layer.attention_context(hidden, packed))
         return hidden
 
     return forward

@@ -161,39 +161,36 @@ class PackedLayer(nn.Module):
 
     def forward(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [num_tokens, hidden]
         """``hidden`` [num_tokens, hidden] is consumed: it becomes the attention residual sum."""
+        context = self.attention_context(hidden, packed)
         if self.int8 is not None:
-            return self._forward_int8(hidden, packed, self.int8)
-        num_tokens, width = hidden.shape
-        qkv = torch.mm(hidden, self.qkv_weight.t(), out=packed.scratch_matrix(3 * width))  # [T, 3 * hidden]
-        qkv[:, :width] += self.q_bias  # see the class docstring for K's and V's biases
-        # Strided views, no copy: the CPU attention loop reads them in place.
-        q, k, v = qkv.view(num_tokens, 3, self.num_heads, width // self.num_heads).unbind(1)  # [T, heads, d]
-        context = varlen_attention(
-            q, k, v, packed.cu_seqlens_cpu, packed.cu_seqlens_dev, packed.max_seqlen,
-            position_bias=packed.position_bias, out=packed.context.view(q.shape),
-        ).reshape(num_tokens, width)
+            return self._dense_int8(hidden, context, self.int8)
         hidden = _residual_norm(hidden, context, self.attn_out.weight, self.attn_out_bias, self.attn_norm)
         intermediate = packed.scratch_matrix(self.ffn_in.out_features)  # QKV is dead by now
         torch.addmm(_bias(self.ffn_in), hidden, self.ffn_in.weight.t(), out=intermediate)
-        if self._inplace_activation is not None:
-            self._inplace_activation(intermediate)
-        else:
-            intermediate = self.activation(intermediate)
-        return _residual_norm(hidden, intermediate, self.ffn_out.weight, _bias(self.ffn_out), self.ffn_norm)
+        return self._ffn_out(hidden, intermediate)
 
-    def _forward_int8(self, hidden: torch.Tensor, packed: _PackedPass, int8: "LayerInt8") -> torch.Tensor:
-        """The same layer with QKV, the attention output and the FFN input as int8 GEMMs (their
-        outputs are new float32 tensors: fbgemm writes no caller buffer); the FFN output stays float32."""
+    def attention_context(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [T, hidden]
+        """Attention of the fused Q/K/V projection (int8 where the layer is quantized), written into
+        ``packed.context``; the dense part after it is the caller's."""
         num_tokens, width = hidden.shape
-        qkv = int8.qkv(hidden)  # [T, 3 * hidden]
-        qkv[:, :width] += self.q_bias
+        if self.int8 is None:
+            qkv = torch.mm(hidden, self.qkv_weight.t(), out=packed.scratch_matrix(3 * width))  # [T, 3 * hidden]
+        else:
+            qkv = self.int8.qkv(hidden)  # a new float32 tensor: fbgemm writes no caller buffer
+        qkv[:, :width] += self.q_bias  # see the class docstring for K's and V's biases
+        # Strided views, no copy: the CPU attention loop reads them in place.
         q, k, v = qkv.view(num_tokens, 3, self.num_heads, width // self.num_heads).unbind(1)  # [T, heads, d]
-        context = varlen_attention(
+        return varlen_attention(
             q, k, v, packed.cu_seqlens_cpu, packed.cu_seqlens_dev, packed.max_seqlen,
             position_bias=packed.position_bias, out=packed.context.view(q.shape),
         ).reshape(num_tokens, width)
+
+    def _dense_int8(self, hidden: torch.Tensor, context: torch.Tensor, int8: "LayerInt8") -> torch.Tensor:
+        """The attention output and the FFN input as int8 GEMMs; the FFN output stays float32."""
         hidden = self.attn_norm(hidden.add_(int8.attn_out(context)).add_(self.attn_out_bias))
-        intermediate = int8.ffn_in(hidden)  # [T, intermediate]
+        return self._ffn_out(hidden, int8.ffn_in(hidden))  # [T, intermediate] in between
+
+    def _ffn_out(self, hidden: torch.Tensor, intermediate: torch.Tensor) -> torch.Tensor:  # [T, hidden]
         if self._inplace_activation is not None:
             self._inplace_activation(intermediate)
         else:
@@ -280,17 +277,20 @@ class PackedBertEncoder(nn.Module):
     ) -> torch.Tensor:  # [num_tokens, hidden]
         """Last hidden state of every token of every packed sequence."""
         hidden = self.embeddings(input_ids, position_ids, token_type_ids)  # [num_tokens, hidden]
-        if cu_seqlens_dev is None:
-            cu_seqlens_dev = cu_seqlens_cpu.to(hidden.device)
-        packed = _PackedPass(
-            cu_seqlens_cpu, cu_seqlens_dev, max_seqlen,
+        packed = self.packed_pass(hidden, cu_seqlens_cpu, max_seqlen, cu_seqlens_dev)
+        for layer in self.layers:
+            hidden = layer(hidden, packed)
+        return hidden
+
+    def packed_pass(self, hidden: torch.Tensor, cu_seqlens_cpu: torch.Tensor, max_seqlen: int,
+                    cu_seqlens_dev: torch.Tensor | None = None) -> _PackedPass:
+        """What the layers of one forward over ``hidden`` [num_tokens, hidden] share."""
+        return _PackedPass(
+            cu_seqlens_cpu, cu_seqlens_cpu.to(hidden.device) if cu_seqlens_dev is None else cu_seqlens_dev, max_seqlen,
             self._position_bias(max_seqlen, hidden.device),
             hidden.new_empty(hidden.shape[0] * self._scratch_width),
             torch.empty_like(hidden),
         )
-        for layer in self.layers:
-            hidden = layer(hidden, packed)
-        return hidden
 
     def _position_bias(self, max_seqlen: int, device: torch.device) -> torch.Tensor | None:
         """MPNet's relative bias for positions 0..max_seqlen-1; it only depends on key - query,
