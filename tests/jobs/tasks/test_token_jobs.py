@@ -102,3 +102,14 @@ def test_without_the_option_a_token_classify_part_has_no_label_scores_column(tas
                                    long_documents={"mode": "truncate"})
     assert "token_label_scores" not in table.column_names
     assert "token_label_scores" not in manifest["columns"]
+
+
+def test_a_chunked_token_classify_row_has_every_labels_score_for_every_token(task_ctx):
+    text = " ".join(TEXTS * 20)
+    _, table = run_task_job(task_ctx, [{"id": "long", "text": text}], model="tagger", task="token_classify",
+                            output={"token_label_scores": True}, long_documents={"mode": "chunked", "window_tokens": 64})
+    (row,) = table.to_pylist()
+    scores = np.array(row["token_label_scores"], dtype=np.float32)  # [num_tokens, num_labels]
+    assert scores.shape[0] == len(row["token_labels"]) == row["num_tokens"] > 64
+    np.testing.assert_allclose(scores.sum(axis=1), 1.0, atol=1e-5)  # probabilities, window after window
+    np.testing.assert_allclose(scores.max(axis=1), row["token_scores"], atol=1e-6)
