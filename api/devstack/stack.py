@@ -143,15 +143,17 @@ class LocalStack:
         server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"]))
         return server.start(), server.wait_ready
 
-    def _start_seaweed(self, state: StackState) -> tuple[int, Callable[[], None]]:
-        config = SeaweedConfig(
+    def _seaweed_config(self, state: StackState) -> SeaweedConfig:
+        return SeaweedConfig(
             data_dir=self.state_dir / "seaweed",
             s3_port=state.ports["s3"],
             access_key=state.access_key_id,
             secret_key=state.secret_access_key,
             bucket=state.bucket,
         )
-        server = SeaweedServer(config)
+
+    def _start_seaweed(self, state: StackState) -> tuple[int, Callable[[], None]]:
+        server = SeaweedServer(self._seaweed_config(state))
 
         def ready() -> None:
             server.wait_ready()
