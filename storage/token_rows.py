@@ -56,12 +56,17 @@ def token_classify_schema(label_scores_width: int | None = None) -> pa.Schema:
     return part_schema(_classify_fields(label_scores_width), with_chunks=False)
 
 
+def _lists_of(matrices: list[np.ndarray], rows: pa.Array) -> pa.Array:
+    """One list entry per matrix, holding ``rows`` (all the matrices' rows, in order) that are its own."""
+    offsets = np.zeros(len(matrices) + 1, dtype=np.int32)
+    np.cumsum([len(matrix) for matrix in matrices], out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), rows)
+
+
 def _lists_of_rows(matrices: list[np.ndarray], width: int, value_type: pa.DataType, dtype: type) -> pa.Array:
     """``list<fixed_size_list<value_type>[width]>``: one list entry per matrix, one fixed-size list per row."""
     flat = list_array([matrix.reshape(-1) for matrix in matrices], value_type, dtype).values
-    counts = np.zeros(len(matrices) + 1, dtype=np.int32)
-    np.cumsum([len(matrix) for matrix in matrices], out=counts[1:])
-    return pa.ListArray.from_arrays(pa.array(counts), pa.FixedSizeListArray.from_arrays(flat, width))
+    return _lists_of(matrices, pa.FixedSizeListArray.from_arrays(flat, width))
 
 
 @dataclass
@@ -99,9 +104,7 @@ class TokenEmbeddingRows(_TokenColumns):
 
     def value_arrays(self) -> list[pa.Array]:
         flat = np.concatenate(self.vectors) if self.vectors else np.zeros((0, self.dimensions), dtype=np.float32)
-        counts = np.zeros(len(self.vectors) + 1, dtype=np.int32)
-        np.cumsum([len(vectors) for vectors in self.vectors], out=counts[1:])
-        return [pa.ListArray.from_arrays(pa.array(counts), self.codec.encode(flat)), *self.token_arrays()]
+        return [_lists_of(self.vectors, self.codec.encode(flat)), *self.token_arrays()]
 
 
 @dataclass
@@ -141,7 +144,7 @@ class TokenClassifyRows(_TokenColumns):
         return _classify_fields(len(self.label_names) if self.with_label_scores else None)
 
     def value_arrays(self) -> list[pa.Array]:
-        all_scores = [_lists_of_rows(self.label_scores, len(self.label_names), pa.float32(), np.float32)]
+        all_scores = [_lists_of_rows(self.label_scores, len(self.label_names), pa.float32(), np.float32)
+                      ] if self.with_label_scores else []
         return [pa.array(self.labels, pa.list_(pa.string())), list_array(self.scores, pa.float32(), np.float32),
-                pa.array(self.entities, pa.list_(ENTITY_TYPE)), *(all_scores if self.with_label_scores else []),
-                *self.token_arrays()]
+                pa.array(self.entities, pa.list_(ENTITY_TYPE)), *all_scores, *self.token_arrays()]

@@ -23,10 +23,10 @@ from poolq.api.devstack.redis_server import RedisConfig, RedisServer
 from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.api.devstack.stack_state import StackState
 
-SERVICES = ("redis", "seaweed", "api", "worker", "beat")
 # Services start a phase at a time, those of a phase together (the programs need the stores up);
 # they stop in the reverse order, a phase at a time.
 PHASES = (("redis", "seaweed"), ("api", "worker", "beat"))
+SERVICES = tuple(name for phase in PHASES for name in phase)
 # What each service's command line contains: `down` never signals a pid that lacks it.
 CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "serve", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"

@@ -8,6 +8,7 @@ from typing import Iterator, Literal
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 
 from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
@@ -21,7 +22,7 @@ from poolq.jobs.batches.batch_files import (
     list_files,
     open_file_content,
 )
-from poolq.jobs.batches.openai_objects import DeletedFile, FileObject, Page
+from poolq.jobs.batches.openai_objects import DeletedFile, ExpiresAfter, FileObject, Page
 
 router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
@@ -41,21 +42,30 @@ def _file_or_404(file_id: str) -> Iterator[None]:
              responses={400: {"model": ErrorBody, "description": "the body is not a multipart form"},
                         413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
 def upload(request: Request, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
-           expires_anchor: Literal["created_at"] | None = Form(None, alias="expires_after[anchor]"),
-           expires_seconds: int | None = Form(None, alias="expires_after[seconds]", ge=3600, le=30 * 86400),
+           expires_anchor: str | None = Form(None, alias="expires_after[anchor]", max_length=32),
+           expires_seconds: int | None = Form(None, alias="expires_after[seconds]"),
            principal: Principal = Depends(caller)) -> FileObject:
     """A batch input file (JSONL, one request per line), streamed into the store; with
     ``expires_after`` (OpenAI's form fields) it is deleted that many seconds after its upload."""
-    if (expires_anchor is None) != (expires_seconds is None):
-        missing = "expires_after[anchor]" if expires_anchor is None else "expires_after[seconds]"
-        raise RequestValidationError([{"loc": ("body", missing), "type": "value_error",
-                                       "msg": "expires_after needs both anchor ('created_at') and seconds"}])
+    expiry = _expires_after(expires_anchor, expires_seconds)
     ctx = request.app.state.ctx
     try:
         return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
-                           ctx.settings.max_file_bytes, expires_after_s=expires_seconds)
+                           ctx.settings.max_file_bytes, expires_after_s=expiry.seconds if expiry else None)
     except FileTooLarge as exc:
         raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, str(exc)) from None
+
+
+def _expires_after(anchor: str | None, seconds: int | None) -> ExpiresAfter | None:
+    """OpenAI's ``expires_after[anchor]`` and ``expires_after[seconds]`` form fields, checked by
+    the one model that also checks a batch's ``output_expires_after``; a 422 naming the field."""
+    if anchor is None and seconds is None:
+        return None
+    try:
+        return ExpiresAfter.model_validate({"anchor": anchor, "seconds": seconds})
+    except ValidationError as exc:
+        raise RequestValidationError([{**error, "loc": ("body", f"expires_after[{error['loc'][0]}]")}
+                                      for error in exc.errors(include_url=False, include_context=False)]) from None
 
 
 @router.get("", response_model=Page[FileObject])
