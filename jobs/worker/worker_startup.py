@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from celery.utils.nodenames import default_nodename, host_format
+
 from poolq.engine.hardware import noted_flags
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
@@ -50,21 +52,20 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
              settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     register_tasks(app, settings)
-    argv = [
-        "worker",
-        f"--loglevel={options.loglevel}",
-        "--pool=prefork",
-        f"--concurrency={options.concurrency}",
-        f"--queues={','.join(options.queues)}",
-        "--without-gossip",
-        "--without-mingle",
-    ]
-    if options.hostname:
-        argv.append(f"--hostname={options.hostname}")
-    if options.max_tasks_per_child:
-        argv.append(f"--max-tasks-per-child={options.max_tasks_per_child}")
-    # app.start, not worker_main: worker_main drops the exit code of a worker that died.
-    return int(app.start(argv=argv) or 0)
+    worker = app.Worker(
+        hostname=host_format(default_nodename(options.hostname)),
+        pool_cls="prefork",
+        loglevel=options.loglevel,
+        concurrency=options.concurrency,
+        queues=list(options.queues),
+        without_gossip=True,
+        without_mingle=True,
+        max_tasks_per_child=options.max_tasks_per_child,
+    )
+    # The worker itself, not Celery's command line: app.start drops the exit code click hands it
+    # back (a worker stopped by an unrecoverable error exited 0, and a supervisor left it down).
+    worker.start()
+    return int(worker.exitcode or 0)
 
 
 def gpu_worker_commands(gpus: list[str], options: WorkerOptions, executable: str = sys.executable,

@@ -37,3 +37,49 @@ def test_other_errors_are_not_hidden(monkeypatch):
     monkeypatch.setattr(kombu_redis.QoS, "restore_unacked_once", broken)
     with pytest.raises(ValueError):
         QoS.__new__(QoS).restore_unacked_once()
+
+
+def _delivered_on_a_channel(redis_url: str, queue: str):
+    """A message sent to ``queue`` and delivered (not yet acked) on a channel of a real Redis broker."""
+    import uuid
+
+    from kombu import Connection
+
+    settings = Settings(redis_url=redis_url)
+    connection = create_celery_app(settings).connection_for_read()
+    channel = connection.default_channel
+    channel.queue_declare(queue)
+    body = f"unit-{uuid.uuid4().hex}"
+    with Connection(redis_url) as producer_connection:
+        producer_connection.SimpleQueue(queue).put(body)
+    message = channel.basic_get(queue, no_ack=False)
+    assert message is not None
+    return connection, channel, message
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("settle", ["ack", "reject"])
+def test_a_settlement_left_pending_on_a_channel_closed_by_a_lost_connection_is_skipped(redis_url, caplog, settle):
+    # Given a message delivered on a channel that was closed when the connection was lost (the
+    # worker's event loop still holds its ack, or its reject after a retry that could not be sent)
+    connection, channel, message = _delivered_on_a_channel(redis_url, f"closed-{settle}")
+    unacked_key = channel.qos.unacked_key
+    channel.qos.restore_at_shutdown = False  # as when the broker was down at close: the restore is skipped
+    channel.close()
+    # When it is settled after the consumer reconnected
+    with caplog.at_level(logging.WARNING):
+        getattr(message, settle)()
+    # Then nothing is raised (Celery would stop the worker), the warning says why, and the message
+    # is still unacked in Redis, for the visibility-timeout sweep to deliver it again
+    assert f"{settle} of message {message.delivery_tag} skipped" in caplog.text
+    client = redis.Redis.from_url(redis_url)
+    assert client.hexists(unacked_key, message.delivery_tag)
+    connection.release()
+
+
+@pytest.mark.integration
+def test_a_settlement_on_an_open_channel_still_reaches_redis(redis_url):
+    connection, channel, message = _delivered_on_a_channel(redis_url, "open-ack")
+    message.ack()
+    assert not redis.Redis.from_url(redis_url).hexists(channel.qos.unacked_key, message.delivery_tag)
+    connection.release()

@@ -97,11 +97,48 @@ def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     assert [(o.concurrency, o.queues, o.max_tasks_per_child, o.loglevel) for o in seen] == [(1, ("gpu",), 50, "DEBUG")] * 2
 
 
-def test_a_worker_that_celery_stopped_on_an_error_exits_non_zero(monkeypatch):
-    # Celery's worker_main drops the exit code; run_worker returns what app.start gives back,
-    # so `poolq worker` exits non-zero and a supervisor restarts it.
-    from celery import Celery
+# A worker whose consumer cannot start: the bootstep fails the way kombu's did on a closed
+# channel after a Redis outage (jobs/worker/broker_transport.py), as an "unrecoverable error".
+_BROKEN_WORKER = """
+import sys
+from celery import bootsteps
+from poolq.jobs.settings import Settings
+from poolq.jobs.worker import worker_startup
 
-    monkeypatch.setattr(worker_module, "check_store", lambda settings: None)
-    monkeypatch.setattr(Celery, "start", lambda self, argv=None: 1)
-    assert worker_module.run_worker(Settings()) == 1
+
+class Broken(bootsteps.StartStopStep):
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, consumer):
+        raise AttributeError("'NoneType' object has no attribute 'client'")
+
+
+register_tasks = worker_startup.register_tasks
+
+
+def register_and_break(app, settings):
+    register_tasks(app, settings)
+    app.steps["consumer"].add(Broken)
+
+
+worker_startup.register_tasks = register_and_break
+sys.exit(worker_startup.run_worker(Settings()))
+"""
+
+
+@pytest.mark.integration
+def test_a_worker_that_celery_stopped_on_an_unrecoverable_error_exits_non_zero(redis_url, tmp_path):
+    # Given a real worker process whose consumer fails when it starts
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "POOLQ_REDIS_URL": redis_url, "POOLQ_STORE": "local",
+           "POOLQ_LOCAL_STORE_ROOT": str(tmp_path / "store")}
+    # When it runs
+    done = subprocess.run([sys.executable, "-c", _BROKEN_WORKER], env=env, capture_output=True, text=True, timeout=120)
+    # Then Celery stops it and it exits 1, so a supervisor (or a service manager that restarts on
+    # failure) starts it again; before, Celery's app.start dropped the code and it exited 0
+    output = done.stdout + done.stderr
+    assert "Unrecoverable error" in output, output[-3000:]
+    assert done.returncode == 1, output[-3000:]

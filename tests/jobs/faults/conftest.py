@@ -354,7 +354,10 @@ class Deployment:
             eventually(lambda: not proc.alive() and _group_gone(proc.pid), 10, f"{proc.name}'s processes to be gone")
 
     def logs(self) -> str:
-        tails = [f"\n--- {p.name} (pid {p.pid}) ---\n" + "\n".join(p.log().splitlines()[-25:]) for p in self.procs]
+        """The tail of each process's log; those that exited last, where a truncated CI log still shows them."""
+        ordered = sorted(self.procs, key=lambda p: not p.alive())
+        tails = [f"\n--- {p.name} (pid {p.pid}{'' if p.alive() else f', exited {p.exit_code}'}) ---\n"
+                 + "\n".join(p.log().splitlines()[-25:]) for p in ordered]
         return "".join(tails)
 
     def wait(self, probe: Callable[[], object], timeout: float, what: str, interval: float = 0.1):
