@@ -57,23 +57,61 @@ def _delivered_on_a_channel(redis_url: str, queue: str):
     return connection, channel, message
 
 
+def _closed_with_its_messages_unacked(redis_url: str, queue: str):
+    """A message delivered on a channel that was then closed by a lost connection: kombu released
+    its connection, and the restore at close was skipped (the broker was down), so the message is
+    still in Redis' unacked hash. The worker's event loop may still hold its ack or reject."""
+    connection, channel, message = _delivered_on_a_channel(redis_url, queue)
+    channel.qos.restore_at_shutdown = False  # as when the broker was down at close
+    channel.close()
+    assert channel.connection is None
+    assert redis.Redis.from_url(redis_url).hexists(channel.qos.unacked_key, message.delivery_tag)
+    return connection, channel, message
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("settle", ["ack", "reject"])
-def test_a_settlement_left_pending_on_a_channel_closed_by_a_lost_connection_is_skipped(redis_url, caplog, settle):
-    # Given a message delivered on a channel that was closed when the connection was lost (the
-    # worker's event loop still holds its ack, or its reject after a retry that could not be sent)
-    connection, channel, message = _delivered_on_a_channel(redis_url, f"closed-{settle}")
-    unacked_key = channel.qos.unacked_key
-    channel.qos.restore_at_shutdown = False  # as when the broker was down at close: the restore is skipped
-    channel.close()
-    # When it is settled after the consumer reconnected
+def test_a_settlement_left_pending_on_a_channel_closed_by_a_lost_connection_still_reaches_redis(redis_url, settle):
+    # Given a message of a channel closed by a lost connection, its ack or reject still pending
+    connection, channel, message = _closed_with_its_messages_unacked(redis_url, f"closed-{settle}")
+    # When the broker answers again and the event loop runs the settlement
+    getattr(message, settle)()
+    # Then it reaches Redis as it would have on the open channel (before, kombu raised
+    # AttributeError building a client for the closed channel, and Celery stopped the worker)
+    client = redis.Redis.from_url(redis_url)
+    assert not client.hexists(channel.qos.unacked_key, message.delivery_tag)
+    assert client.llen(f"closed-{settle}") == 0  # settled, not put back
+    assert channel._pool is None  # the pool it settled on is closed again
+    connection.release()
+
+
+@pytest.mark.integration
+def test_a_requeue_left_pending_on_a_closed_channel_leaves_the_message_unacked(redis_url, caplog):
+    # kombu would need the released connection's exchange table to put it back; it would log
+    # "Could not restore message" and still drop it from the unacked hash: a lost message
+    connection, channel, message = _closed_with_its_messages_unacked(redis_url, "closed-requeue")
+    with caplog.at_level(logging.WARNING):
+        message.reject(requeue=True)
+    assert f"requeue of message {message.delivery_tag} skipped" in caplog.text
+    assert redis.Redis.from_url(redis_url).hexists(channel.qos.unacked_key, message.delivery_tag)
+    connection.release()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("settle", ["ack", "reject"])
+def test_a_settlement_on_a_closed_channel_while_the_broker_is_down_again_is_skipped(redis_url, caplog, settle):
+    # Given a message of a closed channel, and a broker that is unreachable again
+    from poolq.api.devstack.ports import free_port
+
+    connection, channel, message = _closed_with_its_messages_unacked(redis_url, f"down-{settle}")
+    channel._server_params = {**channel._server_params, "port": free_port()}  # nothing listens there
+    # When the settlement runs
     with caplog.at_level(logging.WARNING):
         getattr(message, settle)()
-    # Then nothing is raised (Celery would stop the worker), the warning says why, and the message
-    # is still unacked in Redis, for the visibility-timeout sweep to deliver it again
+    # Then nothing is raised, the warning says why, and the message is still unacked in Redis, for
+    # the visibility-timeout sweep to deliver it again
     assert f"{settle} of message {message.delivery_tag} skipped" in caplog.text
-    client = redis.Redis.from_url(redis_url)
-    assert client.hexists(unacked_key, message.delivery_tag)
+    assert redis.Redis.from_url(redis_url).hexists(channel.qos.unacked_key, message.delivery_tag)
     connection.release()
 
 
