@@ -128,7 +128,7 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
             errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
             continue
         row = records[result.key]
-        task.append(rows, result, row_content_hash(row), included.values(row.get("fields")))
+        task.append(rows, result, row, row_content_hash(row), included.values(row.get("fields")))
         tokens += result.processed_tokens
         documents += 1
         progress(documents, tokens)

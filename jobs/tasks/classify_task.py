@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected, as_dense
+from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.storage import ClassifyRows, RowColumns, classify_schema
 
 if TYPE_CHECKING:
@@ -33,15 +33,14 @@ class ClassifyTask(JobTask):
         return ClassifyRows(with_chunks=self.chunk_rows, label_names=engine.spec.labels,
                             multi_label=engine.spec.multi_label, threshold=self.spec.output.label_threshold)
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, ClassifyRows):
             raise TypeError("classify rows expected")
         scores = as_dense(value, self.name)
         # Multi-label scores are sigmoids; with raw logits the threshold still means a probability.
         threshold_scores = None if self.spec.output.activation else 1.0 / (1.0 + np.exp(-scores))
-        rows.append(record_id, scores, result.num_tokens, result.truncated, chunk, content_hash=content_hash,
-                    split=split, threshold_scores=threshold_scores)
+        rows.append(source.record_id, scores, result.num_tokens, result.truncated, source.chunk, content_hash=source.content_hash,
+                    split=source.split, threshold_scores=threshold_scores)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return classify_schema(model_spec.multi_label, self.chunk_rows)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected, as_dense
+from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.storage import EmbeddingRows, RowColumns, embedding_schema
 
 if TYPE_CHECKING:
@@ -42,12 +42,11 @@ class EmbedTask(JobTask):
         return EmbeddingRows(dimensions=self.dimensions(engine), with_chunks=self.chunk_rows,
                              codec=self.spec.output.codec(engine.spec.normalize))
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, EmbeddingRows):
             raise TypeError("embed rows expected")
-        rows.append(record_id, as_dense(value, self.name), result.num_tokens, result.truncated, chunk,
-                    content_hash=content_hash, split=split)
+        rows.append(source.record_id, as_dense(value, self.name), result.num_tokens, result.truncated, source.chunk,
+                    content_hash=source.content_hash, split=source.split)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         # A job passed its checks, so int8 without int8_range means a normalized model: [-1, 1].

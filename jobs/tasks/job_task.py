@@ -9,7 +9,9 @@ shard builds its rows with :meth:`rows` and :meth:`append`; the finalizer record
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, ClassVar, Iterator
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +24,18 @@ if TYPE_CHECKING:
     from poolq.engine import PoolingEngine
 
 ChunkFields = tuple[int, int, int, int, int] | None
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """Where one output row comes from: its record, the chunk it holds in the chunk modes, the
+    record's content hash, and the record's shard-input row (a score pair's ``query_id``)."""
+
+    record_id: str
+    content_hash: str
+    chunk: ChunkFields = None
+    split: bool = False
+    record: Mapping[str, Any] = field(default_factory=dict)
 
 
 class OptionRejected(ValueError):
@@ -88,19 +102,19 @@ class JobTask(ABC):
         """Empty buffers for one part."""
 
     @abstractmethod
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         """Append one row holding ``value``."""
 
     @abstractmethod
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         """The job's Parquet schema (the manifest records it)."""
 
-    def append(self, rows: RowColumns, result: PoolingOutput, content_hash: str, included: dict | None = None) -> None:
+    def append(self, rows: RowColumns, result: PoolingOutput, record: Mapping[str, Any], content_hash: str,
+               included: dict | None = None) -> None:
         """One row per document, or one per chunk in the chunk modes; each names the document's content
-        hash and carries its ``included`` fields (column values by name)."""
+        hash and carries its ``included`` fields (column values by name). ``record``: its shard-input row."""
         for value, chunk, split in _row_values(result):
-            self.append_value(rows, str(result.key), value, result, chunk, content_hash, split)
+            self.append_value(rows, value, result, RowSource(str(result.key), content_hash, chunk, split, record))
             if rows.included_types:
                 rows.append_included(included or {})
 

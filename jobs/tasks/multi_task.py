@@ -18,7 +18,7 @@ from poolq.engine import (
     check_multi_task_mode,
 )
 from poolq.jobs.job import JobSpec
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected
+from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
 from poolq.storage import MultiRows, RowColumns, part_schema
 
 if TYPE_CHECKING:
@@ -60,13 +60,12 @@ class MultiTask(JobTask):
     def rows(self, engine: "PoolingEngine") -> MultiRows:
         return MultiRows(groups=[part.rows(engine) for part in self.parts])
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, MultiRows) or not isinstance(value, MultiOutput):
             raise TypeError("several tasks' rows and outputs expected")
         for part, group in zip(self.parts, rows.groups):
-            part.append_value(group, record_id, value.outputs[part.pooling_task], result, chunk, content_hash, split)
-        rows.append_row(record_id, result.num_tokens, result.truncated, chunk, content_hash, split)
+            part.append_value(group, value.outputs[part.pooling_task], result, source)
+        rows.append_row(source.record_id, result.num_tokens, result.truncated, source.chunk, source.content_hash, source.split)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         values = [column for part in self.parts for column in part.schema(model_spec, dimensions)

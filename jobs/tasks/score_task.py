@@ -22,8 +22,7 @@ from poolq.engine import (
     RequestError,
 )
 from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
-from poolq.jobs.job import JobSpec
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask, OptionRejected, as_dense
+from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.storage import RowColumns, ScoreRows, score_schema
 
 if TYPE_CHECKING:
@@ -37,10 +36,6 @@ _TEXT = "text"
 class ScoreTask(JobTask):
     name = "score"
     pooling_task = PoolingTask.CLASSIFY  # cross_encoder's; pooling_task_of says which the job runs
-
-    def __init__(self, spec: JobSpec) -> None:
-        super().__init__(spec)
-        self._query_ids: dict[str, str | None] = {}  # the shard's pairs' query ids: run() fills it, rows read it
 
     def mode_of(self, model_spec: ModelSpec) -> str:
         served = score_modes(model_spec)
@@ -68,7 +63,6 @@ class ScoreTask(JobTask):
                                                         "'score': pairs take 'error' or 'truncate'")
 
     def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
-        self._query_ids = {record_id: row.get("query_id") for record_id, row in rows.items()}  # this shard's
         mode = self.mode_of(engine.spec)
         policy = self.spec.long_documents.policy()
         if mode == "cross_encoder":
@@ -81,12 +75,11 @@ class ScoreTask(JobTask):
     def rows(self, engine: "PoolingEngine") -> ScoreRows:
         return ScoreRows()
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, ScoreRows):
             raise TypeError("score rows expected")
-        rows.append(record_id, float(as_dense(value, self.name).reshape(-1)[0]), result.num_tokens, result.truncated,
-                    content_hash, self._query_ids.get(record_id))
+        rows.append(source.record_id, float(as_dense(value, self.name).reshape(-1)[0]), result.num_tokens, result.truncated,
+                    source.content_hash, source.record.get("query_id"))
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return score_schema()

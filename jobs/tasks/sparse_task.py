@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask, SparseVector
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask
+from poolq.jobs.tasks.job_task import JobTask, RowSource
 from poolq.storage import RowColumns, SparseRows, sparse_schema
 
 if TYPE_CHECKING:
@@ -22,13 +22,12 @@ class SparseTask(JobTask):
     def rows(self, engine: "PoolingEngine") -> SparseRows:
         return SparseRows(with_chunks=self.chunk_rows)
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, SparseRows) or not isinstance(value, SparseVector):
             raise TypeError("sparse_embed rows and vectors expected")
         indices, weights = prune(value, self.spec.output.sparse_top_k, self.spec.output.sparse_min_weight)
-        rows.append(record_id, indices, weights, result.num_tokens, result.truncated, chunk,
-                    content_hash=content_hash, split=split)
+        rows.append(source.record_id, indices, weights, result.num_tokens, result.truncated, source.chunk,
+                    content_hash=source.content_hash, split=source.split)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return sparse_schema(self.chunk_rows)

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask
 from poolq.jobs.tasks.entity_groups import TaggedToken, group_entities
-from poolq.jobs.tasks.job_task import ChunkFields, JobTask, as_dense, token_fields
+from poolq.jobs.tasks.job_task import JobTask, RowSource, as_dense, token_fields
 from poolq.storage import RowColumns, TokenClassifyRows, token_classify_schema
 
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ class TokenClassifyTask(JobTask):
         return TokenClassifyRows(label_names=engine.spec.labels, special_tokens=engine.tokenizer.special_token_counts,
                                  with_label_scores=self.spec.output.token_label_scores)
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, TokenClassifyRows):
             raise TypeError("token_classify rows expected")
         scores = as_dense(value, self.name)  # [num_tokens, num_labels]
@@ -38,8 +37,8 @@ class TokenClassifyTask(JobTask):
         content = range(before, len(labels) - after)
         tagged = [TaggedToken(labels[i], float(top_scores[i]), int(char_offsets[i, 0]), int(char_offsets[i, 1]))
                   for i in content]
-        rows.append(record_id, labels, top_scores, group_entities(tagged), token_ids, char_offsets, result.num_tokens,
-                    result.truncated, content_hash, label_scores=scores)
+        rows.append(source.record_id, labels, top_scores, group_entities(tagged), token_ids, char_offsets, result.num_tokens,
+                    result.truncated, source.content_hash, label_scores=scores)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return token_classify_schema(len(model_spec.labels) if self.spec.output.token_label_scores else None)

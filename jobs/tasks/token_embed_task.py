@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask
 from poolq.jobs.tasks.embed_task import EmbedTask, model_output_dimensions
-from poolq.jobs.tasks.job_task import ChunkFields, as_dense, token_fields
+from poolq.jobs.tasks.job_task import RowSource, as_dense, token_fields
 from poolq.storage import RowColumns, TokenEmbeddingRows, token_embedding_schema
 
 if TYPE_CHECKING:
@@ -27,13 +27,12 @@ class TokenEmbedTask(EmbedTask):
     def rows(self, engine: "PoolingEngine") -> TokenEmbeddingRows:
         return TokenEmbeddingRows(dimensions=self.dimensions(engine), codec=self.spec.output.codec(engine.spec.normalize))
 
-    def append_value(self, rows: RowColumns, record_id: str, value: PooledData, result: PoolingOutput,
-                     chunk: ChunkFields, content_hash: str, split: bool) -> None:
+    def append_value(self, rows: RowColumns, value: PooledData, result: PoolingOutput, source: RowSource) -> None:
         if not isinstance(rows, TokenEmbeddingRows):
             raise TypeError("token_embed rows expected")
         token_ids, char_offsets = token_fields(result)
-        rows.append(record_id, as_dense(value, self.name), token_ids, char_offsets, result.num_tokens, result.truncated,
-                    content_hash)
+        rows.append(source.record_id, as_dense(value, self.name), token_ids, char_offsets, result.num_tokens, result.truncated,
+                    source.content_hash)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return token_embedding_schema(dimensions or model_output_dimensions(model_spec), self.spec.output.codec(normalized=True))
