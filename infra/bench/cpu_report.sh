@@ -2,8 +2,8 @@
 # Every CPU measurement behind README's "Compute dtypes", in one run and one dated report: the
 # CPU's flags and the dtype `auto` picks, `poolq bench` against sentence-transformers (torch fp32,
 # and ONNX Runtime / OpenVINO where their environments exist), nDCG@10 on the Python FAQ per
-# dtype, the torch.compile probe, the bf16 profile, and the precision tests (int8's 8-bit
-# activations need VNNI or AMX-INT8; they skip elsewhere, and the report says so).
+# dtype, the torch.compile probe, the bf16 attention probe, the bf16 profile, and the precision
+# tests (int8's 8-bit activations need VNNI or AMX-INT8; they skip elsewhere, and the report says so).
 # Run it alone on the machine: anything else running skews every ratio.
 #   bash infra/bench/st_backends_env.sh     # once, for the ONNX Runtime and OpenVINO baselines
 #   bash infra/bench/cpu_report.sh          # writes .poolq/reports/cpu-<date>-<host>.md
@@ -40,6 +40,7 @@ for backend in openvino onnx; do
 done
 step "nDCG@10 on the Python FAQ" python3 infra/bench/faq_retrieval.py --dtypes float32,bfloat16,int8
 step "torch.compile probe" python3 infra/bench/compile_probe.py --dtypes float32,bfloat16 --texts "$texts" --rounds "$rounds"
+step "bf16 attention: two GEMMs + softmax vs SDPA" python3 infra/bench/attention_probe.py --texts "$texts" --rounds "$rounds"
 step "bf16 profile" python3 infra/bench/engine_profile.py --dtypes bfloat16
 step "precision tests" python3 -m pytest -q -rs -p no:cacheprovider tests/engine/models tests/engine/test_precision_quality.py
 if [[ "$mode" != "--dry-run" ]]; then echo "report: $report" >&2; fi

@@ -1,10 +1,17 @@
 """The packed BERT-family forward equals HF's own forward, token for token (atol 1e-5)."""
+from unittest.mock import patch
+
 import numpy as np
 import pytest
 import torch
 import transformers
 
-from poolq.engine.attention import varlen_attention, varlen_attention_reference
+from poolq.engine.attention import (
+    EXPLICIT_MAX_TOKENS,
+    explicit_attention_applies,
+    varlen_attention,
+    varlen_attention_reference,
+)
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.models import PackedBertEncoder, supports
 from poolq.engine.packed_runner import PackedRunner
@@ -43,6 +50,33 @@ def test_varlen_attention_matches_float64_reference(causal, with_bias):
     ref = varlen_attention_reference(q, k, v, cu_seqlens, causal=causal, position_bias=bias)
     assert out.shape == q.shape and out.dtype == q.dtype
     torch.testing.assert_close(out.double(), ref, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_reference(causal, with_bias):
+    # Given bf16 packed sequences, one of them longer than the explicit path takes
+    torch.manual_seed(0)
+    lengths = [1, 7, 33, EXPLICIT_MAX_TOKENS + 1, 64]
+    q, k, v = torch.randn(sum(lengths), 3, 4, 32).to(torch.bfloat16).unbind(1)
+    bias = torch.randn(4, max(lengths), max(lengths)).to(torch.bfloat16) if with_bias else None
+    cu_seqlens = _cu_seqlens(lengths)
+    assert [explicit_attention_applies(q, n) for n in lengths] == [True, True, True, False, True]
+    # When attention runs packed
+    out = varlen_attention(q, k, v, cu_seqlens, None, max(lengths), causal=causal, position_bias=bias)
+    # Then it is the float64 formula up to bf16 rounding, as close to it as SDPA's flash kernel is
+    ref = varlen_attention_reference(q, k, v, cu_seqlens, causal=causal, position_bias=bias)
+    out_error = (out.double() - ref).abs().max().item()
+    with patch("poolq.engine.attention.explicit_attention_applies", return_value=False):
+        sdpa = varlen_attention(q, k, v, cu_seqlens, None, max(lengths), causal=causal, position_bias=bias)
+    sdpa_error = (sdpa.double() - ref).abs().max().item()
+    assert out.dtype == torch.bfloat16 and out_error < 0.05
+    assert out_error <= 3 * sdpa_error, (out_error, sdpa_error)
+
+
+def test_float32_and_cuda_keep_sdpa():
+    assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float32), 8)
+    assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float16), 8)
 
 
 def test_a_length_one_sequence_returns_its_own_value():
