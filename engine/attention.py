@@ -12,7 +12,9 @@ No padding token is ever computed.
   1.9x on a 512-token sequence with 12 heads of 32 and +11% (mixed lengths) to +26% (512-token
   windows) for MiniLM end to end, at the same cosine to float32 (measured on an AVX-512-BF16
   CPU, ``infra/bench/attention_probe.py``). Its ``[heads, len, len]`` scores are materialized,
-  hence the length cap.
+  hence the length cap. Only where the CPU has bf16 instructions: with oneDNN emulating bf16
+  (AVX-512 without BF16, AVX2) the GEMMs are 5-20x slower and the flash kernel wins (measured
+  with ``ONEDNN_MAX_CPU_ISA`` capped: 1.3x slower at AVX512_CORE, 24x at AVX2).
 * CUDA with fp16/bf16 and no bias: ``torch.nn.attention.varlen.varlen_attn`` (FlashAttention-2
   varlen). Any other case on CUDA takes the same per-sequence loop, which is exact everywhere.
 """
@@ -22,6 +24,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+
+from poolq.engine.hardware import native_bf16_cpu
 
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 # The longest sequence whose bf16 scores are materialized (12 heads: 25 MB); longer ones take SDPA.
@@ -87,8 +91,9 @@ def _per_sequence_sdpa(q, k, v, bounds: list[int], causal: bool, position_bias, 
 
 
 def explicit_attention_applies(q: torch.Tensor, length: int) -> bool:
-    """Whether a sequence of ``length`` takes two GEMMs and a softmax rather than SDPA (module docstring)."""
-    return q.dtype == torch.bfloat16 and not q.is_cuda and length <= EXPLICIT_MAX_TOKENS
+    """Whether a sequence of ``length`` takes two GEMMs and a softmax rather than SDPA (module
+    docstring): bf16 on a CPU with bf16 instructions, where oneDNN's GEMMs are fast."""
+    return q.dtype == torch.bfloat16 and not q.is_cuda and length <= EXPLICIT_MAX_TOKENS and native_bf16_cpu()
 
 
 def _sdpa(q, k, v, mask: torch.Tensor | None, causal: bool) -> torch.Tensor:  # [1, heads, len, head_dim] each

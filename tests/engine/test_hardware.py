@@ -62,3 +62,9 @@ def test_noted_flags_are_the_ones_that_decide_fast_paths_in_a_fixed_order():
 def test_the_cpu_model_is_the_first_processors_model_name():
     assert cpu_model(ZEN3) == "AMD EPYC 7B13"
     assert cpu_model(SAPPHIRE_RAPIDS) is None
+
+
+def test_native_bf16_is_what_auto_picks_bf16_by():
+    from poolq.engine.hardware import native_bf16_cpu
+
+    assert native_bf16_cpu() == (resolve_dtype("auto", "cpu") == "bfloat16")

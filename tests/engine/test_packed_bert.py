@@ -54,8 +54,11 @@ def test_varlen_attention_matches_float64_reference(causal, with_bias):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_reference(causal, with_bias):
-    # Given bf16 packed sequences, one of them longer than the explicit path takes
+def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_reference(causal, with_bias,
+                                                                                          monkeypatch):
+    # Given bf16 packed sequences, one of them longer than the explicit path takes, on a CPU with bf16
+    # instructions (the path is chosen by them; its numbers are the same everywhere, only slower)
+    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: True)
     torch.manual_seed(0)
     lengths = [1, 7, 33, EXPLICIT_MAX_TOKENS + 1, 64]
     q, k, v = torch.randn(sum(lengths), 3, 4, 32).to(torch.bfloat16).unbind(1)
@@ -74,9 +77,13 @@ def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_
     assert out_error <= 3 * sdpa_error, (out_error, sdpa_error)
 
 
-def test_float32_and_cuda_keep_sdpa():
+def test_float32_float16_and_cpus_without_bf16_instructions_keep_sdpa(monkeypatch):
     assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float32), 8)
     assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float16), 8)
+    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: False)  # oneDNN would emulate bf16
+    assert not explicit_attention_applies(torch.zeros(1, dtype=torch.bfloat16), 8)
+    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: True)
+    assert explicit_attention_applies(torch.zeros(1, dtype=torch.bfloat16), 8)
 
 
 def test_a_length_one_sequence_returns_its_own_value():
