@@ -187,7 +187,7 @@ def test_store_errors_are_one_line_naming_what_was_tried(tmp_path):
     env = {name: value for name, value in os.environ.items() if not name.startswith("POOLQ_")}
     endpoint = f"http://127.0.0.1:{free_port()}"
     env.update(POOLQ_STORE="s3", POOLQ_S3_ENDPOINT_URL=endpoint, POOLQ_S3_ACCESS_KEY_ID="x", POOLQ_S3_SECRET_ACCESS_KEY="y",
-               POOLQ_DEV_DIR=str(tmp_path / "no-stack"), AWS_MAX_ATTEMPTS="1")
+               POOLQ_DEV_DIR=str(tmp_path / "no-stack"), POOLQ_S3_MAX_ATTEMPTS="1")
     listed = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "list"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == ExitCode.UNAVAILABLE and "Traceback" not in listed.stderr

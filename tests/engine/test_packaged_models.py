@@ -210,6 +210,7 @@ def test_smollm2_header_spec_equals_the_converted_directorys_spec(smollm2_conver
     assert registry.spec("m") == converted
 
 
+@pytest.mark.slow  # its fixture converts the GGUF (~20 s)
 def test_smollm2_second_materialize_reuses_the_cache_without_converting(smollm2_converted, monkeypatch):
     monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert", lambda *_: pytest.fail("converted again"))
     assert materialize_gguf(smollm2_gguf_path(), smollm2_converted["cache_root"]) == smollm2_converted["dir"]
