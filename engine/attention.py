@@ -105,16 +105,19 @@ def _explicit_attention(q, k, v, mask: torch.Tensor | None, causal: bool) -> tor
     if mask is not None:  # an additive bias (_sequence_mask), with -inf above the diagonal when causal
         scores.add_(mask)
     if causal:
-        length = q.shape[-2]
-        scores.masked_fill_(torch.ones(length, length, dtype=torch.bool, device=q.device).triu_(1), float("-inf"))
+        scores.masked_fill_(_future(q.shape[-2], q.device), float("-inf"))
     return torch.matmul(torch.softmax(scores, dim=-1), v)  # the softmax accumulates in float32 on the CPU
+
+
+def _future(length: int, device: torch.device) -> torch.Tensor:  # [len, len] bool
+    """True where a key comes after its query: what causal attention masks."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).triu_(1)
 
 
 def _sequence_mask(position_bias: torch.Tensor, length: int, causal: bool) -> torch.Tensor:
     mask = position_bias[:, :length, :length]  # [heads, len, len], a strided view
     if causal:
-        future = torch.ones(length, length, dtype=torch.bool, device=mask.device).triu_(1)
-        mask = mask.masked_fill(future, float("-inf"))
+        mask = mask.masked_fill(_future(length, mask.device), float("-inf"))
     return mask[None]  # [1, heads, len, len]
 
 
@@ -136,7 +139,6 @@ def varlen_attention_reference(
         if position_bias is not None:
             scores = scores + position_bias[:, : end - start, : end - start].double()
         if causal:
-            future = torch.ones(end - start, end - start, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
+            scores = scores.masked_fill(_future(end - start, q.device), float("-inf"))
         outputs.append((scores.softmax(-1) @ vs).transpose(0, 1))  # [len, heads, head_dim]
     return torch.cat(outputs)

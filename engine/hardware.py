@@ -52,6 +52,10 @@ def native_bf16_cpu() -> bool:
     return bool(cpu_flags() & BF16_FLAGS)
 
 
+def _native_bf16(flags: frozenset[str] | None) -> bool:
+    return native_bf16_cpu() if flags is None else bool(flags & BF16_FLAGS)
+
+
 def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = None,
                   cuda_capability: tuple[int, int] | None = None) -> str:
     """``requested``, or for ``auto``: bfloat16 on CPUs with AMX or AVX-512-BF16 (detected, never
@@ -62,7 +66,7 @@ def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = No
     if device.startswith("cuda"):
         major, _ = cuda_device_capability(device) if cuda_capability is None else cuda_capability
         return "bfloat16" if major >= 8 else "float16"
-    return "bfloat16" if (cpu_flags() if flags is None else flags) & BF16_FLAGS else "float32"
+    return "bfloat16" if _native_bf16(flags) else "float32"
 
 
 def cuda_device_capability(device: str) -> tuple[int, int]:

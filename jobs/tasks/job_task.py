@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 import numpy as np
@@ -33,9 +33,9 @@ class RowSource:
 
     record_id: str
     content_hash: str
-    chunk: ChunkFields = None
-    split: bool = False
-    record: Mapping[str, Any] = field(default_factory=dict)
+    chunk: ChunkFields
+    split: bool
+    record: Mapping[str, Any]
 
 
 class OptionRejected(ValueError):

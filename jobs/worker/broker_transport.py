@@ -44,13 +44,13 @@ class QoS(kombu_redis.QoS):
         super().ack(delivery_tag)
 
     def reject(self, delivery_tag, requeue=False):
-        if self.channel.connection is None and requeue:
+        if self.channel.connection is not None:
+            return super().reject(delivery_tag, requeue=requeue)
+        if requeue:
             # Putting it back needs the exchange table of the released connection (kombu would log
             # "Could not restore message" and still drop it from the unacked hash): leave it there.
             return self._skip_after_close("requeue", delivery_tag, "putting it back needs the connection's exchanges")
-        if self.channel.connection is None:
-            return self._settle_after_close("reject", delivery_tag, lambda: super(QoS, self).reject(delivery_tag))
-        super().reject(delivery_tag, requeue=requeue)
+        return self._settle_after_close("reject", delivery_tag, lambda: super(QoS, self).reject(delivery_tag))
 
     def _settle_after_close(self, settlement: str, delivery_tag, settle) -> None:
         """Settle a message of a channel closed by a lost connection on a pool of its own (see above)."""

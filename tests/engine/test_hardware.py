@@ -64,7 +64,14 @@ def test_the_cpu_model_is_the_first_processors_model_name():
     assert cpu_model(SAPPHIRE_RAPIDS) is None
 
 
-def test_native_bf16_is_what_auto_picks_bf16_by():
-    from poolq.engine.hardware import native_bf16_cpu
+@pytest.mark.parametrize("cpuinfo, native", [(ZEN3, False), (ICE_LAKE, False), (SAPPHIRE_RAPIDS, True)])
+def test_native_bf16_is_read_from_this_cpus_flags_and_decides_auto(monkeypatch, cpuinfo, native):
+    from poolq.engine import hardware
 
-    assert native_bf16_cpu() == (resolve_dtype("auto", "cpu") == "bfloat16")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: cpu_flags(cpuinfo))
+    hardware.native_bf16_cpu.cache_clear()
+    try:
+        assert hardware.native_bf16_cpu() is native
+        assert resolve_dtype("auto", "cpu") == ("bfloat16" if native else "float32")
+    finally:
+        hardware.native_bf16_cpu.cache_clear()  # the real CPU's answer for the tests after this one
