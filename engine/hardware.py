@@ -49,11 +49,12 @@ def noted_flags(flags: frozenset[str] | None = None) -> list[str]:
 def native_bf16_cpu() -> bool:
     """Whether this CPU has bf16 instructions (AVX-512-BF16, AMX); read once per process. Without
     them oneDNN emulates bf16 GEMMs, 5x (AVX-512) to 20x (AVX2) slower than native."""
-    return bool(cpu_flags() & BF16_FLAGS)
+    return has_native_bf16(cpu_flags())
 
 
-def _native_bf16(flags: frozenset[str] | None) -> bool:
-    return native_bf16_cpu() if flags is None else bool(flags & BF16_FLAGS)
+def has_native_bf16(flags: frozenset[str]) -> bool:
+    """The one bf16 rule: ``flags`` name AMX-BF16 or AVX-512-BF16."""
+    return bool(flags & BF16_FLAGS)
 
 
 def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = None,
@@ -66,7 +67,7 @@ def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = No
     if device.startswith("cuda"):
         major, _ = cuda_device_capability(device) if cuda_capability is None else cuda_capability
         return "bfloat16" if major >= 8 else "float16"
-    return "bfloat16" if _native_bf16(flags) else "float32"
+    return "bfloat16" if has_native_bf16(cpu_flags() if flags is None else flags) else "float32"
 
 
 def cuda_device_capability(device: str) -> tuple[int, int]:
