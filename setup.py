@@ -5,7 +5,7 @@ tree, so a new subpackage can never be missing from the wheel while the editable
 """
 from setuptools import find_packages, setup
 
-FOLDERS = ("engine", "storage", "jobs", "api")  # each installs as poolq.<folder>
+FOLDERS = ("engine", "storage", "jobs", "devtools", "api")  # each installs as poolq.<folder>
 
 
 def poolq_packages() -> list[str]:

@@ -1,10 +1,10 @@
 """poolq's pooling engine: load a local model, schedule by token budget, run, pool."""
 from poolq.engine.config import EngineConfig, EngineConfigError
-from poolq.engine.loading.model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
 from poolq.engine.loading.registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
-from poolq.engine.long_documents.chunking import ChunkBoundary
 from poolq.engine.long_documents.policy_check import PolicyError, check_multi_task_mode, check_policy
+from poolq.engine.model_spec import ModelSpec, ModelSpecError, PoolingType, read_model_spec
 from poolq.engine.request import (
+    ChunkBoundary,
     ChunkRows,
     ChunkSpan,
     EngineResult,

@@ -7,8 +7,6 @@ from typing import Hashable
 
 import numpy as np
 
-from poolq.engine.long_documents.chunking import ChunkBoundary
-
 
 class LongDocumentMode(str, Enum):
     """What to do with a document longer than the model's window."""
@@ -23,6 +21,12 @@ class LongDocumentMode(str, Enum):
     def chunk_rows(self) -> bool:
         """Whether the mode yields one row per chunk."""
         return self in (LongDocumentMode.NAIVE_CHUNKS, LongDocumentMode.LATE_CHUNKS)
+
+
+class ChunkBoundary(str, Enum):
+    TOKENS = "tokens"  # every chunk_tokens content tokens
+    SENTENCES = "sentences"  # every chunk_sentences sentences
+    SPANS = "spans"  # character spans given by the caller
 
 
 class TruncationSide(str, Enum):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from poolq.engine.loading.model_spec import ModelSpec
+from poolq.engine.model_spec import ModelSpec
 from poolq.engine.request import PoolingTask
 
 # Each pair-scoring mode and the task it pools with, in order of preference.

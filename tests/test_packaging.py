@@ -1,4 +1,4 @@
-"""The wheel: the four folders install as ``poolq.*``, every module of theirs is in it, nothing else is."""
+"""The wheel: the five folders install as ``poolq.*``, every module of theirs is in it, nothing else is."""
 import shutil
 import subprocess
 import sys
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("engine", "storage", "jobs", "api")
+FOLDERS = ("engine", "storage", "jobs", "devtools", "api")
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +36,12 @@ def test_every_module_of_the_four_folders_is_in_the_wheel_under_poolq(wheel):
 def test_nothing_else_lands_at_the_top_level(wheel):
     top = {name.split("/", 1)[0] for name in wheel.namelist()}
     assert top == {"poolq", next(name for name in top if name.endswith(".dist-info"))}
-    assert not any(name.startswith("poolq/__init__") for name in wheel.namelist())  # a namespace, shared by the four
+    assert not any(name.startswith("poolq/__init__") for name in wheel.namelist())  # a namespace, shared by the five
 
 
 def test_the_demo_corpus_and_the_console_script_ship(wheel):
     names = set(wheel.namelist())
-    assert "poolq/api/demo/sample_corpus.jsonl" in names
+    assert "poolq/devtools/demo/sample_corpus.jsonl" in names
     assert "poolq/engine/models/int8_calibration.txt" in names  # dtype int8 calibrates on it at load
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     assert "poolq = poolq.api.cli.main:main" in wheel.read(entry_points).decode()

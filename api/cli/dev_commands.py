@@ -30,8 +30,8 @@ def dev() -> None:
 @click.option("--api-port", default=8000, show_default=True, type=int)
 def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start the stack (idempotent: running services are left as they are)."""
-    from poolq.api.devstack.process import ServiceError
-    from poolq.api.devstack.stack import LocalStack, StackPorts
+    from poolq.devtools.devstack.process import ServiceError
+    from poolq.devtools.devstack.stack import LocalStack, StackPorts
 
     stack = LocalStack(state_dir, StackPorts(redis=redis_port, s3=s3_port, api=api_port))
     try:
@@ -48,7 +48,7 @@ def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable: endpoints, credentials, pids")
 def status(state_dir: Path, as_json: bool) -> None:
     """Show the stack's endpoints, credentials and processes. Exit 1 if it is not running."""
-    from poolq.api.devstack.stack import LocalStack
+    from poolq.devtools.devstack.stack import LocalStack
 
     stack = LocalStack(state_dir)
     state = stack.load()
@@ -72,7 +72,7 @@ def status(state_dir: Path, as_json: bool) -> None:
 @_dir_option
 def down(state_dir: Path) -> None:
     """Stop the processes `up` started (by pid); data stays in the directory."""
-    from poolq.api.devstack.stack import LocalStack
+    from poolq.devtools.devstack.stack import LocalStack
 
     stopped = LocalStack(state_dir).down()
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")

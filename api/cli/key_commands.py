@@ -9,13 +9,14 @@ from typing import Iterator
 
 import click
 
-from poolq.api.cli.local_stack import cli_settings, reporting_store_errors
+from poolq.api.cli.local_stack import cli_settings
+from poolq.api.cli.output import reporting_store_errors
 
 
 @contextmanager
 def _keys() -> Iterator:
     """The key store, every store failure reported in one line."""
-    from poolq.api.server.api_keys import ApiKeyStore
+    from poolq.jobs.tenancy.api_keys import ApiKeyStore
 
     settings = cli_settings()
     with reporting_store_errors(settings):
@@ -33,7 +34,7 @@ def keys() -> None:
 @click.option("--name", default="", help="a note, e.g. who uses it")
 def create(tenant: str, admin: bool, name: str) -> None:
     """Create a key; it is printed once, on the last line, and never stored in clear."""
-    from poolq.api.server.api_keys import InvalidTenant
+    from poolq.jobs.tenancy.api_keys import InvalidTenant
 
     try:
         with _keys() as store:

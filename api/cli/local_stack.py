@@ -8,12 +8,11 @@ directory is ``./.poolq`` or ``POOLQ_DEV_DIR``.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from poolq.api.devstack.stack_state import StackState
+    from poolq.devtools.devstack.stack_state import StackState
     from poolq.jobs.settings import Settings
 
 STACK_DIR_ENV = "POOLQ_DEV_DIR"
@@ -28,7 +27,7 @@ def stack_dir() -> Path:
 
 def running_stack(service: str) -> "StackState | None":
     """The local stack's state if it has one whose ``service`` (api, seaweed, ...) is alive."""
-    from poolq.api.devstack.stack import LocalStack
+    from poolq.devtools.devstack.stack import LocalStack
 
     stack = LocalStack(stack_dir())
     try:
@@ -60,19 +59,3 @@ def describe_store(settings: "Settings") -> str:
     endpoint = settings.s3_endpoint_url or "AWS S3 (no POOLQ_S3_ENDPOINT_URL)"
     return f"bucket {settings.bucket!r} at {endpoint}"
 
-
-@contextmanager
-def reporting_store_errors(settings: "Settings") -> Iterator[None]:
-    """One line naming what was tried and what to set, instead of a botocore traceback."""
-    import botocore.exceptions
-
-    from poolq.api.cli.output import ExitCode, fail
-    from poolq.storage import StorageError
-
-    try:
-        yield
-    except (StorageError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        fail(f"cannot use {describe_store(settings)}: {reason} (set POOLQ_S3_ENDPOINT_URL, POOLQ_BUCKET, "
-             "POOLQ_S3_ACCESS_KEY_ID and POOLQ_S3_SECRET_ACCESS_KEY, or run `poolq dev up` for a local stack)",
-             ExitCode.UNAVAILABLE)

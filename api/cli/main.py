@@ -40,8 +40,8 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
           task: str | None, output: str | None) -> None:
     """Run INPUT_PATH (JSONL) through a model in this process, no services, into OUT's Parquet
     layout (any task: --task sparse_embed, classify)."""
-    from poolq.jobs.job import JobSpec
     from poolq.jobs.local_runner import local_context, run_job_locally
+    from poolq.jobs.model.job_spec import JobSpec
     from poolq.jobs.steps.submit import JobRejected
 
     body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
@@ -143,8 +143,8 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
 @click.option("--api-port", default=8000, show_default=True, type=int)
 def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
-    from poolq.api.demo.demo import run_demo
-    from poolq.api.devstack.stack import StackPorts
+    from poolq.api.cli.demo_command import run_demo
+    from poolq.devtools.devstack.stack import StackPorts
 
     sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
 
@@ -162,7 +162,7 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 def bench(model: str, rounds: int, num_mixed: int, threads: int | None, dtypes: str, baselines: str,
           as_json: bool) -> None:
     """poolq's engine in each dtype vs sentence-transformers: same texts and token counts, one process."""
-    from poolq.api.bench.variant_benchmark import run_variants
+    from poolq.devtools.bench.variant_benchmark import run_variants
 
     report = run_variants(model, dtypes=tuple(dtypes.split(",")), backends=tuple(baselines.split(",")), rounds=rounds,
                           num_mixed=num_mixed, threads=threads)

@@ -13,12 +13,16 @@ import sys
 from contextlib import contextmanager
 from datetime import datetime
 from enum import IntEnum
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
 
+from poolq.api.cli.local_stack import describe_store, running_stack
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
 from poolq.api.client.result_files import DownloadError
+
+if TYPE_CHECKING:
+    from poolq.jobs.settings import Settings
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 
@@ -116,8 +120,6 @@ def _endpoint(api_url: str | None, api_key: str | None) -> tuple[str, str | None
     no key is given); else the default URL."""
     if api_url:
         return api_url, api_key
-    from poolq.api.cli.local_stack import running_stack
-
     state = running_stack("api")
     if state is None:
         return DEFAULT_API_URL, api_key
@@ -166,3 +168,19 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
 
 def _loc(item: dict) -> str:
     return ".".join(str(part) for part in item.get("loc", ())) or "(request)"
+
+
+@contextmanager
+def reporting_store_errors(settings: "Settings") -> Iterator[None]:
+    """One line naming what was tried and what to set, instead of a botocore traceback."""
+    import botocore.exceptions
+
+    from poolq.storage import StorageError
+
+    try:
+        yield
+    except (StorageError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        fail(f"cannot use {describe_store(settings)}: {reason} (set POOLQ_S3_ENDPOINT_URL, POOLQ_BUCKET, "
+             "POOLQ_S3_ACCESS_KEY_ID and POOLQ_S3_SECRET_ACCESS_KEY, or run `poolq dev up` for a local stack)",
+             ExitCode.UNAVAILABLE)

@@ -7,7 +7,6 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from poolq.api.server.api_keys import ApiKeyStore
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import jobs, openai_batches, openai_files, schedules, uploads
@@ -17,6 +16,7 @@ from poolq.api.server.unavailable import install_unavailable_handlers
 from poolq.jobs.context import JobContext
 from poolq.jobs.observability.gauges import SystemGauges, gauges_for
 from poolq.jobs.settings import Settings
+from poolq.jobs.tenancy.api_keys import ApiKeyStore
 
 Check = tuple[str, Callable[[], object]]
 

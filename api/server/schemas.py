@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from poolq.jobs.job import JobStatus
 from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
+from poolq.jobs.model.job_status import JobStatus
 from poolq.storage import ObjectStore
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from poolq.api.server.api_keys import ApiKeyStore, Principal
 from poolq.api.server.rate_limit import RateDecision, RateLimiter
 from poolq.api.server.schemas import ErrorBody
+from poolq.jobs.tenancy.api_keys import ApiKeyStore, Principal
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys create --tenant T`")
 

@@ -7,8 +7,8 @@ import redis
 
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
 from poolq.jobs.context import JobContext, build_context
+from poolq.jobs.coordination.enqueuer import CeleryEnqueuer
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CeleryEnqueuer
 from poolq.jobs.worker.celery_app import create_celery_app
 
 

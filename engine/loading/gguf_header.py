@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import BinaryIO
 
-from poolq.engine.loading.model_spec import ModelKind, ModelSpec, ModelSpecError, PoolingType
+from poolq.engine.model_spec import ModelKind, ModelSpec, ModelSpecError, PoolingType
 
 _MAGIC = b"GGUF"
 _STRING, _ARRAY = 8, 9

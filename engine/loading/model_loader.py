@@ -8,13 +8,13 @@ import torch
 
 from poolq.engine.config import EngineConfig
 from poolq.engine.loading.int8_runner import quantize_runner
-from poolq.engine.loading.m3_heads import load_m3_heads
-from poolq.engine.loading.model_spec import ModelKind, ModelSpec, read_model_spec
 from poolq.engine.loading.projector import load_projector
+from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
 from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.pooling.classifier_heads import Calibration
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
 from poolq.engine.pooling.factory import build_dispatcher
+from poolq.engine.pooling.m3_heads import load_m3_heads
 from poolq.engine.runner import ModelRunner, torch_dtype
 from poolq.engine.tokenizer import TextTokenizer
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from poolq.engine.loading.model_spec import ModelSpecError
+from poolq.engine.model_spec import ModelSpecError
 from poolq.engine.pooling.activation import load_torch_module
 
 

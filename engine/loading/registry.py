@@ -7,7 +7,7 @@ from pathlib import Path
 
 from poolq.engine.loading.gguf_header import read_gguf_model_spec
 from poolq.engine.loading.model_fingerprint import model_fingerprint
-from poolq.engine.loading.model_spec import ModelSpec, read_model_spec
+from poolq.engine.model_spec import ModelSpec, read_model_spec
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 

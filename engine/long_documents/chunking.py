@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
 from typing import Sequence
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before whitespace.
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
-
-
-class ChunkBoundary(str, Enum):
-    TOKENS = "tokens"  # every chunk_tokens content tokens
-    SENTENCES = "sentences"  # every chunk_sentences sentences
-    SPANS = "spans"  # character spans given by the caller
 
 
 class ChunkingError(ValueError):

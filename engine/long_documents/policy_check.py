@@ -1,7 +1,7 @@
 """Checks of a long-document policy against a model, done once per job or run. No torch here."""
 from __future__ import annotations
 
-from poolq.engine.loading.model_spec import ModelSpec, PoolingType
+from poolq.engine.model_spec import ModelSpec, PoolingType
 from poolq.engine.request import LongDocumentMode, LongDocumentPolicy, PoolingTask
 
 _ONE_ROW = (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE)

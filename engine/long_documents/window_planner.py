@@ -2,9 +2,7 @@
 # PolicyError is re-exported here: it is what WindowPlanner raises for a policy it cannot follow.
 from __future__ import annotations
 
-from poolq.engine.loading.model_spec import ModelSpec, PoolingType
 from poolq.engine.long_documents.chunking import (
-    ChunkBoundary,
     ChunkingError,
     char_spans_to_token_chunks,
     describe_chunks,
@@ -27,8 +25,17 @@ from poolq.engine.long_documents.window_plans import (
     SinglePlan,
     Window,
 )
+from poolq.engine.model_spec import ModelSpec, PoolingType
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
-from poolq.engine.request import ChunkSpan, LongDocumentMode, LongDocumentPolicy, PoolingRequest, RequestError, TruncationSide
+from poolq.engine.request import (
+    ChunkBoundary,
+    ChunkSpan,
+    LongDocumentMode,
+    LongDocumentPolicy,
+    PoolingRequest,
+    RequestError,
+    TruncationSide,
+)
 from poolq.engine.tokenizer import TextTokenizer
 
 

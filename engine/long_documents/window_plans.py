@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Hashable
 import numpy as np
 import torch
 
-from poolq.engine.long_documents.window_combiners import WindowCombiner
+from poolq.engine.pooling.window_combiners import WindowCombiner
 from poolq.engine.request import ChunkRows, ChunkSpan, PooledData, PoolingOutput, PoolingParams, SparseVector
 
 if TYPE_CHECKING:

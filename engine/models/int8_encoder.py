@@ -12,13 +12,12 @@ encoder, quantizes, and compares mean-pooled states of held-out passages; under
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from poolq.engine.models.int8_linear import Int8Linear
+from poolq.engine.models.int8_linear import Int8Linear, LayerInt8
 from poolq.engine.models.packed_bert import PackedBertEncoder, PackedLayer, _bias
 
 SMOOTHING_ALPHA = 0.8
@@ -29,13 +28,6 @@ _CALIBRATION_SHARE = 2 / 3  # of the passages set the ranges; the rest measure t
 
 class Int8Refused(ValueError):
     """int8 would serve vectors too far from float32's for this model."""
-
-
-@dataclass(frozen=True)
-class LayerInt8:
-    qkv: Int8Linear
-    attn_out: Int8Linear
-    ffn_in: Int8Linear
 
 
 Forward = Callable[[list[str]], list[torch.Tensor]]  # texts -> each one's token states [n_tokens, hidden]

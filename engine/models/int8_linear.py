@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import dataclass
 
 import torch
 
@@ -61,3 +62,10 @@ class Int8Linear:
         x_q = torch.clamp(torch.round(x / scale) + zero, 0, levels)
         y = ((x_q - zero) * scale) @ self.qweight.dequantize().t()
         return y if self.bias is None else y + self.bias
+
+
+@dataclass(frozen=True)
+class LayerInt8:
+    qkv: Int8Linear
+    attn_out: Int8Linear
+    ffn_in: Int8Linear

@@ -23,7 +23,7 @@ from torch import nn
 from poolq.engine.attention import varlen_attention
 
 if TYPE_CHECKING:
-    from poolq.engine.models.int8_encoder import LayerInt8
+    from poolq.engine.models.int8_linear import LayerInt8
 
 # model_type -> whether position ids are counted from padding_idx + 1 (fairseq style).
 _FAMILIES = {"bert": False, "roberta": True, "xlm-roberta": True, "mpnet": True}

@@ -5,7 +5,7 @@ import importlib
 
 import torch
 
-from poolq.engine.loading.model_spec import ModelSpecError
+from poolq.engine.model_spec import ModelSpecError
 
 # Only activations from torch.nn's own modules may be named by a model directory: the name
 # comes from a file we did not write, and importing arbitrary dotted paths would run its code.

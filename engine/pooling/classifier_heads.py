@@ -6,8 +6,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from poolq.engine.long_documents.window_combiners import MeanLogits
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.window_combiners import MeanLogits
 from poolq.engine.request import PoolingParams
 
 Classifier = Callable[[torch.Tensor], torch.Tensor]  # [n, hidden] -> [n, num_labels]

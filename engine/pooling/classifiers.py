@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from poolq.engine.loading.model_spec import ModelSpecError
+from poolq.engine.model_spec import ModelSpecError
 from poolq.engine.pooling.classifier_heads import Classifier
 
 

@@ -7,9 +7,9 @@ from typing import Sequence
 import torch
 
 from poolq.engine.batch import BatchMetadata
-from poolq.engine.long_documents.window_combiners import WindowCombiner
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.pooler import Pooler
+from poolq.engine.pooling.window_combiners import WindowCombiner
 from poolq.engine.request import MultiOutput, PooledData, PoolingParams, PoolingRequest, PoolingTask
 
 

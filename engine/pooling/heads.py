@@ -5,8 +5,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from poolq.engine.long_documents.window_combiners import MeanVector
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.window_combiners import MeanVector
 from poolq.engine.request import PoolingParams
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from poolq.engine.long_documents.window_combiners import SparseReduce
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.methods import PoolingMethod
+from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
 TokensWithIds = list[tuple[torch.Tensor, torch.Tensor]]  # ([n_i, hidden], [n_i] token ids) per sequence

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from poolq.engine.loading.model_spec import PoolingType
+from poolq.engine.model_spec import PoolingType
 from poolq.engine.pooling.metadata import PoolingMetadata
 
 TokenStates = list[torch.Tensor]  # one [n_i, hidden] per sequence

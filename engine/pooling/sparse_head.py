@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from poolq.engine.long_documents.window_combiners import SparseReduce
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
 # Tokens per MLM-head call: bounds the [tokens, vocab] logits temporary (256 x 30k fp32 = 31 MB).

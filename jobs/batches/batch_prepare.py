@@ -30,8 +30,8 @@ from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import BatchError
 from poolq.jobs.batches.output_lines import request_error_line
 from poolq.jobs.context import JobContext
-from poolq.jobs.inputs.records import MAX_ID_LENGTH
-from poolq.jobs.job import InlineDocument, InlineInput, JobSpec, OutputOptions, UriInput
+from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, OutputOptions, UriInput
+from poolq.jobs.model.record_ids import MAX_ID_LENGTH
 from poolq.jobs.planning.section_scan import chunked
 from poolq.jobs.steps.submit import JobRejected, TooManyActiveJobs, submit_job, validate_spec
 from poolq.storage import JsonlLineError, read_jsonl

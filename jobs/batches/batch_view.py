@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from poolq.jobs.batches.batch_records import BatchOutcome, BatchRequest, CancelRequest, PreparedInput
 from poolq.jobs.batches.openai_objects import BatchErrors, BatchObject, RequestCounts
-from poolq.jobs.job import JobStatus
+from poolq.jobs.model.job_status import JobStatus
 
 _FINAL_TIMESTAMP = {"completed": "completed_at", "failed": "failed_at", "expired": "expired_at",
                     "cancelled": "cancelled_at"}

@@ -11,7 +11,7 @@ from poolq.jobs.batches.batch_view import batch_view
 from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import BatchObject, Page
 from poolq.jobs.context import JobContext
-from poolq.jobs.ledger.recovery import current_status
+from poolq.jobs.status.recovery import current_status
 
 log = logging.getLogger(__name__)
 

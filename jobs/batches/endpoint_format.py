@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from poolq.jobs.job import LongDocuments
+from poolq.jobs.model.job_spec import LongDocuments
 
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 

@@ -17,8 +17,9 @@ from poolq.jobs.coordination.status_store import (
     plain_fields,
     samples_field,
 )
-from poolq.jobs.job import JobState, JobStatus
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
 
 
 class InMemoryJobStatusStore(JobStatusStore):

@@ -16,8 +16,9 @@ from poolq.jobs.coordination.status_store import (
     plain_fields,
     samples_field,
 )
-from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.job_state import TRANSITIONS, JobState
+from poolq.jobs.model.job_status import JobStatus
 
 # KEYS[1] job hash; ARGV[1] target; ARGV[2] allowed sources (comma-separated); ARGV[3..] field/value pairs.
 _TRANSITION_LUA = """

@@ -1,7 +1,7 @@
 """Job status and progress counters, a fast cache of the ledger: the interface and what both
 implementations share (``redis_status_store.py``, ``memory_status_store.py``).
 
-Everything here can be rebuilt from the object store (see ``poolq.jobs.ledger.recovery``). State changes are
+Everything here can be rebuilt from the object store (see ``poolq.jobs.status.recovery``). State changes are
 compare-and-set against ``TRANSITIONS``; counters are idempotent per unit of work, so a
 redelivered or repeated commit never counts twice.
 """
@@ -11,8 +11,9 @@ import json
 from abc import ABC, abstractmethod
 from datetime import datetime
 
-from poolq.jobs.job import LOCAL_TENANT, TRANSITIONS, JobCounts, JobProgress, JobResult, JobState, JobStatus, JobUsage
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.job_state import TRANSITIONS, JobState
+from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobProgress, JobResult, JobStatus, JobUsage
 
 COUNTERS = ("completed", "failed", "tokens")
 # Fields beside the counters: failed records by code, the first messages, a running unit's progress.

@@ -6,17 +6,11 @@ missing. Integer ids (a Parquet int64 column, a JSON number) become their decima
 """
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES, json_text
+from poolq.jobs.model.record_ids import CONTROL_CHARACTER, MAX_ID_LENGTH
 from poolq.storage import JsonlLineError, JsonlObject
-
-MAX_ID_LENGTH = 512
-# No control character (C0, DEL, C1) in an id: ids end up in Parquet, error files and log lines,
-# where a newline or escape sequence would forge or garble a row. Inline ids match it as a pattern.
-ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -74,7 +68,7 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if not record_id or len(record_id) > MAX_ID_LENGTH:
         return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id",
                            f"{at}: id must be 1..{MAX_ID_LENGTH} characters")
-    if (control := _CONTROL_CHARACTER.search(record_id)) is not None:
+    if (control := CONTROL_CHARACTER.search(record_id)) is not None:
         return RecordError(None, line, "invalid_id", f"{at}: id {ascii(record_id[:80])} contains control character "
                            f"U+{ord(control.group()):04X} at position {control.start()}")
     at = f"{at} (id {record_id!r})"
@@ -120,7 +114,7 @@ def _query_id(raw: object, field: str) -> tuple[str | None, tuple[str, str] | No
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
         return None, ("invalid_query_id", f"field {field!r} must be a string or integer")
     query_id = str(raw)
-    if not query_id or len(query_id) > MAX_ID_LENGTH or _CONTROL_CHARACTER.search(query_id):
+    if not query_id or len(query_id) > MAX_ID_LENGTH or CONTROL_CHARACTER.search(query_id):
         return None, ("invalid_query_id", f"field {field!r} must be 1..{MAX_ID_LENGTH} characters, no control characters")
     return query_id, None
 

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 
-from poolq.jobs.job import JobSpec
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 _READERS = 16  # commit markers read concurrently by the finalizer (S3 GETs are latency-bound)

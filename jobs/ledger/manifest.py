@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from poolq.jobs.job import JobState
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.job_state import JobState
 
 MANIFEST_VERSION = 3  # 3: output.schema
 

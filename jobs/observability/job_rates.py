@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from poolq.jobs.job import JobRates, JobStatus
+from poolq.jobs.model.job_status import JobRates, JobStatus
 
 
 def job_rates(status: JobStatus, now: datetime | None = None) -> JobRates:

@@ -16,15 +16,13 @@ import numpy as np
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.included_fields import merge_section_types
+from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.inputs.shard_input import InputChanged
+from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, Decided, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
-from poolq.jobs.planning.planning_ledger import Decided, PlanningLedger, SectionScan
+from poolq.jobs.planning.incremental import Baseline
 from poolq.jobs.planning.query_groups import split_query_runs
-from poolq.jobs.planning.section_scan import SPILL_NAME
-from poolq.jobs.planning.sections import InputSection, sections_bytes
-from poolq.jobs.steps.incremental import Baseline
-from poolq.jobs.steps.shard_input import InputChanged
-
-SKIPS_NAME = "skips.npz"
+from poolq.jobs.planning.sections import sections_bytes
 
 
 @dataclass(frozen=True)

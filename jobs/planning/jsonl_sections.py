@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from poolq.jobs.inputs.input_format import InputFormat
-from poolq.jobs.planning.input_section import InputSection
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, read_jsonl
 from poolq.storage.jsonl import GZIP_MAGIC
 

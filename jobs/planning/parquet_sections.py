@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 
 from poolq.jobs.inputs.included_fields import arrow_field_type
 from poolq.jobs.inputs.input_format import InputFormat
-from poolq.jobs.planning.input_section import InputSection
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.storage import JsonlProgress, ObjectInfo, ObjectStore
 from poolq.storage.parquet_input import ParquetInput, ParquetRow, RowGroup
 

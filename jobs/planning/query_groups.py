@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import IdPartitions
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
-from poolq.jobs.planning.section_scan import GROUPS_NAME
 
 _RUN_FIELDS = 3  # section, first position, count: one int64 triple per run, in run order
 

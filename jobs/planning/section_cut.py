@@ -14,16 +14,16 @@ import numpy as np
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.included_fields import accepts, json_type, type_label, types_to_check
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
+from poolq.jobs.inputs.shard_input import InputChanged, InputFields
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
-from poolq.jobs.planning.decide import SKIPS_NAME, SectionSkips
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionCut
-from poolq.jobs.planning.sections import InputSection, section_records
+from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SKIPS_NAME, PlanningLedger, SectionCut
+from poolq.jobs.planning.decide import SectionSkips
+from poolq.jobs.planning.sections import section_records
 from poolq.jobs.planning.shard_cutter import ShardCutter
-from poolq.jobs.steps.shard_input import InputChanged, InputFields
 from poolq.storage import JsonlObject
 
-ERRORS_NAME = "errors.jsonl"
 _UPLOAD_CHUNK = 1 << 20
 
 

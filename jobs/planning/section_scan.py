@@ -5,17 +5,15 @@ import tempfile
 from typing import IO, Iterator
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
+from poolq.jobs.inputs.shard_input import InputFields
+from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, SPILL_NAME, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionScan
 from poolq.jobs.planning.sections import section_field_types, section_records
-from poolq.jobs.steps.content_hash import content_hash
-from poolq.jobs.steps.shard_input import InputFields
 from poolq.storage import JsonlProgress
 
-SPILL_NAME = "ids.tsv"  # one line per valid record, in input order: id <TAB> content hash
-GROUPS_NAME = "groups.tsv"  # score jobs: one line per run of pairs sharing a query id: id <TAB> first <TAB> count
 _CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects meanwhile)
 
 

@@ -7,20 +7,19 @@ A section is what one planning task reads. Each object is read in its own format
 """
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_format import InputFormat, object_format
-from poolq.jobs.inputs.input_reader import input_objects
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
-from poolq.jobs.job import JobSpec
-from poolq.jobs.planning.input_section import InputSection
+from poolq.jobs.inputs.shard_input import InputChanged, InputFields
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.planning.input_objects import input_objects
 from poolq.jobs.planning.jsonl_sections import jsonl_field_types, jsonl_items, jsonl_sections
 from poolq.jobs.planning.parquet_sections import parquet_field_types, parquet_items, parquet_sections
-from poolq.jobs.steps.shard_input import InputChanged, InputFields
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 
 __all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
@@ -118,9 +117,3 @@ def sections_bytes(sections: list[InputSection]) -> int:
     return sum(section.size_bytes for section in sections)
 
 
-def dump_sections(sections: list[InputSection]) -> bytes:
-    return json.dumps([section.to_json() for section in sections]).encode("utf-8")
-
-
-def load_sections(raw: bytes) -> list[InputSection]:
-    return [InputSection.from_json(item) for item in json.loads(raw)]

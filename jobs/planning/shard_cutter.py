@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord
-from poolq.jobs.planning.sections import InputSection
-from poolq.jobs.steps.shard_input import ShardInput
+from poolq.jobs.inputs.shard_input import ShardInput
 from poolq.storage import JsonlObject
 
 # Characters per token, to estimate a shard's work before anything is tokenized (English text

@@ -15,9 +15,9 @@ from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf, get_redis
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer
 from poolq.jobs.schedules.schedule import Schedule, to_crontab
 from poolq.jobs.schedules.schedule_store import ScheduleStore
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
-from poolq.jobs.job import LOCAL_TENANT, JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
+from poolq.jobs.model.job_spec import JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
+from poolq.jobs.model.job_status import LOCAL_TENANT
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"

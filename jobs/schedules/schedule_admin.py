@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timezone
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import LOCAL_TENANT
+from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.schedules.beat_entries import beat_for
 from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
 from poolq.jobs.schedules.schedule_store import ScheduleStore

@@ -13,11 +13,11 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import JobState
-from poolq.jobs.ledger.recovery import status_from_ledger
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.planning.incremental import USABLE_STATES
 from poolq.jobs.schedules.schedule import ScheduleRun, manual_slot
 from poolq.jobs.schedules.schedule_store import ScheduleStore
-from poolq.jobs.steps.incremental import USABLE_STATES
+from poolq.jobs.status.recovery import status_from_ledger
 from poolq.jobs.steps.submit import submit_job
 
 log = logging.getLogger(__name__)

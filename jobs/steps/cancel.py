@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import JobNotFound, JobState, JobStatus
-from poolq.jobs.ledger.recovery import current_status
+from poolq.jobs.model.job_ids import JobNotFound
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import finalize_if_ready
 
 

@@ -9,26 +9,9 @@ import time
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseStore
+from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
-from poolq.jobs.planning.planning_ledger import SectionStage
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
-
-PLAN_UNIT = "plan"
-FINALIZE_UNIT = "finalize"
-_SHARD_PREFIX = "shard-"
-
-
-def shard_unit(shard: int) -> str:
-    return f"{_SHARD_PREFIX}{shard:05d}"
-
-
-def section_unit(stage: SectionStage, section: int) -> str:
-    return f"plan-{stage.value}-{section:05d}"
-
-
-def queue_of(unit: str) -> str:
-    """The queue a unit's task is sent to: shards to the GPU workers, planning and finalize to control."""
-    return GPU_QUEUE if unit.startswith(_SHARD_PREFIX) else CONTROL_QUEUE
+from poolq.jobs.ledger.planning_ledger import SectionStage
 
 
 def dispatch_plan(job_id: str, ctx: JobContext) -> None:

@@ -8,7 +8,7 @@ import kombu.exceptions
 import redis.exceptions
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import JobState
+from poolq.jobs.model.job_state import JobState
 from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
 
 log = logging.getLogger(__name__)

@@ -7,11 +7,10 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from poolq.engine import ModelSpecError, UnknownModelError
-from poolq.engine.loading.model_spec import ModelKind, ModelSpec
+from poolq.engine.model_spec import ModelKind, ModelSpec
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.inputs.included_fields import IncludedColumns
-from poolq.jobs.job import InlineInput, JobSpec, JobState, JobStatus
-from poolq.jobs.ledger.cleanup import clean_finished_job
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.manifest import (
     JobManifest,
@@ -24,8 +23,12 @@ from poolq.jobs.ledger.manifest import (
     ManifestUsage,
     OutputEncoding,
 )
-from poolq.jobs.ledger.recovery import job_errors
-from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, ready_to_finalize, shard_unit
+from poolq.jobs.model.job_spec import InlineInput, JobSpec
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.status.recovery import job_errors
+from poolq.jobs.steps.cleanup import clean_finished_job
+from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.tasks import job_task
 from poolq.storage import read_part_schema, type_name
 

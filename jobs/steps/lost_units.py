@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.steps.dispatch import queue_of
+from poolq.jobs.coordination.work_units import queue_of
 
 log = logging.getLogger(__name__)
 

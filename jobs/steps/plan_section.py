@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionStage
-from poolq.jobs.steps.dispatch import dispatch_plan, section_unit
+from poolq.jobs.coordination.work_units import section_unit
+from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
+from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.steps.planner import STAGE_STEPS
 
 

@@ -14,23 +14,17 @@ from datetime import datetime, timezone
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
-from poolq.jobs.job import JobState
+from poolq.jobs.coordination.work_units import PLAN_UNIT, section_unit
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
+from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, PlanningLedger, SectionStage
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.planning.decide import decide
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionStage
-from poolq.jobs.planning.section_cut import ERRORS_NAME, cut_section
+from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
-from poolq.jobs.planning.sections import InputSection, list_sections
-from poolq.jobs.steps.dispatch import (
-    PLAN_UNIT,
-    dispatch_finalize,
-    dispatch_section,
-    fill_window,
-    finalize_if_ready,
-    record_plan,
-    section_unit,
-)
+from poolq.jobs.planning.sections import list_sections
+from poolq.jobs.steps.dispatch import dispatch_finalize, dispatch_section, fill_window, finalize_if_ready, record_plan
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
 
 STAGE_STEPS = {SectionStage.SCAN: scan_section, SectionStage.CUT: cut_section}

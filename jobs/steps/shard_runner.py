@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from poolq.engine import RequestError
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
+from poolq.jobs.coordination.work_units import shard_unit
+from poolq.jobs.inputs.content_hash import row_content_hash
 from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.inputs.records import RecordError
-from poolq.jobs.ledger.cleanup import delete_dead_attempts
+from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
-from poolq.jobs.steps.content_hash import row_content_hash
-from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, shard_unit
-from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.steps.cleanup import delete_dead_attempts
+from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard
 from poolq.jobs.tasks import job_task
 from poolq.storage import RowColumns, dump_jsonl
 

@@ -8,12 +8,15 @@ from datetime import datetime, timezone
 
 from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_policy
 from poolq.jobs.context import JobContext
-from poolq.jobs.inputs.input_access import InputNotAllowed, check_input_access
-from poolq.jobs.inputs.input_reader import parse_input_uri
-from poolq.jobs.job import LOCAL_TENANT, InlineDocument, InlineInput, JobSpec, JobState, JobStatus, UriInput, new_job_id
-from poolq.jobs.ledger.recovery import current_status
+from poolq.jobs.inputs.input_uri import parse_input_uri
+from poolq.jobs.model.job_ids import new_job_id
+from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import LOCAL_TENANT, JobStatus
+from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
+from poolq.jobs.tenancy.input_access import InputNotAllowed, check_input_access
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 

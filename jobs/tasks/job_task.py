@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from poolq.engine import EngineResult, ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingRequest, PoolingTask
-from poolq.jobs.job import JobSpec, OutputOptions
+from poolq.jobs.model.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns
 
 if TYPE_CHECKING:

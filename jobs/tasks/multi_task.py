@@ -17,7 +17,7 @@ from poolq.engine import (
     PoolingTask,
     check_multi_task_mode,
 )
-from poolq.jobs.job import JobSpec
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
 from poolq.storage import MultiRows, RowColumns, part_schema
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from celery import Celery
 
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
 
 
 def create_celery_app(settings: Settings) -> Celery:

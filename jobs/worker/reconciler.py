@@ -20,20 +20,18 @@ from datetime import datetime, timezone
 from poolq.jobs.batches.batch_layout import active_batches_prefix
 from poolq.jobs.batches.file_expiry import delete_expired_files
 from poolq.jobs.context import JobContext
-from poolq.jobs.ledger.cleanup import abort_stale_uploads, clean_finished_job
-from poolq.jobs.ledger.recovery import recover_status
+from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
 from poolq.jobs.schedules.missed_slots import catch_up_missed_slots
+from poolq.jobs.status.recovery import recover_status
+from poolq.jobs.steps.cleanup import abort_stale_uploads, clean_finished_job
 from poolq.jobs.steps.dispatch import (
-    FINALIZE_UNIT,
-    PLAN_UNIT,
     dispatch_finalize,
     dispatch_plan,
     dispatch_shards,
     fill_window,
     ready_to_finalize,
     record_plan,
-    shard_unit,
 )
 from poolq.jobs.steps.finalizer import sync_status
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths

@@ -16,12 +16,7 @@ from celery.exceptions import Reject
 
 from poolq.jobs.batches.batch_advance import advance_batch, give_up_batch
 from poolq.jobs.context import JobContext, build_context
-from poolq.jobs.observability.log_format import log_context
-from poolq.jobs.planning.planning_ledger import SectionStage
-from poolq.jobs.schedules.schedule_runner import run_schedule
-from poolq.jobs.settings import Settings
-from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
-from poolq.jobs.steps.enqueuer import (
+from poolq.jobs.coordination.enqueuer import (
     BATCH_TASK,
     FINALIZE_TASK,
     PLAN_SECTION_TASK,
@@ -31,6 +26,11 @@ from poolq.jobs.steps.enqueuer import (
     SHARD_TASK,
     CeleryEnqueuer,
 )
+from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
+from poolq.jobs.ledger.planning_ledger import SectionStage
+from poolq.jobs.observability.log_format import log_context
+from poolq.jobs.schedules.schedule_runner import run_schedule
+from poolq.jobs.settings import Settings
 from poolq.jobs.steps.failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section

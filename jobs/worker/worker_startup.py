@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from celery.utils.nodenames import default_nodename, host_format
 
 from poolq.engine.hardware import noted_flags
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor

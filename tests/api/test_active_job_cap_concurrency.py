@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.api.devstack.ports import free_port
+from poolq.devtools.devstack.ports import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -60,8 +60,8 @@ class CapApi:
 def cap_api(tmp_path_factory, seaweed, redis_url):
     import redis
 
-    from poolq.api.server.api_keys import ApiKeyStore
     from poolq.jobs.settings import Settings
+    from poolq.jobs.tenancy.api_keys import ApiKeyStore
     from poolq.storage import make_s3_client
 
     s3 = make_s3_client(seaweed.s3_config)
@@ -165,7 +165,7 @@ def finish_as_a_worker_would(api: CapApi, tenant: str, job_ids: list[str]) -> No
     import redis
 
     from poolq.jobs.context import build_context
-    from poolq.jobs.steps.enqueuer import CeleryEnqueuer
+    from poolq.jobs.coordination.enqueuer import CeleryEnqueuer
     from poolq.jobs.steps.finalizer import finalize_job
     from poolq.jobs.worker.celery_app import create_celery_app
 

@@ -19,7 +19,7 @@ from poolq.api.cli.main import main
 from poolq.api.cli.output import ExitCode, error_message, exit_code_for
 from poolq.api.cli.progress import PlainJobProgress, Throughput, format_eta
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
-from poolq.api.devstack.ports import free_port
+from poolq.devtools.devstack.ports import free_port
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -301,8 +301,8 @@ def _run_in_terminal(args: list[str], env: dict, timeout: float = 120) -> tuple[
 
 
 def _tenant_key(stack: dict, *, admin: bool) -> str:
-    from poolq.api.server.api_keys import ApiKeyStore
     from poolq.jobs.settings import Settings
+    from poolq.jobs.tenancy.api_keys import ApiKeyStore
     from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
     config = S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"])

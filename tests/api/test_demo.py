@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.process import pid_alive
-from poolq.api.devstack.stack_state import StackState
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.process import pid_alive
+from poolq.devtools.devstack.stack_state import StackState
 
 pytestmark = pytest.mark.integration
 

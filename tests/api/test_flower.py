@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.api.devstack.ports import free_port
+from poolq.devtools.devstack.ports import free_port
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
 from poolq.jobs.worker.celery_app import create_celery_app
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

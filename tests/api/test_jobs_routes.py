@@ -5,11 +5,11 @@ import pytest
 from support.api_client import authed_client
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import Enqueuer
 
 
 @pytest.fixture

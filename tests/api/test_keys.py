@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from poolq.api.server.api_keys import ApiKeyStore, InvalidTenant
+from poolq.jobs.tenancy.api_keys import ApiKeyStore, InvalidTenant
 from poolq.storage import LocalObjectStore
 
 

@@ -5,10 +5,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.api_client import authed_client
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.observability.job_metrics import RedisJobMetrics
-from poolq.jobs.steps.enqueuer import Enqueuer
 
 FAMILIES = {
     "poolq_jobs": "gauge", "poolq_jobs_finished": "counter", "poolq_queue_depth": "gauge",
@@ -92,7 +92,7 @@ def test_each_app_has_its_own_registry(local_ctx):
 def test_metrics_answer_503_when_redis_is_unreachable(local_ctx):
     import redis
 
-    from poolq.api.devstack.ports import free_port
+    from poolq.devtools.devstack.ports import free_port
 
     local_ctx.metrics = RedisJobMetrics(redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0"))
     response = authed_client(local_ctx).get("/metrics")

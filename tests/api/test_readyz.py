@@ -3,9 +3,9 @@ Redis and the store answer; liveness never depends on them."""
 import pytest
 from fastapi.testclient import TestClient
 
-from poolq.api.devstack.ports import free_port
 from poolq.api.server.app import create_app
 from poolq.api.server.services import api_services
+from poolq.devtools.devstack.ports import free_port
 from poolq.jobs.settings import Settings
 
 

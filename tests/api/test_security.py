@@ -22,10 +22,10 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from support.security_app import holding_context, uvicorn_server
 
-from poolq.api.server.api_keys import ApiKeyStore
 from poolq.api.server.app import create_app
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.jobs.tenancy.api_keys import ApiKeyStore
 from poolq.storage import LocalObjectStore
 
 TENANT_A, TENANT_B = "tenant-a", "tenant-b"

@@ -10,7 +10,7 @@ import pytest
 from support.dev_stack import dev_stack, poolq
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
-from poolq.api.devstack.ports import free_port
+from poolq.devtools.devstack.ports import free_port
 from poolq.storage import S3Config, make_s3_client
 
 pytestmark = pytest.mark.integration

@@ -5,9 +5,9 @@ import redis
 from fastapi.testclient import TestClient
 from support.security_app import holding_context
 
-from poolq.api.server.api_keys import ApiKeyStore
 from poolq.api.server.app import create_app
 from poolq.jobs.settings import Settings
+from poolq.jobs.tenancy.api_keys import ApiKeyStore
 from poolq.storage import ObjectNotFoundError, StorageError
 
 

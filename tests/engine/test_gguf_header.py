@@ -4,8 +4,8 @@ import struct
 import pytest
 
 from poolq.engine.loading.gguf_header import read_gguf_metadata, read_gguf_model_spec
-from poolq.engine.loading.model_spec import ModelSpecError, PoolingType
 from poolq.engine.loading.registry import PACKAGED_MODELS, ModelRegistry
+from poolq.engine.model_spec import ModelSpecError, PoolingType
 
 
 def smollm2_gguf_path():

@@ -4,8 +4,8 @@ import pytest
 
 from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
 from poolq.engine.batch import BatchMetadata
-from poolq.engine.long_documents.chunking import ChunkBoundary
 from poolq.engine.long_documents.window_planner import PolicyError
+from poolq.engine.request import ChunkBoundary
 
 
 def _long_text(sample_documents, n_docs=3):

@@ -8,7 +8,7 @@ import torch
 from support.random_models import save_random_m3_model
 
 from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest, PoolingTask
-from poolq.engine.loading.model_spec import ModelKind, read_model_spec
+from poolq.engine.model_spec import ModelKind, read_model_spec
 
 TEXTS = ["George Orwell wrote Animal Farm.", "Foxes eat rodents, rabbits and berries, and foxes eat eggs."]
 TRUNCATE = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE)

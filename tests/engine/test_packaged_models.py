@@ -23,8 +23,8 @@ from support.splade_reference import splade_reference, splade_tiny_dir
 
 from poolq.engine.loading.gguf_cache import gguf_cache_key, materialize_gguf
 from poolq.engine.loading.gguf_header import read_gguf_model_spec
-from poolq.engine.loading.model_spec import read_model_spec
 from poolq.engine.loading.registry import PACKAGED_MODELS, ModelRegistry
+from poolq.engine.model_spec import read_model_spec
 
 SPLADE_TEXTS = [
     "The Federal Reserve raised interest rates again to fight inflation.",

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from poolq.engine.batch import BatchMetadata
-from poolq.engine.loading.model_spec import ModelSpecError, PoolingType
+from poolq.engine.model_spec import ModelSpecError, PoolingType
 from poolq.engine.pooling import AllPool, PoolingMetadata, StepPool, pooling_method
 from poolq.engine.pooling.activation import Softmax, resolve_activation
 from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead

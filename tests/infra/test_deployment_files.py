@@ -321,9 +321,9 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     """Every key pattern under "What poolq writes" is one the code builds (prefix = the default)."""
     from datetime import datetime, timezone
 
-    from poolq.api.server.api_keys import ApiKeyStore
     from poolq.jobs.ledger.layout import ServiceLayout
     from poolq.jobs.schedules.schedule import slot_name
+    from poolq.jobs.tenancy.api_keys import ApiKeyStore
     from poolq.storage import LocalObjectStore, join_key
 
     prefix, tenant, job, schedule, digest, attempt = "jobs", "acme", "1" * 32, "2" * 32, "3" * 64, "4" * 16

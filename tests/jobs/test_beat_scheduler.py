@@ -11,10 +11,10 @@ import pytest
 import redis
 from redbeat.schedulers import acquire_distributed_beat_lock
 
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE
 from poolq.jobs.worker.beat_scheduler import PoolqBeatScheduler
 from poolq.jobs.worker.celery_app import create_celery_app
 

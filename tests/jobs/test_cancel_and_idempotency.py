@@ -4,7 +4,8 @@ from support.api_client import authed_client
 from support.job_doubles import RecordingEnqueuer
 from support.job_doubles import drain as _drain
 
-from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from poolq.jobs.steps.submit import IdempotencyConflict, submit_job
 from poolq.storage import LocalObjectStore, StorageError

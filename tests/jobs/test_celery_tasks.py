@@ -5,10 +5,10 @@ import pytest
 import redis
 from celery import Celery
 
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.dispatch import shard_unit
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer
 from poolq.jobs.worker import tasks as tasks_module
 from poolq.jobs.worker.celery_app import create_celery_app
 
@@ -54,7 +54,7 @@ def test_celery_enqueuer_reports_each_queues_waiting_messages(redis_url):
 
 
 def test_the_plan_task_has_its_own_time_limits_not_a_shards():
-    from poolq.jobs.steps.enqueuer import PLAN_TASK
+    from poolq.jobs.coordination.enqueuer import PLAN_TASK
 
     app = Celery("poolq-test", broker="memory://")
     settings = Settings(plan_soft_time_limit_s=7200, plan_time_limit_s=7500)
@@ -65,7 +65,7 @@ def test_the_plan_task_has_its_own_time_limits_not_a_shards():
 
 
 def test_a_batch_step_that_fails_for_good_is_handed_to_the_batch_give_up(monkeypatch):
-    from poolq.jobs.steps.enqueuer import BATCH_TASK
+    from poolq.jobs.coordination.enqueuer import BATCH_TASK
 
     given_up = []
 

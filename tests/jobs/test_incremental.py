@@ -9,11 +9,12 @@ import pytest
 from support.engine_doubles import CountingEngine
 
 from poolq.engine.loading.registry import PACKAGED_MODELS
-from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.planning.incremental import baseline_manifest
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.content_hash import content_hash
-from poolq.jobs.steps.incremental import baseline_manifest
 from poolq.jobs.steps.submit import JobRejected
 from poolq.storage import read_embeddings
 

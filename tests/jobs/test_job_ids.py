@@ -2,9 +2,9 @@
 one millisecond or when the clock steps back."""
 import threading
 
-from poolq.jobs import job as job_module
 from poolq.jobs.batches.batch_layout import new_file_id
-from poolq.jobs.job import is_job_id, new_job_id
+from poolq.jobs.model import job_ids as job_module
+from poolq.jobs.model.job_ids import is_job_id, new_job_id
 
 
 def test_ids_made_in_a_tight_loop_strictly_increase():

@@ -13,9 +13,9 @@ from celery import Celery
 from celery.signals import setup_logging
 from click.testing import CliRunner
 
+from poolq.jobs.coordination.enqueuer import PLAN_TASK, SHARD_TASK
 from poolq.jobs.observability.log_format import JsonFormatter, configure_logging, log_context, use_celery_logging
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import PLAN_TASK, SHARD_TASK
 from poolq.jobs.worker import tasks as tasks_module
 
 LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "celery")
@@ -107,8 +107,8 @@ def test_poolq_serve_logs_json_and_keeps_uvicorns_hands_off(restore_logging, mon
 
 def test_an_api_key_never_reaches_the_logs(local_ctx, caplog, capsys):
     """Real uvicorn (access and error logs) at DEBUG, with requests that succeed, fail and are refused."""
-    from poolq.api.devstack.ports import free_port
     from poolq.api.server.app import create_app
+    from poolq.devtools.devstack.ports import free_port
 
     app = create_app(local_ctx.settings, local_ctx)
     key, _ = app.state.keys.create("local", admin=True)

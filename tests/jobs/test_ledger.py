@@ -4,10 +4,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from poolq.jobs.job import JobState
 from poolq.jobs.ledger.job_ledger import CarriedPart, JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestShards, ManifestUsage
+from poolq.jobs.model.job_state import JobState
 from poolq.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
 

@@ -8,15 +8,17 @@ import pytest
 import redis
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
-from poolq.jobs.job import JobSpec, JobState, JobStatus
 from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.observability.gauges import InMemorySystemGauges, RedisSystemGauges, gauges_for
 from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, InMemoryJobMetrics, RedisJobMetrics, bucket_index
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import Enqueuer
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard

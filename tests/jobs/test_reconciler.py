@@ -13,14 +13,15 @@ from support.job_doubles import FakeClock, RecordingEnqueuer, drain
 
 from poolq.engine import ModelRegistry
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
-from poolq.jobs.job import JobSpec, JobState
-from poolq.jobs.ledger.cleanup import delete_dead_attempts
+from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.dispatch import FINALIZE_UNIT, PLAN_UNIT, shard_unit
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job

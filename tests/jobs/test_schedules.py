@@ -10,17 +10,18 @@ from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer, Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.schedules.beat_entries import ScheduleBeat, entry_name
 from poolq.jobs.schedules.schedule import JobTemplate, Schedule, ScheduleRequest, ScheduleRun, latest_slot, slot_name
 from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule
 from poolq.jobs.schedules.schedule_runner import last_good_job, run_schedule
 from poolq.jobs.schedules.schedule_store import ScheduleStore
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer, Enqueuer
 from poolq.jobs.steps.submit import JobRejected
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.reconciler import reconcile

@@ -11,10 +11,11 @@ from support.job_doubles import RecordingEnqueuer as StepEnqueuer
 from support.job_doubles import drain as _drain
 
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.ledger.job_ledger import JobLedger
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.steps.cancel import cancel_job
-from poolq.jobs.steps.dispatch import shard_unit
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings

@@ -8,8 +8,9 @@ import redis
 
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
-from poolq.jobs.job import TRANSITIONS, JobState, JobStatus
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.job_state import TRANSITIONS, JobState
+from poolq.jobs.model.job_status import JobStatus
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.process import pid_alive
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.process import pid_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

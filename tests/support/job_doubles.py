@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from poolq.jobs.batches.batch_advance import advance_batch
-from poolq.jobs.planning.planning_ledger import SectionStage
-from poolq.jobs.steps.enqueuer import Enqueuer
+from poolq.jobs.coordination.enqueuer import Enqueuer
+from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job

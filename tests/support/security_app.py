@@ -16,14 +16,14 @@ from typing import Iterator
 
 import httpx
 
-from poolq.api.devstack.ports import free_port
 from poolq.api.server.app import create_app
+from poolq.devtools.devstack.ports import free_port
 from poolq.engine import ModelRegistry
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import Enqueuer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,8 +3,9 @@ import json
 
 import pyarrow as pa
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.storage import read_part
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
-from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody, JobList, JobResults, SpecValidation
 from poolq.api.server.security import AUTH_RESPONSES, caller
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs.context import JobContext
-from poolq.jobs.job import JobSpec, JobStatus
-from poolq.jobs.ledger.job_listing import list_jobs
-from poolq.jobs.ledger.recovery import current_status
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.status.job_listing import list_jobs
+from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from poolq.jobs.steps.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job, validate_spec
+from poolq.jobs.tenancy.api_keys import Principal
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}

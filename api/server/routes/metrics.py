@@ -27,7 +27,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from poolq.api.server.security import admin_caller
-from poolq.jobs.job import JobState
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.observability.gauges import SystemGauges
 from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, JobMetrics, MetricsTotals
 from poolq.jobs.settings import Settings

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES, caller
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
@@ -22,6 +21,7 @@ from poolq.jobs.batches.batches import (
     list_batches,
 )
 from poolq.jobs.batches.openai_objects import BatchObject, ExpiresAfter, Page
+from poolq.jobs.tenancy.api_keys import Principal
 
 router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}

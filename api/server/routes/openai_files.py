@@ -10,7 +10,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
-from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES, caller
 from poolq.jobs.batches.batch_files import (
@@ -23,6 +22,7 @@ from poolq.jobs.batches.batch_files import (
     open_file_content,
 )
 from poolq.jobs.batches.openai_objects import DeletedFile, ExpiresAfter, FileObject, Page
+from poolq.jobs.tenancy.api_keys import Principal
 
 router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}

@@ -5,7 +5,6 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import ADMIN_RESPONSES, admin_caller
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
@@ -14,6 +13,7 @@ from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
 from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule, get_schedule, list_schedules
 from poolq.jobs.schedules.schedule_runner import RunView, recent_runs, run_schedule, run_view
 from poolq.jobs.steps.submit import JobRejected
+from poolq.jobs.tenancy.api_keys import Principal
 
 # Schedules need an admin key; each tenant still sees only its own (others': 404).
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute, responses=ADMIN_RESPONSES)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from pydantic import BaseModel
 
-from poolq.api.server.api_keys import Principal
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES, caller
-from poolq.jobs.inputs.uploads import create_upload
+from poolq.jobs.tenancy.api_keys import Principal
+from poolq.jobs.tenancy.uploads import create_upload
 from poolq.storage import UnsupportedOperation
 
 router = APIRouter(prefix="/v1/uploads", tags=["uploads"], responses=AUTH_RESPONSES)

@@ -6,7 +6,8 @@ import pytest
 from poolq.jobs.batches.batch_records import BatchOutcome, BatchRequest, CancelRequest, PreparedInput, window_seconds
 from poolq.jobs.batches.batch_view import batch_view
 from poolq.jobs.batches.openai_objects import BatchError, RequestCounts
-from poolq.jobs.job import JobCounts, JobState, JobStatus
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobCounts, JobStatus
 
 CREATED = 1_000_000
 REQUEST = BatchRequest(id="batch_" + "0" * 32, endpoint="/v1/embeddings", input_file_id="file-" + "1" * 32,

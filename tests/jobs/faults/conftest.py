@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.process import pid_alive, spawn, stop_pid
-from poolq.api.devstack.redis_server import RedisConfig, RedisServer
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
+from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 
 LAUNCHER = Path(__file__).with_name("launch_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -327,7 +327,7 @@ class Deployment:
     def api_key(self) -> str:
         """A key of this deployment's test tenant, created on first use (the API requires one)."""
         if getattr(self, "_api_key", None) is None:
-            from poolq.api.server.api_keys import ApiKeyStore
+            from poolq.jobs.tenancy.api_keys import ApiKeyStore
 
             self._api_key, _ = ApiKeyStore(self.ctx.store, self.prefix).create("faults", admin=True)
         return self._api_key
@@ -378,7 +378,7 @@ class Deployment:
         if self.api_url:
             with self.client() as client:
                 return client.submit(self.spec(documents), idempotency_key=idempotency_key)["id"]
-        from poolq.jobs.job import JobSpec
+        from poolq.jobs.model.job_spec import JobSpec
         from poolq.jobs.steps.submit import submit_job
 
         return submit_job(JobSpec.model_validate(self.spec(documents)), self.ctx, idempotency_key).id
@@ -529,7 +529,7 @@ def row_values(table, task: str) -> list[np.ndarray]:
 def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, np.ndarray]:
     """Each document's output from a clean engine run (settings' engine config, truncate)."""
     from poolq.engine import PoolingEngine, PoolingRequest, PoolingTask, SparseVector
-    from poolq.jobs.job import LongDocuments
+    from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
     engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config())
@@ -559,7 +559,7 @@ SCORE_QUERY = "what is this article about?"
 def score_reference(sample_documents) -> dict[str, np.ndarray]:
     """Each sample document's cosine score against SCORE_QUERY (MiniLM, truncated), from a clean engine run."""
     from poolq.engine import PoolingEngine
-    from poolq.jobs.job import LongDocuments
+    from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
     engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())

@@ -2,7 +2,7 @@
 and messages published twice. A duplicate delivery does no model work and counts nothing twice."""
 import pytest
 
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, GPU_QUEUE, PLAN_TASK, SHARD_TASK
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, PLAN_TASK, SHARD_TASK
 
 pytestmark = pytest.mark.integration
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.redis_server import RedisConfig, RedisServer
-from poolq.api.devstack.seaweed import SeaweedConfig, SeaweedServer
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.storage import S3Config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -33,17 +33,17 @@ from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf
 
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.api.devstack.ports import free_port
-from poolq.api.devstack.process import spawn, stop_pid, wait_until
-from poolq.api.devstack.redis_server import RedisConfig, RedisServer
-from poolq.api.server.api_keys import ApiKeyStore
+from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.process import spawn, stop_pid, wait_until
+from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
+from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.schedules.beat_entries import entry_name
 from poolq.jobs.schedules.schedule_store import ScheduleStore
 from poolq.jobs.settings import Settings
-from poolq.jobs.steps.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
-from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.tenancy.api_keys import ApiKeyStore
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.storage import read_embeddings
 

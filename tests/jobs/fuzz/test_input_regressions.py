@@ -10,8 +10,9 @@ import json
 import pytest
 from jsonl_strategies import TrickleStream, nested
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.storage import JsonlObject, read_embeddings, read_jsonl
 
 BOM = b"\xef\xbb\xbf"

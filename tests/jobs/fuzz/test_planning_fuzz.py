@@ -29,8 +29,9 @@ from jsonl_strategies import (
     word_text,
 )
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
 from poolq.storage import read_embeddings
 

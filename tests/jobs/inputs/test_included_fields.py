@@ -20,8 +20,8 @@ from poolq.jobs.inputs.included_fields import (
     type_label,
     types_to_check,
 )
-from poolq.jobs.job import JobSpec
 from poolq.jobs.local_runner import run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 
 INCLUDED = ["title", "year", "rating", "tags", "absent"]

@@ -1,10 +1,11 @@
 """The typed manifest: what the finalizer writes is what every reader parses, old manifests included."""
 import json
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import MANIFEST_VERSION, JobManifest
 from poolq.jobs.local_runner import run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 
 # A manifest exactly as poolq wrote it before the manifest was a model (version 2, int8 output).
 WRITTEN_BY_V2 = {

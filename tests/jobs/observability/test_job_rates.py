@@ -1,7 +1,8 @@
 """The pace a status shows: over the running time so far, running shards' progress included."""
 from datetime import datetime, timedelta, timezone
 
-from poolq.jobs.job import JobCounts, JobProgress, JobState, JobStatus, JobUsage
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobCounts, JobProgress, JobStatus, JobUsage
 from poolq.jobs.observability.job_rates import job_rates
 
 START = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)

@@ -5,8 +5,8 @@ import random
 import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain
 
-from poolq.jobs.job import JobSpec
 from poolq.jobs.local_runner import local_context
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.planning import id_partitions
 from poolq.jobs.planning.id_partitions import IdPartitions
 from poolq.jobs.settings import Settings

@@ -16,7 +16,7 @@ PARQUET_CEILING_MB = 250
 PLAN_IN_A_FRESH_PROCESS = r"""
 import json, sys
 from pathlib import Path
-from poolq.jobs.job import JobSpec
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.planner import plan_job

@@ -8,12 +8,12 @@ import time
 import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 
-from poolq.jobs.job import JobSpec
+from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
 from poolq.jobs.local_runner import local_context
-from poolq.jobs.planning.planning_ledger import PlanningLedger, SectionStage
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps import planner as planner_module
-from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.steps.submit import submit_job
 from poolq.jobs.worker.reconciler import reconcile
 

@@ -3,8 +3,9 @@ cancel leaves at most a window of cheap tasks; a finished job's late tasks touch
 import pytest
 from support.job_doubles import RecordingEnqueuer, run_task
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.planner import plan_job

@@ -6,8 +6,9 @@ import tracemalloc
 import pytest
 from support.engine_doubles import ConstantVectorEngine
 
-from poolq.jobs.job import JobSpec, JobState
 from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps import planner as planner_module
 

@@ -4,13 +4,13 @@ import time
 
 from support.job_doubles import RecordingEnqueuer
 
-from poolq.jobs.job import JobSpec
+from poolq.jobs.coordination.work_units import PLAN_UNIT
+from poolq.jobs.inputs.shard_input import ShardInput
+from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.local_runner import local_context
-from poolq.jobs.planning.planning_ledger import SectionStage
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps import planner as planner_module
-from poolq.jobs.steps.dispatch import PLAN_UNIT
-from poolq.jobs.steps.shard_input import ShardInput
 from poolq.jobs.steps.submit import submit_job
 
 

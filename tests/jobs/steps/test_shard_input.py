@@ -4,11 +4,12 @@ import json
 
 from support.job_doubles import RecordingEnqueuer
 
-from poolq.jobs.job import JobSpec, JobState
+from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.local_runner import local_context, run_job_locally
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.steps.submit import submit_job
 
 LINES = [

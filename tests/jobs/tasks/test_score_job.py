@@ -6,7 +6,7 @@ import pytest
 import torch
 from support.task_jobs import run_task_job
 
-from poolq.jobs.job import JobSpec
+from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 
 QUERIES = ["what do foxes eat", "who wrote animal farm", "what do foxes eat"]

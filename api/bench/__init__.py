@@ -1,5 +1,0 @@
-"""Benchmarks, all in one home: `poolq bench` (poolq vs sentence-transformers, same texts, one process) and
-the scripts behind `infra/bench/` (packed vs padded, long-document memory), which only call in here."""
-from poolq.api.bench.benchmark import run_benchmark
-
-__all__ = ["run_benchmark"]

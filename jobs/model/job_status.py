@@ -1,0 +1,62 @@
+"""What a client polls: a job's status (``GET /v1/jobs/{id}``), with its counts, usage, rates and progress."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from poolq.jobs.model.job_state import JobState
+
+
+class JobCounts(BaseModel):
+    total: int | None = None  # known once the input has been read
+    completed: int = 0
+    failed: int = 0
+
+
+class JobUsage(BaseModel):
+    tokens: int = 0
+
+
+class JobRates(BaseModel):
+    """Throughput since the job started (running shards' progress included) and the time left at
+    that pace; None while unknown (not started, nothing done yet, no total)."""
+
+    tokens_per_s: float | None = None
+    documents_per_s: float | None = None
+    eta_s: float | None = None
+
+
+class JobProgress(BaseModel):
+    """Work the running shards have done and not committed yet (it moves between commits)."""
+
+    documents: int = 0
+    tokens: int = 0
+
+
+class JobResult(BaseModel):
+    manifest_uri: str
+
+
+LOCAL_TENANT = "local"  # the tenant of in-process runs (`poolq embed`), which have no API keys
+
+
+class JobStatus(BaseModel):
+    """What ``GET /v1/jobs/{id}`` returns."""
+
+    id: str
+    tenant: str = LOCAL_TENANT
+    status: JobState
+    model: str
+    task: str
+    counts: JobCounts = Field(default_factory=JobCounts)
+    usage: JobUsage = Field(default_factory=JobUsage)
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: JobResult | None = None
+    error: str | None = None
+    errors_by_code: dict[str, int] = Field(default_factory=dict)  # failed records by error code
+    error_samples: list[str] = Field(default_factory=list)  # the first few error messages
+    in_progress: JobProgress = Field(default_factory=JobProgress)
+    rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})

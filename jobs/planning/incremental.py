@@ -1,0 +1,121 @@
+"""Incremental runs: carry documents unchanged since an earlier run instead of embedding them.
+
+A job with ``incremental_from`` names an earlier job. If that job finished (succeeded or
+partially succeeded) with the same model and options, and its vectors were all made by the engine
+that would make them now (the model files' fingerprint and the compute dtype: see
+``JobContext.engine_identity``; a name pointing at new files changes it), its output is the
+*baseline*: a document
+of the new input whose id and content hash match a baseline row is *carried*: its rows are
+copied into ``parts/carried-NNNNN.parquet`` of the new job (one per baseline part), so the new
+run's manifest lists every document, like a full run's.
+
+Memory: the baseline's ``(id, content hash)`` are spilled into the planner's id partitions
+(``id_partitions.py``) one part at a time and compared one partition at a time; carried rows are
+copied one baseline part at a time. Nothing is held for the whole baseline.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.job_ledger import CarriedPart
+from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
+from poolq.storage import ObjectNotFoundError, read_embeddings, write_embeddings
+
+log = logging.getLogger(__name__)
+
+USABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})
+
+
+class BaselineChanged(RuntimeError):
+    """A baseline part vanished or changed while planning: carried rows would be missing."""
+
+
+def comparable_options(options: dict) -> dict:
+    """A manifest's (or spec's) options without what does not change the vectors."""
+    return {name: value for name, value in options.items() if name not in ("input", "incremental_from")}
+
+
+def baseline_manifest(spec: JobSpec, ctx: JobContext) -> JobManifest | None:
+    """The manifest of ``spec.incremental_from`` if its rows can be carried into ``spec``'s job."""
+    if spec.incremental_from is None:
+        return None
+    manifest = ctx.ledger(spec.incremental_from).manifest()
+    if manifest is None or manifest.status not in USABLE_STATES:
+        log.info("incremental_from %s: not finished successfully; embedding everything", spec.incremental_from)
+        return None
+    options = comparable_options(spec.model_dump(mode="json"))
+    if manifest.model != spec.model or comparable_options(manifest.options) != options:
+        log.info("incremental_from %s: other model or options; embedding everything", spec.incremental_from)
+        return None
+    engine = ctx.engine_identity(spec.model)
+    if manifest.engines != [engine]:
+        log.info("incremental_from %s: made by %s, not %s (other model files or dtype); embedding everything",
+                 spec.incremental_from, manifest.engines, engine)
+        return None
+    return manifest
+
+
+@dataclass
+class Baseline:
+    """The earlier run whose rows may be carried: its parts, read one at a time (never whole)."""
+
+    job_id: str
+    part_keys: tuple[str, ...]
+    dimensions: int | None
+
+    @classmethod
+    def load(cls, spec: JobSpec, ctx: JobContext) -> "Baseline | None":
+        """The baseline of ``spec``'s job, or None when it has none (or cannot use it)."""
+        manifest = baseline_manifest(spec, ctx)
+        if manifest is None:
+            return None
+        return cls(spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
+
+    def spill_into(self, partitions: IdPartitions, ctx: JobContext) -> bool:
+        """Spill every baseline document's (id, content hash, part) into ``partitions``; False if
+        its output is gone (then nothing is carried)."""
+        for index, key in enumerate(self.part_keys):
+            try:
+                table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash"])
+            except ObjectNotFoundError as exc:
+                log.warning("incremental_from %s: %s; embedding everything", self.job_id, exc)
+                return False
+            if "content_hash" not in table.column_names:
+                continue  # written before content hashes existed: its documents are embedded again
+            seen: set[str] = set()  # chunk rows repeat their document's id within a part
+            for record_id, digest in zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()):
+                if record_id not in seen:
+                    seen.add(record_id)
+                    partitions.add_baseline(record_id, digest, index)
+        return True
+
+    def write_carried(self, job_id: str, decisions: Decisions, ctx: JobContext) -> tuple[CarriedPart, ...]:
+        """Copy the carried documents' rows into ``job_id``'s carried parts, one per baseline part
+        (each part's carried ids are read from the partitions' decisions: one part in memory)."""
+        layout = ctx.layout(job_id)
+        parts, documents = [], 0
+        for index, ids_path in sorted(decisions.carried_by_part.items()):
+            key = self.part_keys[index]
+            try:
+                table = read_embeddings(ctx.store.get(key))
+            except ObjectNotFoundError:
+                raise BaselineChanged(f"{ctx.store.uri(key)} vanished while job {job_id} was planned") from None
+            kept = table.filter(pc.is_in(table.column("id"), value_set=pa.array(read_ids(ids_path), pa.string())))
+            target = layout.carried_part(index)
+            ctx.store.put(target, write_embeddings(kept))
+            parts.append(CarriedPart(key=target, rows=kept.num_rows, tokens=0, dimensions=self.dimensions))
+            documents += len(pc.unique(kept.column("id")))
+        if documents != decisions.carried:
+            raise BaselineChanged(
+                f"job {self.job_id}'s parts changed while job {job_id} was planned: "
+                f"{documents} of {decisions.carried} carried documents found"
+            )
+        return tuple(parts)
