@@ -1,7 +1,9 @@
-"""Jobs: the job model, its steps (submit, plan, shards, finalize) and the Celery edge."""
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.settings import Settings
+"""Jobs: the job model, its steps (submit, plan, shards, finalize) and the Celery edge.
 
-__all__ = ["JobSpec", "JobState", "JobStatus", "Settings"]
+The names the edges use are this package's face, declared once in ``__init__.pyi`` and loaded
+on first use (``lazy_loader``): ``from poolq.jobs import submit_job`` imports ``jobs/steps/submit.py``
+and what it needs, nothing else.
+"""
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

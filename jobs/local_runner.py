@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.coordination.enqueuer import InlineEnqueuer
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_status import JobStatus
@@ -26,27 +28,28 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
     )
     enqueuer = InlineEnqueuer()
     ctx = build_context(settings, enqueuer)
-    # In process there is nobody to retry: a failing step fails for good, with its message.
     enqueuer.bind(
-        plan=lambda job_id: _guarded(lambda: plan_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
-        plan_section=lambda job_id, stage, section: _guarded(
-            lambda: plan_section(job_id, SectionStage(stage), section, ctx), lambda exc: fail_job(job_id, exc, ctx)
-        ),
-        run_shard=lambda job_id, shard: _guarded(
-            lambda: run_shard(job_id, shard, ctx), lambda exc: fail_shard(job_id, shard, exc, ctx)
-        ),
-        finalize=lambda job_id: _guarded(lambda: finalize_job(job_id, ctx), lambda exc: fail_job(job_id, exc, ctx)),
+        plan=lambda job_id: _run_bound(ctx, job_id, plan_job, fail_job),
+        plan_section=lambda job_id, stage, section: _run_bound(
+            ctx, job_id, lambda job: plan_section(job, SectionStage(stage), section), fail_job),
+        run_shard=lambda job_id, shard: _run_bound(
+            ctx, job_id, lambda job: run_shard(job, shard), lambda job, exc: fail_shard(job, shard, exc)),
+        finalize=lambda job_id: _run_bound(ctx, job_id, finalize_job, fail_job),
         # A batch step that fails leaves the batch where it was: the next call takes it on from there.
         advance_batch=lambda tenant, batch_id: advance_batch(tenant, batch_id, ctx),
     )
     return ctx
 
 
-def _guarded(step, give_up) -> None:
+def _run_bound(ctx: JobContext, job_id: str, step: Callable[[JobHandle], object],
+               give_up: Callable[[JobHandle, Exception], None]) -> None:
+    """Bind the job once and run its step; in process there is nobody to retry, so an error
+    fails the step for good, with its message."""
+    job = JobHandle.bind(ctx, job_id)
     try:
-        step()
+        step(job)
     except Exception as exc:  # noqa: BLE001 - recorded on the job, which is what the caller reads
-        give_up(exc)
+        give_up(job, exc)
 
 
 def run_job_locally(spec: JobSpec, ctx: JobContext) -> JobStatus:

@@ -84,5 +84,5 @@ def local_ctx(tmp_path, minilm_engine):
     from poolq.jobs.settings import Settings
 
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     return ctx

@@ -34,7 +34,7 @@ FLOORS = {
         ("inputs",),  # records read from an input, shard descriptors, content hashes
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
-        ("observability",),  # counters, gauges, structured logs
+        ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
         ("job_handle",),  # a job bound once: id, tenant, layout, ledger, spec, plan
         ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger

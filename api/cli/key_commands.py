@@ -16,7 +16,7 @@ from poolq.api.cli.output import reporting_store_errors
 @contextmanager
 def _keys() -> Iterator:
     """The key store, every store failure reported in one line."""
-    from poolq.jobs.tenancy.api_keys import ApiKeyStore
+    from poolq.jobs import ApiKeyStore
 
     settings = cli_settings()
     with reporting_store_errors(settings):
@@ -34,7 +34,7 @@ def keys() -> None:
 @click.option("--name", default="", help="a note, e.g. who uses it")
 def create(tenant: str, admin: bool, name: str) -> None:
     """Create a key; it is printed once, on the last line, and never stored in clear."""
-    from poolq.jobs.tenancy.api_keys import InvalidTenant
+    from poolq.jobs import InvalidTenant
 
     try:
         with _keys() as store:

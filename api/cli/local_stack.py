@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from poolq.devtools.devstack.stack_state import StackState
-    from poolq.jobs.settings import Settings
+    from poolq.jobs import Settings
 
 STACK_DIR_ENV = "POOLQ_DEV_DIR"
 DEFAULT_STACK_DIR = Path(".poolq")
@@ -41,7 +41,7 @@ def running_stack(service: str) -> "StackState | None":
 
 def cli_settings() -> "Settings":
     """Settings from the environment; where it names no store, the running local stack's."""
-    from poolq.jobs.settings import Settings
+    from poolq.jobs import Settings
 
     if any(os.environ.get(name) for name in STORE_SETTINGS):
         return Settings()

@@ -40,9 +40,7 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
           task: str | None, output: str | None) -> None:
     """Run INPUT_PATH (JSONL) through a model in this process, no services, into OUT's Parquet
     layout (any task: --task sparse_embed, classify)."""
-    from poolq.jobs.local_runner import local_context, run_job_locally
-    from poolq.jobs.model.job_spec import JobSpec
-    from poolq.jobs.steps.submit import JobRejected
+    from poolq.jobs import JobRejected, JobSpec, local_context, run_job_locally
 
     body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
     if model:
@@ -70,8 +68,7 @@ def serve(host: str, port: int) -> None:
     """Run the HTTP API (settings from POOLQ_* environment variables); logs per POOLQ_LOG_FORMAT."""
     import uvicorn
 
-    from poolq.jobs.observability.log_format import configure_logging
-    from poolq.jobs.settings import Settings
+    from poolq.jobs import Settings, configure_logging
 
     configure_logging(Settings().log_format, "INFO")
     # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
@@ -89,8 +86,7 @@ def serve(host: str, port: int) -> None:
 def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None, max_tasks_per_child: int | None,
            loglevel: str) -> None:
     """Run Celery worker(s) on the control and gpu queues (settings from POOLQ_* env)."""
-    from poolq.jobs.settings import Settings
-    from poolq.jobs.worker.worker_startup import WorkerOptions, run_gpu_workers, run_worker
+    from poolq.jobs import Settings, WorkerOptions, run_gpu_workers, run_worker
     from poolq.storage import StorageError
 
     queue_names = tuple(name.strip() for name in queues.split(",") if name.strip())
@@ -113,8 +109,7 @@ def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None
 @click.option("--loglevel", default="INFO", show_default=True)
 def beat(loglevel: str) -> None:
     """Run the scheduler (celery beat with RedBeat): the reconciler and the reindex schedules."""
-    from poolq.jobs.settings import Settings
-    from poolq.jobs.worker.beat import run_beat
+    from poolq.jobs import Settings, run_beat
 
     run_beat(Settings(), loglevel=loglevel)
 
@@ -125,9 +120,7 @@ def beat(loglevel: str) -> None:
 @click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
 def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
     """Run Flower on poolq's broker; extra options go to Flower (e.g. --basic-auth=user:password)."""
-    from poolq.jobs.observability.log_format import configure_logging
-    from poolq.jobs.settings import Settings
-    from poolq.jobs.worker.celery_app import create_celery_app
+    from poolq.jobs import Settings, configure_logging, create_celery_app
 
     settings = Settings()
     configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers

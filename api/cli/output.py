@@ -22,7 +22,7 @@ from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, Poo
 from poolq.api.client.result_files import DownloadError
 
 if TYPE_CHECKING:
-    from poolq.jobs.settings import Settings
+    from poolq.jobs import Settings
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 

@@ -6,7 +6,7 @@ from typing import get_args
 
 import click
 
-from poolq.jobs.model.job_spec import JobTaskName
+from poolq.jobs import JobTaskName
 
 task_option = click.option("--task", type=click.Choice(get_args(JobTaskName)), default=None,
                            help="what the job computes (default embed): embed, sparse_embed (SPLADE), classify")

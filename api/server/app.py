@@ -13,10 +13,7 @@ from poolq.api.server.routes import jobs, openai_batches, openai_files, schedule
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import install_unavailable_handlers
-from poolq.jobs.context import JobContext
-from poolq.jobs.observability.gauges import SystemGauges, gauges_for
-from poolq.jobs.settings import Settings
-from poolq.jobs.tenancy.api_keys import ApiKeyStore
+from poolq.jobs import ApiKeyStore, JobContext, Settings, SystemGauges, gauges_for
 
 Check = tuple[str, Callable[[], object]]
 

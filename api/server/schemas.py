@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs import JobManifest, JobStatus, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
 from poolq.storage import ObjectStore
 
 

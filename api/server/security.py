@@ -1,7 +1,7 @@
 """Who is calling, and may they: bearer-key authentication, scopes, rate limits (per tenant, and
 per client address for failed authentications, so keys cannot be guessed at speed).
 
-Routes declare ``principal: Principal = Depends(caller)`` (or ``Depends(admin_caller)``); they
+Routes declare ``principal: Caller`` (or ``AdminCaller``, both in ``dependencies.py``); they
 then check ownership themselves and answer 404 for anything of another tenant, so ids of other
 tenants' objects are never confirmed.
 """
@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from poolq.api.server.rate_limit import RateDecision, RateLimiter
 from poolq.api.server.schemas import ErrorBody
-from poolq.jobs.tenancy.api_keys import ApiKeyStore, Principal
+from poolq.jobs import ApiKeyStore, Principal
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys create --tenant T`")
 

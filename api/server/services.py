@@ -6,10 +6,7 @@ from dataclasses import dataclass
 import redis
 
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
-from poolq.jobs.context import JobContext, build_context
-from poolq.jobs.coordination.enqueuer import CeleryEnqueuer
-from poolq.jobs.settings import Settings
-from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.jobs import CeleryEnqueuer, JobContext, Settings, build_context, create_celery_app
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from poolq.jobs.steps.failures import RETRYABLE_ERRORS, describe, is_retryable
+from poolq.jobs import RETRYABLE_ERRORS, describe, is_retryable
 
 log = logging.getLogger(__name__)
 

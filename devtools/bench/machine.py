@@ -45,7 +45,7 @@ def machine_facts() -> dict:
 
 
 def format_machine(facts: dict, args: argparse.Namespace) -> str:
-    from poolq.jobs.settings import Settings
+    from poolq.jobs import Settings
 
     settings = Settings(**{k: v for k, v in args.settings.items()})
     flags = ", ".join(facts["flags"]) or f"none of {', '.join(NOTED_FLAGS)}"

@@ -104,12 +104,12 @@ class LocalStack:
 
     @staticmethod
     def _create_dev_key(state: StackState) -> str:
-        from poolq.jobs.tenancy.api_keys import ApiKeyStore
+        from poolq.jobs import ApiKeyStore
         from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
         config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
         store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-        from poolq.jobs.settings import Settings
+        from poolq.jobs import Settings
 
         prefix = Settings.model_fields["output_prefix"].default  # the stack's processes use the default
         key, _ = ApiKeyStore(store, prefix).create(DEV_TENANT, admin=True, name="poolq dev up")

@@ -15,6 +15,7 @@ from typing import Callable
 
 
 def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
+    from poolq.jobs import JobHandle
     from poolq.jobs.coordination.enqueuer import FINALIZE_TASK, SHARD_TASK
     from poolq.jobs.ledger.planning_ledger import SectionStage
     from poolq.jobs.local_runner import local_context
@@ -52,7 +53,7 @@ def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
     finally:
         planner.STAGE_STEPS.update(steps)
         planner.decide = decide  # type: ignore[assignment]
-    plan = ctx.ledger(job_id).plan()
+    plan = JobHandle.bind(ctx, job_id).ledger.plan()
     if plan is None or plan.total != documents:
         raise RuntimeError(f"planning did not finish: {ctx.status.get(job_id)}")
     return {"documents": documents, "bytes": corpus.stat().st_size, "sections": len(plan.section_shards),

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from poolq.devtools.bench.machine import machine_facts
+from poolq.jobs import JobHandle
 
 
 def _sentences() -> list[str]:
@@ -82,7 +83,7 @@ def _run_job(records: list[dict], out: Path, models: dict[str, str], **fields) -
     elapsed = time.perf_counter() - started
     if status.status.value != "succeeded":
         raise RuntimeError(f"the benchmark job ended {status.status.value}: {status.error}")
-    manifest = json.loads(ctx.store.get(ctx.layout(status.id).manifest))
+    manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, status.id).layout.manifest))
     rows = [row for part in manifest["parts"] for row in read_part(ctx.store.get(part["key"])).to_pylist()]
     return elapsed, manifest, sorted(rows, key=lambda row: row["id"])
 

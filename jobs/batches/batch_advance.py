@@ -24,6 +24,7 @@ from poolq.jobs.batches.batch_records import (
 )
 from poolq.jobs.batches.openai_objects import BatchError, RequestCounts
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.status.recovery import current_status
@@ -72,12 +73,13 @@ def _advance(layout: BatchLayout, batch_id: str, ctx: JobContext, now: float) ->
             return None  # waiting for a job slot
     if prepared.job_id is None:
         return _finish(records, layout, request, prepared, "failed", ctx, now, list(prepared.errors))
-    job = current_status(prepared.job_id, ctx)
+    batch_job = JobHandle.of_tenant(ctx, prepared.job_id, layout.tenant)
+    job = current_status(batch_job)
     if job is None:
         return None  # the job's status is being rebuilt: next pass
     if not job.status.is_terminal:
         if cancelled or expired:
-            _stop(prepared.job_id, ctx)
+            _stop(batch_job)
         return None
     return _finish_ran(records, layout, request, prepared, job, cancelled, ctx, now)
 
@@ -99,7 +101,7 @@ def give_up_batch(tenant: str, batch_id: str, exc: Exception, ctx: JobContext,
     log.error("batch %s: its step failed %d times, the batch fails: %s", batch_id, failures, describe(exc))
     prepared = records.prepared()
     if prepared is not None and prepared.job_id is not None:
-        _stop(prepared.job_id, ctx)
+        _stop(JobHandle.of_tenant(ctx, prepared.job_id, tenant))
     failure = BatchError(code="internal_error", message=f"the batch could not go on: its step failed {failures} "
                                                         f"times, the last with {describe(exc)}")
     return _finish(records, layout, request, _unprepared(request), "failed", ctx, now,
@@ -120,9 +122,9 @@ def _finish_ran(records: BatchRecords, layout: BatchLayout, request: BatchReques
                    finalizing_at=job.finished_at.timestamp() if job.finished_at else now)
 
 
-def _stop(job_id: str, ctx: JobContext) -> None:
+def _stop(job: JobHandle) -> None:
     try:
-        cancel_job(job_id, ctx)
+        cancel_job(job)
     except JobAlreadyFinished:
         pass
 

@@ -22,6 +22,7 @@ from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import RequestCounts
 from poolq.jobs.batches.output_lines import request_error_line, request_id, success_line, unrun_line
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE
@@ -82,7 +83,7 @@ def write_batch_files(tenant: str, request: BatchRequest, prepared: PreparedInpu
     never finished (an expired or cancelled batch); None when it ran to its end."""
     layout = BatchLayout(ctx.service_layout, tenant)
     endpoint_format = ENDPOINT_FORMATS[request.endpoint]
-    manifest = ctx.ledger(prepared.job_id).manifest() if prepared.job_id else None
+    manifest = JobHandle.of_tenant(ctx, prepared.job_id, tenant).ledger.manifest() if prepared.job_id else None
     results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(manifest, ctx))
     output_id = _file_id(request.id, "output")
     tables = _part_tables(manifest, endpoint_format, ctx)

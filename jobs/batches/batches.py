@@ -11,6 +11,7 @@ from poolq.jobs.batches.batch_view import batch_view
 from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import BatchObject, Page
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.status.recovery import current_status
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ def get_batch(tenant: str, batch_id: str, ctx: JobContext, nudge: bool = True) -
     if request is None:
         raise BatchNotFound(batch_id)
     prepared = records.prepared()
-    job = current_status(prepared.job_id, ctx) if prepared is not None and prepared.job_id else None
+    job = None
+    if prepared is not None and prepared.job_id:
+        job = current_status(JobHandle.of_tenant(ctx, prepared.job_id, tenant))
     view = batch_view(request, prepared, records.cancel(), records.outcome(), job, time.time())
     if nudge and view.status in ("validating", "finalizing", "cancelling"):
         ctx.enqueuer.advance_batch(tenant, batch_id)

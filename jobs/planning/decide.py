@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.included_fields import merge_section_types
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.shard_input import InputChanged
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, Decided, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.incremental import Baseline
@@ -45,16 +45,17 @@ class SectionSkips:
             return cls(arrays["duplicates"], arrays["carried"], split)
 
 
-def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decided:
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
+    ctx = job.ctx
+    planning = PlanningLedger(ctx.store, job.layout)
     scans = [planning.scan(index) for index in range(len(sections))]
-    baseline = Baseline.load(ctx.spec(job_id), ctx)
+    baseline = Baseline.load(job)
     partitions = partitions_for(sections_bytes(sections), ctx.settings.plan_partition_bytes)
-    with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job_id}-") as spill_dir:
+    with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
         for index, scan in enumerate(scans):
             _spill_section(planning, index, scan, ids)
-        if baseline is not None and not baseline.spill_into(ids, ctx):
+        if baseline is not None and not baseline.spill_into(ids, job.ctx):
             baseline = None
         decisions = ids.decide()
         split = split_query_runs(planning, scans, partitions, Path(spill_dir) / "queries")
@@ -65,13 +66,13 @@ def decide(job_id: str, sections: list[InputSection], ctx: JobContext) -> Decide
                                  np.sort(split.get(index, np.zeros(0, dtype=np.int64))))
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
-        carried = baseline.write_carried(job_id, decisions, ctx) if baseline is not None else ()
-    included = tuple(ctx.spec(job_id).output.include_fields or ())
+        carried = baseline.write_carried(job, decisions) if baseline is not None else ()
+    included = tuple(job.spec.output.include_fields or ())
     return planning.write_decided(Decided(
         first_lines=first_lines(sections, scans), duplicates=decisions.duplicates, carried=carried,
         field_types=merge_section_types(included, [scan.field_types for scan in scans]),
         carried_records=decisions.carried if carried else 0,
-        engine=ctx.engine_identity(ctx.spec(job_id).model) if carried else None,  # what Baseline.load checked
+        engine=ctx.engines.identity(job.spec.model) if carried else None,  # what Baseline.load checked
     ))
 
 

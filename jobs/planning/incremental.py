@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.model.job_spec import JobSpec
@@ -43,11 +44,12 @@ def comparable_options(options: dict) -> dict:
     return {name: value for name, value in options.items() if name not in ("input", "incremental_from")}
 
 
-def baseline_manifest(spec: JobSpec, ctx: JobContext) -> JobManifest | None:
-    """The manifest of ``spec.incremental_from`` if its rows can be carried into ``spec``'s job."""
+def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:
+    """The manifest of ``spec.incremental_from`` (a job of the same tenant, as submission checked)
+    if its rows can be carried into a job of ``spec``."""
     if spec.incremental_from is None:
         return None
-    manifest = ctx.ledger(spec.incremental_from).manifest()
+    manifest = JobHandle.of_tenant(ctx, spec.incremental_from, tenant).ledger.manifest()
     if manifest is None or manifest.status not in USABLE_STATES:
         log.info("incremental_from %s: not finished successfully; embedding everything", spec.incremental_from)
         return None
@@ -55,7 +57,7 @@ def baseline_manifest(spec: JobSpec, ctx: JobContext) -> JobManifest | None:
     if manifest.model != spec.model or comparable_options(manifest.options) != options:
         log.info("incremental_from %s: other model or options; embedding everything", spec.incremental_from)
         return None
-    engine = ctx.engine_identity(spec.model)
+    engine = ctx.engines.identity(spec.model)
     if manifest.engines != [engine]:
         log.info("incremental_from %s: made by %s, not %s (other model files or dtype); embedding everything",
                  spec.incremental_from, manifest.engines, engine)
@@ -72,12 +74,12 @@ class Baseline:
     dimensions: int | None
 
     @classmethod
-    def load(cls, spec: JobSpec, ctx: JobContext) -> "Baseline | None":
-        """The baseline of ``spec``'s job, or None when it has none (or cannot use it)."""
-        manifest = baseline_manifest(spec, ctx)
+    def load(cls, job: JobHandle) -> "Baseline | None":
+        """The baseline of ``job``, or None when it has none (or cannot use it)."""
+        manifest = baseline_manifest(job.spec, job.tenant, job.ctx)
         if manifest is None:
             return None
-        return cls(spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
+        return cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
 
     def spill_into(self, partitions: IdPartitions, ctx: JobContext) -> bool:
         """Spill every baseline document's (id, content hash, part) into ``partitions``; False if
@@ -97,17 +99,18 @@ class Baseline:
                     partitions.add_baseline(record_id, digest, index)
         return True
 
-    def write_carried(self, job_id: str, decisions: Decisions, ctx: JobContext) -> tuple[CarriedPart, ...]:
-        """Copy the carried documents' rows into ``job_id``'s carried parts, one per baseline part
+    def write_carried(self, job: JobHandle, decisions: Decisions) -> tuple[CarriedPart, ...]:
+        """Copy the carried documents' rows into ``job.id``'s carried parts, one per baseline part
         (each part's carried ids are read from the partitions' decisions: one part in memory)."""
-        layout = ctx.layout(job_id)
+        ctx = job.ctx
+        layout = job.layout
         parts, documents = [], 0
         for index, ids_path in sorted(decisions.carried_by_part.items()):
             key = self.part_keys[index]
             try:
                 table = read_embeddings(ctx.store.get(key))
             except ObjectNotFoundError:
-                raise BaselineChanged(f"{ctx.store.uri(key)} vanished while job {job_id} was planned") from None
+                raise BaselineChanged(f"{ctx.store.uri(key)} vanished while job {job.id} was planned") from None
             kept = table.filter(pc.is_in(table.column("id"), value_set=pa.array(read_ids(ids_path), pa.string())))
             target = layout.carried_part(index)
             ctx.store.put(target, write_embeddings(kept))
@@ -115,7 +118,7 @@ class Baseline:
             documents += len(pc.unique(kept.column("id")))
         if documents != decisions.carried:
             raise BaselineChanged(
-                f"job {self.job_id}'s parts changed while job {job_id} was planned: "
+                f"job {self.job_id}'s parts changed while job {job.id} was planned: "
                 f"{documents} of {decisions.carried} carried documents found"
             )
         return tuple(parts)

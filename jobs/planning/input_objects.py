@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_format import INPUT_SUFFIXES
 from poolq.jobs.inputs.input_uri import is_prefix, parse_input_uri
-from poolq.jobs.model.job_spec import InlineInput, JobSpec
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.model.job_spec import InlineInput
 from poolq.storage import (
     LocalObjectStore,
     ObjectNotFoundError,
@@ -23,11 +23,12 @@ from poolq.storage import (
 )
 
 
-def input_objects(spec: JobSpec, job_id: str, ctx: JobContext) -> Iterator[tuple[ObjectStore, str, bool]]:
+def input_objects(job: JobHandle) -> Iterator[tuple[ObjectStore, str, bool]]:
     """Each object of the job's input, in order: ``(store, key, named)``; ``named``: errors name the
     object (a prefix input), else they say only ``line N``."""
+    ctx, spec = job.ctx, job.spec
     if isinstance(spec.input, InlineInput):
-        yield ctx.store, ctx.layout(job_id).inline_input, False
+        yield ctx.store, job.layout.inline_input, False
         return
     uri = spec.input.uri
     if not is_prefix(uri):

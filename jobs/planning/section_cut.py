@@ -12,11 +12,11 @@ from typing import IO
 
 import numpy as np
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.included_fields import accepts, json_type, type_label, types_to_check
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
 from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SKIPS_NAME, PlanningLedger, SectionCut
 from poolq.jobs.planning.decide import SectionSkips
@@ -27,23 +27,24 @@ from poolq.storage import JsonlObject
 _UPLOAD_CHUNK = 1 << 20
 
 
-def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+def cut_section(job: JobHandle, index: int) -> SectionCut:
+    ctx = job.ctx
+    planning = PlanningLedger(ctx.store, job.layout)
     section = (planning.sections() or [])[index]
     decided = planning.decided()
     if decided is None:
-        raise RuntimeError(f"job {job_id}: section {index} is cut before its duplicates were decided")
+        raise RuntimeError(f"job {job.id}: section {index} is cut before its duplicates were decided")
     skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
     scan = planning.scan(index)
     scanned = scan.valid
     checked_types = types_to_check(decided.field_types, scan.field_types)
-    cutter = ShardCutter(ctx, job_id, index, section)
+    cutter = ShardCutter(job, index, section)
     codes: Counter[str] = Counter()
     samples: list[str] = []
     records = valid = 0
     duplicates, carried, split = _Positions(skips.duplicates), _Positions(skips.carried), _Positions(skips.split_queries)
     with tempfile.TemporaryFile() as errors:
-        for item, record in section_records(section, InputFields.of(ctx.spec(job_id)), ctx, decided.first_lines[index]):
+        for item, record in section_records(section, InputFields.of(job.spec), job.ctx, decided.first_lines[index]):
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
                 repeated = duplicates.holds(valid)
@@ -65,7 +66,7 @@ def cut_section(job_id: str, index: int, ctx: JobContext) -> SectionCut:
                 _file_error(errors, record, section, codes, samples)
             cutter.skip()
         if valid != scanned:
-            raise InputChanged(f"the input changed while job {job_id} was planned: {section.uri} held {valid} "
+            raise InputChanged(f"the input changed while job {job.id} was planned: {section.uri} held {valid} "
                                f"valid records where {scanned} were read before; submit the job again")
         shards = cutter.close()
         if codes:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import tempfile
 from typing import IO, Iterator
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, SPILL_NAME, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
 from poolq.jobs.planning.sections import section_field_types, section_records
@@ -17,19 +17,19 @@ from poolq.storage import JsonlProgress
 _CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects meanwhile)
 
 
-def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
+def scan_section(job: JobHandle, section: int) -> SectionScan:
     """Scan ``section`` of the job's input: its id spill, then its scan record (the commit point)."""
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    planning = PlanningLedger(job.ctx.store, job.layout)
     sections = planning.sections() or []
-    fields = InputFields.of(ctx.spec(job_id))
+    fields = InputFields.of(job.spec)
     progress = JsonlProgress()
     counted = {"valid": 0}
     groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
     # A Parquet section's schema types its carried columns; a JSONL section's first values do.
-    types = section_field_types(sections[section], fields.include_fields, ctx)
+    types = section_field_types(sections[section], fields.include_fields, job.ctx)
 
     def spill_lines() -> Iterator[bytes]:
-        for _, record in section_records(sections[section], fields, ctx, progress=progress):
+        for _, record in section_records(sections[section], fields, job.ctx, progress=progress):
             if isinstance(record, InputRecord):
                 if groups is not None:
                     groups.add(record.query_id, counted["valid"])
@@ -39,12 +39,12 @@ def scan_section(job_id: str, section: int, ctx: JobContext) -> SectionScan:
                 digest = content_hash(record.text, record.chunk_spans, record.query)[:HASH_DIGITS]
                 yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
 
-    ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
+    job.ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
     runs = 0
     if groups is not None:
         runs = groups.close()
         groups.spill.seek(0)
-        ctx.store.put_chunks(planning.section_key(section, GROUPS_NAME), iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
+        job.ctx.store.put_chunks(planning.section_key(section, GROUPS_NAME), iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
         groups.spill.close()
     return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs,
                                                     field_types=types))

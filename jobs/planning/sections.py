@@ -16,7 +16,7 @@ from poolq.jobs.inputs.input_format import InputFormat, object_format
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.planning.input_objects import input_objects
 from poolq.jobs.planning.jsonl_sections import jsonl_field_types, jsonl_items, jsonl_sections
 from poolq.jobs.planning.parquet_sections import parquet_field_types, parquet_items, parquet_sections
@@ -41,15 +41,15 @@ _FORMATS = {
 }
 
 
-def list_sections(spec: JobSpec, job_id: str, ctx: JobContext, section_bytes: int) -> list[InputSection]:
+def list_sections(job: JobHandle, section_bytes: int) -> list[InputSection]:
     """The job's input as sections, in input order (one listing and a HEAD per object).
 
     A score job's objects stay whole: a query's consecutive pairs are ranked together, so no
     section boundary may fall inside a run of them."""
-    if InputFields.of(spec).groups_pairs:
+    if InputFields.of(job.spec).groups_pairs:
         section_bytes = sys.maxsize
     sections: list[InputSection] = []
-    for store, key, named in input_objects(spec, job_id, ctx):
+    for store, key, named in input_objects(job):
         sections += _object_sections(store, key, named, section_bytes)
     return sections
 

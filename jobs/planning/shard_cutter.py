@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import ShardInput
+from poolq.jobs.job_handle import JobHandle
 from poolq.storage import JsonlObject
 
 # Characters per token, to estimate a shard's work before anything is tokenized (English text
@@ -45,9 +45,9 @@ class _ShardBuffer:
 class ShardCutter:
     """Cuts one section's records into shards and writes each shard's descriptor as it fills."""
 
-    def __init__(self, ctx: JobContext, job_id: str, index: int, section: InputSection) -> None:
-        self.ctx = ctx
-        self.layout = ctx.layout(job_id)
+    def __init__(self, job: JobHandle, index: int, section: InputSection) -> None:
+        self.ctx = job.ctx
+        self.layout = job.layout
         self.index, self.section = index, section
         self.num_shards = 0
         self.skipped = False

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.planning.incremental import USABLE_STATES
 from poolq.jobs.schedules.schedule import ScheduleRun, manual_slot
@@ -68,7 +69,7 @@ def last_good_job(schedule_id: str, before: datetime, store: ScheduleStore, ctx:
     for run in store.iter_runs(schedule_id):
         if run.slot >= before or run.job_id is None:
             continue
-        manifest = ctx.ledger(run.job_id).manifest()
+        manifest = JobHandle.bind(ctx, run.job_id).ledger.manifest()
         if manifest is not None and manifest.status in USABLE_STATES:
             return run.job_id
     return None
@@ -78,7 +79,7 @@ def run_view(run: ScheduleRun, ctx: JobContext) -> RunView:
     """``run`` with its job's current state (from the status cache, else the ledger)."""
     status = None
     if run.job_id is not None:
-        job = ctx.status.get(run.job_id) or status_from_ledger(run.job_id, ctx)
+        job = ctx.status.get(run.job_id) or status_from_ledger(JobHandle.bind(ctx, run.job_id))
         status = job.status if job is not None else None
     return RunView(slot=run.slot, job_id=run.job_id, status=status, incremental_from=run.incremental_from, manual=run.manual)
 

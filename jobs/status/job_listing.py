@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_ids import is_job_id
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.status.recovery import current_status
@@ -13,7 +14,7 @@ def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | No
     ids = sorted((name for name in names if is_job_id(name) and (before is None or name < before)), reverse=True)
     statuses = []
     for job_id in ids:
-        status = current_status(job_id, ctx)
+        status = current_status(JobHandle.of_tenant(ctx, job_id, tenant))
         if status is not None and status.tenant == tenant:
             statuses.append(status)
         if len(statuses) >= limit:

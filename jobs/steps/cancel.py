@@ -1,7 +1,7 @@
 """Cancelling a job: a durable request in the ledger; running shards stop between batches."""
 from __future__ import annotations
 
-from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_ids import JobNotFound
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
@@ -15,17 +15,17 @@ class JobAlreadyFinished(RuntimeError):
         self.status = status
 
 
-def cancel_job(job_id: str, ctx: JobContext) -> JobStatus:
-    """Ask ``job_id`` to stop. Committed shards stay and are listed in its manifest."""
-    status = current_status(job_id, ctx)
+def cancel_job(job: JobHandle) -> JobStatus:
+    """Ask ``job.id`` to stop. Committed shards stay and are listed in its manifest."""
+    status = current_status(job)
     if status is None:
-        raise JobNotFound(job_id)
+        raise JobNotFound(job.id)
     if status.status.is_terminal:
         raise JobAlreadyFinished(status)
-    ctx.ledger(job_id).request_cancel()
-    ctx.status.advance_to(job_id, JobState.CANCELLING)
-    finalize_if_ready(job_id, ctx)  # nothing running: finish now; otherwise the last shard to stop does
-    current = ctx.status.get(job_id)
+    job.ledger.request_cancel()
+    job.ctx.status.advance_to(job.id, JobState.CANCELLING)
+    finalize_if_ready(job)  # nothing running: finish now; otherwise the last shard to stop does
+    current = job.ctx.status.get(job.id)
     if current is None:  # pragma: no cover - created above
-        raise JobNotFound(job_id)
+        raise JobNotFound(job.id)
     return current

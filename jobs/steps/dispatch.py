@@ -7,64 +7,65 @@ from __future__ import annotations
 
 import time
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseStore
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.planning_ledger import SectionStage
 
 
-def dispatch_plan(job_id: str, ctx: JobContext) -> None:
-    ctx.status.note_dispatch(job_id, [PLAN_UNIT], time.time())
-    ctx.enqueuer.plan(job_id)
+def dispatch_plan(job: JobHandle) -> None:
+    job.ctx.status.note_dispatch(job.id, [PLAN_UNIT], time.time())
+    job.ctx.enqueuer.plan(job.id)
 
 
-def dispatch_section(job_id: str, stage: SectionStage, sections: list[int], ctx: JobContext) -> None:
-    ctx.status.note_dispatch(job_id, [section_unit(stage, section) for section in sections], time.time())
+def dispatch_section(job: JobHandle, stage: SectionStage, sections: list[int]) -> None:
+    job.ctx.status.note_dispatch(job.id, [section_unit(stage, section) for section in sections], time.time())
     for section in sections:
-        ctx.enqueuer.plan_section(job_id, stage.value, section)
+        job.ctx.enqueuer.plan_section(job.id, stage.value, section)
 
 
-def dispatch_shards(job_id: str, shards: list[int], ctx: JobContext) -> None:
-    ctx.status.note_dispatch(job_id, [shard_unit(shard) for shard in shards], time.time())
+def dispatch_shards(job: JobHandle, shards: list[int]) -> None:
+    job.ctx.status.note_dispatch(job.id, [shard_unit(shard) for shard in shards], time.time())
     for shard in shards:
-        ctx.enqueuer.run_shard(job_id, shard)
+        job.ctx.enqueuer.run_shard(job.id, shard)
 
 
-def fill_window(job_id: str, num_shards: int, ctx: JobContext) -> list[int]:
+def fill_window(job: JobHandle, num_shards: int) -> list[int]:
     """Claim shards up to the job's dispatch window and send their tasks; returns them."""
-    claimed = ctx.window.claim(job_id, ctx.settings.dispatch_window, num_shards)
-    dispatch_shards(job_id, claimed, ctx)
+    claimed = job.ctx.window.claim(job.id, job.ctx.settings.dispatch_window, num_shards)
+    dispatch_shards(job, claimed)
     return claimed
 
 
-def dispatch_finalize(job_id: str, ctx: JobContext) -> None:
-    ctx.status.note_dispatch(job_id, [FINALIZE_UNIT], time.time())
-    ctx.enqueuer.finalize(job_id)
+def dispatch_finalize(job: JobHandle) -> None:
+    job.ctx.status.note_dispatch(job.id, [FINALIZE_UNIT], time.time())
+    job.ctx.enqueuer.finalize(job.id)
 
 
-def record_plan(job_id: str, plan: Plan, ctx: JobContext) -> None:
+def record_plan(job: JobHandle, plan: Plan) -> None:
     """Cache the plan's figures in the status (idempotent): shards and totals, what planning counted."""
-    ctx.status.update(job_id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
-    ctx.status.count_unit(job_id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors,
+    job.ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+    job.ctx.status.count_unit(job.id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors,
                           errors=plan.errors_summary)
 
 
-def record_shard(job_id: str, shard: int, commit: ShardCommit, ctx: JobContext) -> None:
+def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
     """Count a committed shard once, move the dispatch window on (release it, send the next);
     the count that completes the job sends the finalizer."""
+    ctx = job.ctx
     counted = ctx.status.count_unit(
-        job_id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens,
+        job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens,
         errors=commit.errors_summary,
     )
-    ctx.window.release(job_id, shard)
-    ctx.status.drop_dispatch(job_id, shard_unit(shard))
-    num_shards = ctx.status.field(job_id, "num_shards")
+    ctx.window.release(job.id, shard)
+    ctx.status.drop_dispatch(job.id, shard_unit(shard))
+    num_shards = ctx.status.field(job.id, "num_shards")
     if num_shards is not None:
-        fill_window(job_id, int(num_shards), ctx)
-    expected = ctx.status.field(job_id, "expected_units")
+        fill_window(job, int(num_shards))
+    expected = ctx.status.field(job.id, "expected_units")
     if expected is not None and counted >= int(expected):
-        dispatch_finalize(job_id, ctx)
+        dispatch_finalize(job)
 
 
 def ready_to_finalize(ledger: JobLedger, leases: LeaseStore) -> bool:
@@ -86,8 +87,8 @@ def ready_to_finalize(ledger: JobLedger, leases: LeaseStore) -> bool:
     return not any(shard_unit(shard) in running for shard in range(plan.num_shards) if shard not in committed)
 
 
-def finalize_if_ready(job_id: str, ctx: JobContext) -> bool:
-    if ready_to_finalize(ctx.ledger(job_id), ctx.leases):
-        dispatch_finalize(job_id, ctx)
+def finalize_if_ready(job: JobHandle) -> bool:
+    if ready_to_finalize(job.ledger, job.ctx.leases):
+        dispatch_finalize(job)
         return True
     return False

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import kombu.exceptions
 import redis.exceptions
 
-from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_state import JobState
 from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
 
@@ -43,23 +43,23 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{notes}"
 
 
-def fail_job(job_id: str, exc: BaseException, ctx: JobContext) -> None:
+def fail_job(job: JobHandle, exc: BaseException) -> None:
     """Planning failed for good: record a failed manifest (the ledger's verdict), else at least the status."""
     from poolq.jobs.steps.finalizer import finalize_failed
 
     try:
-        finalize_failed(job_id, describe(exc), ctx)
+        finalize_failed(job, describe(exc))
     except Exception as store_exc:  # noqa: BLE001 - the store itself is failing: say so on the status
-        log.error("job %s: cannot record its failure in the store: %s", job_id, describe(store_exc))
-        ctx.status.advance_to(job_id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))
+        log.error("job %s: cannot record its failure in the store: %s", job.id, describe(store_exc))
+        job.ctx.status.advance_to(job.id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))
 
 
-def fail_shard(job_id: str, shard: int, exc: BaseException, ctx: JobContext) -> None:
+def fail_shard(job: JobHandle, shard: int, exc: BaseException) -> None:
     """A shard failed for good: commit its records as errors so the rest of the job can finish."""
     from poolq.jobs.steps.shard_runner import abandon_shard
 
     try:
-        abandon_shard(job_id, shard, f"shard {shard} failed: {describe(exc)}", ctx)
+        abandon_shard(job, shard, f"shard {shard} failed: {describe(exc)}")
     except Exception as store_exc:  # noqa: BLE001
-        log.error("job %s shard %s: cannot record its failure: %s", job_id, shard, describe(store_exc))
-        ctx.status.advance_to(job_id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))
+        log.error("job %s shard %s: cannot record its failure: %s", job.id, shard, describe(store_exc))
+        job.ctx.status.advance_to(job.id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))

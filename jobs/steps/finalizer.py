@@ -11,7 +11,8 @@ from poolq.engine.model_spec import ModelKind, ModelSpec
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.inputs.included_fields import IncludedColumns
-from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.job_ledger import Plan, ShardCommit
 from poolq.jobs.ledger.manifest import (
     JobManifest,
     ManifestColumn,
@@ -33,12 +34,13 @@ from poolq.jobs.tasks import job_task
 from poolq.storage import read_part_schema, type_name
 
 
-def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
-    """Finish ``job_id`` if it is ready; returns its final state, or None if it is not ready."""
-    ledger = ctx.ledger(job_id)
+def finalize_job(job: JobHandle) -> JobState | None:
+    """Finish ``job.id`` if it is ready; returns its final state, or None if it is not ready."""
+    ctx = job.ctx
+    ledger = job.ledger
     manifest = ledger.manifest()
     if manifest is None:
-        lease = ctx.leases.acquire(job_id, FINALIZE_UNIT, ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, FINALIZE_UNIT, ctx.settings.lease_ttl_s)
         if lease is None:
             return None  # another finalizer holds it
         try:
@@ -46,51 +48,49 @@ def finalize_job(job_id: str, ctx: JobContext) -> JobState | None:
             if manifest is None:
                 if not ready_to_finalize(ledger, ctx.leases):
                     return None
-                _write_manifest(ledger, _build_manifest(job_id, ledger, ctx), ctx)
+                _write_manifest(job, _build_manifest(job))
                 manifest = ledger.manifest()
         finally:
             ctx.leases.release(lease)
-    return _conclude(job_id, manifest, ctx)
+    return _conclude(job, manifest)
 
 
-def finalize_failed(job_id: str, error: str, ctx: JobContext) -> JobState:
+def finalize_failed(job: JobHandle, error: str) -> JobState:
     """The job cannot go on (its input is unreadable, ...): write a failed manifest with ``error``."""
-    ledger = ctx.ledger(job_id)
-    _write_manifest(ledger, _build_manifest(job_id, ledger, ctx, failure=error), ctx)
-    return _conclude(job_id, ledger.manifest(), ctx)
+    _write_manifest(job, _build_manifest(job, failure=error))
+    return _conclude(job, job.ledger.manifest())
 
 
-def _write_manifest(ledger: JobLedger, manifest: JobManifest, ctx: JobContext) -> None:
+def _write_manifest(job: JobHandle, manifest: JobManifest) -> None:
     """Write the manifest unless one exists; the writer that wins counts the job as finished."""
-    if ledger.write_manifest(manifest):
-        ctx.metrics.job_finished(manifest.status.value)
+    if job.ledger.write_manifest(manifest):
+        job.ctx.metrics.job_finished(manifest.status.value)
 
 
-def _conclude(job_id: str, manifest: JobManifest | None, ctx: JobContext) -> JobState:
+def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
-        raise RuntimeError(f"job {job_id}: the manifest just written cannot be read back")
-    sync_status(job_id, manifest, ctx)
-    clean_finished_job(job_id, manifest, ctx)
+        raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
+    sync_status(job, manifest)
+    clean_finished_job(job, manifest)
     return manifest.status
 
 
-def sync_status(job_id: str, manifest: JobManifest, ctx: JobContext) -> None:
+def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     """Make the cached status say what the manifest says (counts, state, result)."""
+    ctx = job.ctx
     counts = manifest.counts
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
-    units = [PLAN_UNIT, *(shard_unit(shard) for shard in ctx.ledger(job_id).committed_shards())]
-    ctx.status.set_counts(job_id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
+    units = [PLAN_UNIT, *(shard_unit(shard) for shard in job.ledger.committed_shards())]
+    ctx.status.set_counts(job.id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
                           errors=manifest.errors.summary)
-    ctx.status.update(job_id, total=counts.total, manifest_uri=ctx.store.uri(ctx.layout(job_id).manifest))
-    tenant = ctx.tenant_of(job_id)
-    if tenant is not None:
-        ctx.status.remove_active(tenant, job_id)
+    ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
+    ctx.status.remove_active(job.tenant, job.id)
     extra = {"error": manifest.error} if manifest.error else {}
-    ctx.status.advance_to(job_id, manifest.status, finished_at=manifest.finished_at, **extra)
+    ctx.status.advance_to(job.id, manifest.status, finished_at=manifest.finished_at, **extra)
 
 
-def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: str | None = None) -> JobManifest:
-    layout = ctx.layout(job_id)
+def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
+    ctx, ledger, layout = job.ctx, job.ledger, job.layout
     spec = ledger.spec()
     stored_plan = ledger.plan()  # None: planning never finished (a job failed while planning)
     plan = stored_plan or Plan(total=_known_total(spec), plan_errors=0)
@@ -103,7 +103,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     errors = job_errors(stored_plan, commits)
     if state is JobState.FAILED and failure is None and error_count:  # every record failed: say why
         failure = f"every record failed: {errors.describe()}"
-    status = ctx.status.get(job_id)
+    status = ctx.status.get(job.id)
     parts = [ManifestPart(key=part.key, uri=ctx.store.uri(part.key), rows=part.rows) for part in plan.carried]
     parts += [
         ManifestPart(key=commit.part_key, uri=ctx.store.uri(commit.part_key), rows=commit.rows, shard=shard)
@@ -117,7 +117,7 @@ def _build_manifest(job_id: str, ledger: JobLedger, ctx: JobContext, failure: st
     # The parts' own schema where there are parts (the truth a reader gets); else what they would hold.
     schema = read_part_schema(ctx.store, parts[0].key) if parts else _unwritten_schema(spec, plan, model_spec, dimensions)
     return JobManifest(
-        job_id=job_id,
+        job_id=job.id,
         status=state,
         model=spec.model,
         task=spec.task_label,

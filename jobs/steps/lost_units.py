@@ -12,6 +12,7 @@ import logging
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.work_units import queue_of
+from poolq.jobs.job_handle import JobHandle
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +37,11 @@ class QueueDepths:
 class LostUnits:
     """``lost(unit)`` for one job, from one read of its dispatch times, leases and starts."""
 
-    def __init__(self, job_id: str, ctx: JobContext, now: float, queues: QueueDepths) -> None:
-        self.sent = ctx.status.dispatches(job_id)
-        self.started = ctx.leases.last_started(job_id)
-        self.running = set(ctx.leases.live_units(job_id))
+    def __init__(self, job: JobHandle, now: float, queues: QueueDepths) -> None:
+        ctx = job.ctx
+        self.sent = ctx.status.dispatches(job.id)
+        self.started = ctx.leases.last_started(job.id)
+        self.running = set(ctx.leases.live_units(job.id))
         self.now, self.queues = now, queues
         self.requeue_after_s = ctx.settings.requeue_after_s
 

@@ -5,28 +5,29 @@ again. The task that finds its stage done for every section sends the plan task 
 """
 from __future__ import annotations
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.coordination.work_units import section_unit
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.steps.planner import STAGE_STEPS
 
 
-def plan_section(job_id: str, stage: SectionStage, section: int, ctx: JobContext) -> None:
-    ledger = ctx.ledger(job_id)
+def plan_section(job: JobHandle, stage: SectionStage, section: int) -> None:
+    ctx = job.ctx
+    ledger = job.ledger
     if ledger.cancel_requested() or ledger.manifest_written():
         return  # nothing to plan for: the plan task (or the finalizer) sees to the job
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    planning = PlanningLedger(ctx.store, job.layout)
     if not planning.is_done(stage, section):
-        lease = ctx.leases.acquire(job_id, section_unit(stage, section), ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, section_unit(stage, section), ctx.settings.lease_ttl_s)
         if lease is None:
             return  # another attempt is at it
         try:
             with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
-                STAGE_STEPS[stage](job_id, section, ctx)
+                STAGE_STEPS[stage](job, section)
         finally:
             ctx.leases.release(lease)
     sections = planning.sections() or []
     if planning.done(stage) >= set(range(len(sections))):
-        dispatch_plan(job_id, ctx)  # the stage is over: the planner moves on
+        dispatch_plan(job)  # the stage is over: the planner moves on

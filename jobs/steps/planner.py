@@ -12,10 +12,10 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.coordination.work_units import PLAN_UNIT, section_unit
 from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, PlanningLedger, SectionStage
@@ -30,92 +30,92 @@ from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
 STAGE_STEPS = {SectionStage.SCAN: scan_section, SectionStage.CUT: cut_section}
 
 
-def plan_job(job_id: str, ctx: JobContext) -> Plan | None:
-    """Move the planning of ``job_id`` on; once planned, send its shards' tasks. Returns the plan,
+def plan_job(job: JobHandle) -> Plan | None:
+    """Move the planning of ``job.id`` on; once planned, send its shards' tasks. Returns the plan,
     or None while it is not planned yet."""
-    ledger = ctx.ledger(job_id)
+    ctx = job.ctx
+    ledger = job.ledger
     if ledger.cancel_requested():
-        finalize_if_ready(job_id, ctx)
+        finalize_if_ready(job)
         return None
     plan = ledger.plan()
     if plan is None:
-        lease = ctx.leases.acquire(job_id, PLAN_UNIT, ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, PLAN_UNIT, ctx.settings.lease_ttl_s)
         if lease is None:
             return None  # another planner is at it
         try:
-            ctx.status.transition(job_id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
+            ctx.status.transition(job.id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
             # Renewed while it plans, however long a stage takes: no second planner starts meanwhile.
             with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
-                plan = _advance(job_id, ctx)
+                plan = _advance(job)
         finally:
             ctx.leases.release(lease)
         if plan is None:
             return None
-    _publish(job_id, plan, ctx)
+    _publish(job, plan)
     return plan
 
 
-def _advance(job_id: str, ctx: JobContext) -> Plan | None:
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+def _advance(job: JobHandle) -> Plan | None:
+    planning = PlanningLedger(job.ctx.store, job.layout)
     sections = planning.sections()
     if sections is None:
-        listed = list_sections(ctx.spec(job_id), job_id, ctx, ctx.settings.plan_section_bytes)
+        listed = list_sections(job, job.ctx.settings.plan_section_bytes)
         sections = planning.write_sections(listed)
-    if not _stage_done(job_id, SectionStage.SCAN, sections, planning, ctx):
+    if not _stage_done(job, SectionStage.SCAN, sections, planning):
         return None
     if planning.decided() is None:
-        decide(job_id, sections, ctx)
-    if not _stage_done(job_id, SectionStage.CUT, sections, planning, ctx):
+        decide(job, sections)
+    if not _stage_done(job, SectionStage.CUT, sections, planning):
         return None
-    return _commit(job_id, len(sections), planning, ctx)
+    return _commit(job, len(sections), planning)
 
 
-def _stage_done(job_id: str, stage: SectionStage, sections: list[InputSection], planning: PlanningLedger,
-                ctx: JobContext) -> bool:
+def _stage_done(job: JobHandle, stage: SectionStage, sections: list[InputSection], planning: PlanningLedger) -> bool:
     """True if every section has done ``stage``; else send the tasks of those not done (and not in
     flight). One section is done here and now: a small input needs no hand-off."""
     if len(sections) == 1:
         if not planning.is_done(stage, 0):
-            STAGE_STEPS[stage](job_id, 0, ctx)
+            STAGE_STEPS[stage](job, 0)
         return True
     missing = sorted(set(range(len(sections))) - planning.done(stage))
     if not missing:
         return True
-    lost = LostUnits(job_id, ctx, time.time(), QueueDepths(ctx))
-    dispatch_section(job_id, stage, [section for section in missing if lost(section_unit(stage, section))], ctx)
+    lost = LostUnits(job, time.time(), QueueDepths(job.ctx))
+    dispatch_section(job, stage, [section for section in missing if lost(section_unit(stage, section))])
     return False
 
 
-def _commit(job_id: str, num_sections: int, planning: PlanningLedger, ctx: JobContext) -> Plan:
+def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan:
     """Concatenate the sections' error lines, then write ``plan.json`` (the commit point)."""
     decided = planning.decided()
     if decided is None:  # written by this planner a moment ago: only a store that loses objects gets here
-        raise RuntimeError(f"job {job_id}: the planning decisions just written cannot be read back")
+        raise RuntimeError(f"job {job.id}: the planning decisions just written cannot be read back")
     cuts = [planning.cut(index) for index in range(num_sections)]
     error_keys = [planning.section_key(index, ERRORS_NAME) for index, cut in enumerate(cuts) if cut.errors]
 
     def error_chunks():  # streamed: the error file is never held whole
         for key in error_keys:
-            with ctx.store.open(key) as stream:
+            with job.ctx.store.open(key) as stream:
                 yield from iter(lambda: stream.read(4 << 20), b"")
 
-    ctx.store.put_chunks(ctx.layout(job_id).plan_errors, error_chunks())
+    job.ctx.store.put_chunks(job.layout.plan_errors, error_chunks())
     errors = merge_all(cut.errors_summary for cut in cuts)
     plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=errors.count,
                 section_shards=tuple(cut.shards for cut in cuts), carried=decided.carried,
                 carried_records=decided.carried_records, engine=decided.engine,
                 error_codes=errors.codes, error_samples=list(errors.samples), field_types=decided.field_types)
-    ledger = ctx.ledger(job_id)
+    ledger = job.ledger
     if not ledger.write_plan(plan):
         return ledger.plan() or plan  # a concurrent planner wrote the same plan first
-    ctx.metrics.plan_errors(Counter(errors.codes))  # this planner's plan counts: its rejected records, once
+    job.ctx.metrics.plan_errors(Counter(errors.codes))  # this planner's plan counts: its rejected records, once
     return plan
 
 
-def _publish(job_id: str, plan: Plan, ctx: JobContext) -> None:
+def _publish(job: JobHandle, plan: Plan) -> None:
     """Cache the plan in the status store and send the first window of shard tasks."""
-    record_plan(job_id, plan, ctx)
+    record_plan(job, plan)
     if plan.num_shards == 0:
-        dispatch_finalize(job_id, ctx)
+        dispatch_finalize(job)
         return
-    fill_window(job_id, plan.num_shards, ctx)  # the rest follow as shards commit
+    fill_window(job, plan.num_shards)  # the rest follow as shards commit

@@ -11,15 +11,15 @@ from collections import Counter
 from dataclasses import dataclass
 
 from poolq.engine import RequestError
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.inputs.content_hash import row_content_hash
 from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.inputs.records import RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary
-from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
+from poolq.jobs.ledger.job_ledger import ShardCommit
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard
 from poolq.jobs.tasks import job_task
@@ -34,19 +34,19 @@ class ShardCancelled(Exception):
     """The job was cancelled while this shard ran; nothing of this attempt is committed."""
 
 
-def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
-    """Run shard ``shard`` of ``job_id`` unless it is done, taken or cancelled; returns its commit.
+def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
+    """Run shard ``shard`` of ``job`` unless it is done, taken or cancelled; returns its commit.
 
     A task of a finished or cancelled job does one cheap check and nothing else: no listing, no
     finalizer of its own, no Redis key created again (a finished job's keys expire)."""
-    ledger = ctx.ledger(job_id)
+    ledger, ctx = job.ledger, job.ctx
     if ledger.manifest_written() or ledger.cancel_requested():
         return None  # a cancel's finalizer is sent by the cancel or by the last running shard
     committed = ledger.shard_commit(shard)
     if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
-        record_shard(job_id, shard, committed, ctx)
+        record_shard(job, shard, committed)
         return committed
-    lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+    lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.lease_ttl_s)
     if lease is None:
         return None  # another attempt is running it; the reconciler steps in if that one dies
     try:
@@ -54,75 +54,75 @@ def run_shard(job_id: str, shard: int, ctx: JobContext) -> ShardCommit | None:
         # (after a cancel) between our first look and the lease; then nothing may be committed.
         if ledger.cancel_requested() or ledger.manifest() is not None:
             raise ShardCancelled()
-        commit = _attempt(job_id, shard, lease, ctx)
+        commit = _attempt(job, shard, lease)
     except ShardCancelled:
         commit = None
     finally:
         ctx.leases.release(lease)
     if commit is None:
-        finalize_if_ready(job_id, ctx)
+        finalize_if_ready(job)
         return None
-    record_shard(job_id, shard, commit, ctx)
+    record_shard(job, shard, commit)
     return commit
 
 
-def _attempt(job_id: str, shard: int, lease: Lease, ctx: JobContext) -> ShardCommit:
+def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
     """Produce this attempt's outputs and try to commit them; returns the commit that won."""
     started = time.monotonic()
-    ledger = ctx.ledger(job_id)
-    records = _read_shard(job_id, shard, ctx)
+    ctx = job.ctx
+    records = _read_shard(job, shard)
     if lease.crashes_before >= ctx.settings.max_shard_crashes:
         message = (
             f"shard {shard} was abandoned after {lease.crashes_before} attempts that crashed or killed "
             "their worker; its records were not embedded"
         )
-        commit = _give_up(job_id, shard, lease, records, message, ctx)
+        commit = _give_up(job, shard, lease, records, message)
     else:
         with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
-            commit = _embed(job_id, shard, lease, records, ctx)
-    winner = _commit(ledger, shard, commit, ctx)
+            commit = _embed(job, shard, lease, records)
+    winner = _commit(job, shard, commit)
     if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
-        raise RuntimeError(f"shard {shard} of job {job_id}: commit refused but no commit marker")
+        raise RuntimeError(f"shard {shard} of job {job.id}: commit refused but no commit marker")
     if winner.attempt == commit.attempt:
-        _record_metrics(ctx, commit, time.monotonic() - started)
+        _record_metrics(job, commit, time.monotonic() - started)
     if lease.crashes_before:  # earlier attempts died: whatever they wrote is not the winner's
-        delete_dead_attempts(job_id, shard, winner.attempt, ctx)
+        delete_dead_attempts(job, shard, winner.attempt)
     return winner
 
 
-def _commit(ledger: JobLedger, shard: int, commit: ShardCommit, ctx: JobContext) -> ShardCommit | None:
+def _commit(job: JobHandle, shard: int, commit: ShardCommit) -> ShardCommit | None:
     """Commit this attempt's outputs; returns the commit that counts (this one or an earlier one).
 
     A refused write means the marker exists: another attempt's (drop this attempt's objects), or
     this attempt's own, when its write landed but the answer was lost and the retry found it.
     """
-    if ledger.commit(shard, commit):
+    if job.ledger.commit(shard, commit):
         return commit
-    winner = ledger.shard_commit(shard)
+    winner = job.ledger.shard_commit(shard)
     if winner is None or winner.attempt != commit.attempt:
-        _delete_attempt(ctx, commit)
+        _delete_attempt(job, commit)
     return winner
 
 
-def _read_shard(job_id: str, shard: int, ctx: JobContext) -> dict[str, dict]:
+def _read_shard(job: JobHandle, shard: int) -> dict[str, dict]:
     """The shard's records, read back from the byte ranges of the input its descriptor names."""
-    section, local = ctx.plan(job_id).shard_location(shard)
-    shard_input = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(section, local)))
-    return read_shard_records(shard_input, InputFields.of(ctx.spec(job_id)), ctx.settings.s3_config())
+    section, local = job.plan.shard_location(shard)
+    shard_input = ShardInput.from_bytes(job.ctx.store.get(job.layout.shard_input(section, local)))
+    return read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.s3_config())
 
 
-def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx: JobContext) -> ShardCommit:
+def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, dict]) -> ShardCommit:
     """Run the shard's records through the job's task; its rows and per-record errors."""
-    spec = ctx.spec(job_id)
-    engine = ctx.engine(spec.model)
+    spec = job.spec
+    engine = job.ctx.engines.get(spec.model)
     task = job_task(spec)
     rows = task.rows(engine)
-    included = IncludedColumns(spec.output.include_fields, ctx.plan(job_id).field_types)
+    included = IncludedColumns(spec.output.include_fields, job.plan.field_types)
     rows.include_columns(included.arrow_types())
     errors: list[RecordError] = []
     tokens = documents = 0
-    cancel_check = _CancelCheck(ctx, job_id)
-    progress = _ProgressReport(ctx, job_id, shard_unit(shard))
+    cancel_check = _CancelCheck(job)
+    progress = _ProgressReport(job, shard_unit(shard))
     for result in task.run(engine, records):
         cancel_check()
         if isinstance(result, RequestError):
@@ -134,35 +134,35 @@ def _embed(job_id: str, shard: int, lease: Lease, records: dict[str, dict], ctx:
         documents += 1
         progress(documents, tokens)
     output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=task.dimensions(engine),
-                            engine=ctx.engine_identity(spec.model))
-    return _write_attempt(job_id, shard, lease, output, ctx)
+                            engine=job.ctx.engines.identity(spec.model))
+    return _write_attempt(job, shard, lease, output)
 
 
-def abandon_shard(job_id: str, shard: int, reason: str, ctx: JobContext) -> ShardCommit | None:
+def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None:
     """Commit ``shard`` as failed (its records become errors) unless it is committed or running."""
-    ledger = ctx.ledger(job_id)
+    ledger, ctx = job.ledger, job.ctx
     if ledger.shard_commit(shard) is None:
-        lease = ctx.leases.acquire(job_id, shard_unit(shard), ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.lease_ttl_s)
         if lease is None:
             return None
         try:
             started = time.monotonic()
-            commit = _give_up(job_id, shard, lease, _read_shard(job_id, shard, ctx), reason, ctx)
-            winner = _commit(ledger, shard, commit, ctx)
+            commit = _give_up(job, shard, lease, _read_shard(job, shard), reason)
+            winner = _commit(job, shard, commit)
             if winner is not None and winner.attempt == commit.attempt:
-                _record_metrics(ctx, commit, time.monotonic() - started)
+                _record_metrics(job, commit, time.monotonic() - started)
         finally:
             ctx.leases.release(lease)
     winner = ledger.shard_commit(shard)
     if winner is not None:
-        record_shard(job_id, shard, winner, ctx)
+        record_shard(job, shard, winner)
     return winner
 
 
-def _give_up(job_id: str, shard: int, lease: Lease, records: dict[str, dict], message: str, ctx: JobContext) -> ShardCommit:
+def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, dict], message: str) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
     errors = [RecordError(record_id, row["line"], GAVE_UP_CODE, message) for record_id, row in records.items()]
-    return _write_attempt(job_id, shard, lease, _AttemptOutput(None, errors, gave_up=True), ctx)
+    return _write_attempt(job, shard, lease, _AttemptOutput(None, errors, gave_up=True))
 
 
 @dataclass(frozen=True)
@@ -178,16 +178,16 @@ class _AttemptOutput:
     engine: str | None = None  # JobContext.engine_identity of the engine that embedded the rows
 
 
-def _write_attempt(job_id: str, shard: int, lease: Lease, output: _AttemptOutput, ctx: JobContext) -> ShardCommit:
+def _write_attempt(job: JobHandle, shard: int, lease: Lease, output: _AttemptOutput) -> ShardCommit:
     """Write the attempt's part (if any rows) and error file; the commit marker that would name them."""
-    layout = ctx.layout(job_id)
+    layout, store = job.layout, job.ctx.store
     rows = len(output.rows) if output.rows is not None else 0
     part_key = None
     if output.rows is not None and rows:
         part_key = layout.attempt_part(shard, lease.attempt)
-        ctx.store.put(part_key, output.rows.to_parquet_bytes())
+        store.put(part_key, output.rows.to_parquet_bytes())
     errors_key = layout.attempt_errors(shard, lease.attempt)
-    ctx.store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
+    store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
     summary = ErrorSummary.of(output.errors)
     return ShardCommit(
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=rows, documents=output.documents,
@@ -196,27 +196,27 @@ def _write_attempt(job_id: str, shard: int, lease: Lease, output: _AttemptOutput
     )
 
 
-def _record_metrics(ctx: JobContext, commit: ShardCommit, latency_s: float) -> None:
+def _record_metrics(job: JobHandle, commit: ShardCommit, latency_s: float) -> None:
     """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
     try:
-        ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
+        job.ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
     except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
         log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)
 
 
-def _delete_attempt(ctx: JobContext, commit: ShardCommit) -> None:
+def _delete_attempt(job: JobHandle, commit: ShardCommit) -> None:
     for key in (commit.part_key, commit.errors_key):
         if key is not None:
-            ctx.store.delete(key)
+            job.ctx.store.delete(key)
 
 
 class _ProgressReport:
     """Reports the shard's documents and tokens so far at most every ``progress_interval_s``, so
     progress moves between commits; best effort (the commit's counts are the record)."""
 
-    def __init__(self, ctx: JobContext, job_id: str, unit: str) -> None:
-        self.ctx, self.job_id, self.unit = ctx, job_id, unit
-        self.interval_s = ctx.settings.progress_interval_s
+    def __init__(self, job: JobHandle, unit: str) -> None:
+        self.job, self.unit = job, unit
+        self.interval_s = job.ctx.settings.progress_interval_s
         self.next_report = time.monotonic() + self.interval_s
 
     def __call__(self, documents: int, tokens: int) -> None:
@@ -225,17 +225,17 @@ class _ProgressReport:
             return
         self.next_report = now + self.interval_s
         try:
-            self.ctx.status.note_progress(self.job_id, self.unit, documents, tokens)
+            self.job.ctx.status.note_progress(self.job.id, self.unit, documents, tokens)
         except Exception as exc:  # noqa: BLE001 - a lost progress report costs nothing but a still bar
-            log.debug("progress of %s/%s not reported: %s", self.job_id, self.unit, exc)
+            log.debug("progress of %s/%s not reported: %s", self.job.id, self.unit, exc)
 
 
 class _CancelCheck:
     """Looks for the job's cancel request at most every ``cancel_check_interval_s`` (between batches)."""
 
-    def __init__(self, ctx: JobContext, job_id: str) -> None:
-        self.ledger = ctx.ledger(job_id)
-        self.interval_s = ctx.settings.cancel_check_interval_s
+    def __init__(self, job: JobHandle) -> None:
+        self.ledger = job.ledger
+        self.interval_s = job.ctx.settings.cancel_check_interval_s
         self.next_check = time.monotonic() + self.interval_s
 
     def __call__(self) -> None:

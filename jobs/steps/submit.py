@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_policy
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_uri import parse_input_uri
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_ids import new_job_id
 from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
 from poolq.jobs.model.job_state import JobState
@@ -87,14 +88,16 @@ def submit_job(
     job_id = new_job_id()
     if idempotency_key is not None:
         job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
-        existing = current_status(job_id, ctx)
+    job = JobHandle.of_tenant(ctx, job_id, tenant)
+    if idempotency_key is not None:
+        existing = current_status(job)
         # A queued job missing from the active list died before its marker: nothing would ever plan it.
         if existing is not None and (
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
         ):
             return existing
-    _reserve_active_slot(job_id, tenant, ctx)
-    return _persist_and_queue(job_id, tenant, spec, body, ctx)
+    _reserve_active_slot(job)
+    return _persist_and_queue(job, spec, body)
 
 
 def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
@@ -116,14 +119,14 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
                 )
 
 
-def _reserve_active_slot(job_id: str, tenant: str, ctx: JobContext) -> None:
+def _reserve_active_slot(job: JobHandle) -> None:
     """Count the job against ``max_active_jobs_per_tenant`` unfinished jobs, atomically (finished
     ones are pruned on the way); TooManyActiveJobs if the tenant is at its cap."""
-    cap = ctx.settings.max_active_jobs_per_tenant
-    active = ctx.status.reserve_active(tenant, job_id, cap, time.time())
+    cap = job.ctx.settings.max_active_jobs_per_tenant
+    active = job.ctx.status.reserve_active(job.tenant, job.id, cap, time.time())
     if active is not None:
         raise TooManyActiveJobs(
-            f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
+            f"tenant {job.tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
         )
 
 
@@ -143,13 +146,13 @@ def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -
     return earlier["job_id"]
 
 
-def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx: JobContext) -> JobStatus:
+def _persist_and_queue(job: JobHandle, spec: JobSpec, body: dict) -> JobStatus:
     """Tenant index, input, spec (the ledger's first entry), active marker, status, then the plan task.
 
     Every write is create-if-absent or idempotent, so a retried submission completes a half-done one.
     """
-    ctx.register_job(job_id, tenant)
-    layout = ctx.layout(job_id)
+    ctx, job_id, layout = job.ctx, job.id, job.layout
+    ctx.register_job(job_id, job.tenant)
     created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
         rows = [_inline_row(document) for document in spec.input.documents]
@@ -157,11 +160,11 @@ def _persist_and_queue(job_id: str, tenant: str, spec: JobSpec, body: dict, ctx:
     ctx.store.put_once(layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
     ctx.store.put_once(ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
     status = JobStatus(
-        id=job_id, tenant=tenant, status=JobState.QUEUED, model=spec.model, task=spec.task_label, created_at=created_at
+        id=job_id, tenant=job.tenant, status=JobState.QUEUED, model=spec.model, task=spec.task_label, created_at=created_at
     )
     created = ctx.status.create(status)
     existing = None if created else ctx.status.get(job_id)
-    dispatch_plan(job_id, ctx)
+    dispatch_plan(job)
     return existing or status
 
 

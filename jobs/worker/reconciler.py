@@ -21,6 +21,7 @@ from poolq.jobs.batches.batch_layout import active_batches_prefix
 from poolq.jobs.batches.file_expiry import delete_expired_files
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
 from poolq.jobs.schedules.missed_slots import catch_up_missed_slots
 from poolq.jobs.status.recovery import recover_status
@@ -68,7 +69,7 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
     for job_id in active_jobs(ctx):
         report.jobs += 1
         try:
-            _reconcile_job(job_id, ctx, now, queues, report)
+            _reconcile_job(JobHandle.bind(ctx, job_id), now, queues, report)
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
     report.batches = _advance_batches(ctx)
@@ -99,53 +100,54 @@ def _advance_batches(ctx: JobContext) -> int:
     return sent
 
 
-def _counted_all(job_id: str, ctx: JobContext) -> bool:
-    status = ctx.status.get(job_id)
+def _counted_all(job: JobHandle) -> bool:
+    status = job.ctx.status.get(job.id)
     if status is None or status.counts.total is None:
         return False
     return status.counts.completed + status.counts.failed >= status.counts.total
 
 
-def _reconcile_job(job_id: str, ctx: JobContext, now: float, queues: QueueDepths, report: ReconcileReport) -> None:
-    ledger = ctx.ledger(job_id)
+def _reconcile_job(job: JobHandle, now: float, queues: QueueDepths, report: ReconcileReport) -> None:
+    ctx = job.ctx
+    ledger = job.ledger
     manifest = ledger.manifest()
     if manifest is not None:  # finished, but its status or clean-up may not have caught up
-        if ctx.status.get(job_id) is None:
-            recover_status(job_id, ctx)
-        sync_status(job_id, manifest, ctx)
-        clean_finished_job(job_id, manifest, ctx)
-        report.finalized.append(job_id)
+        if ctx.status.get(job.id) is None:
+            recover_status(job)
+        sync_status(job, manifest)
+        clean_finished_job(job, manifest)
+        report.finalized.append(job.id)
         return
     if ledger.spec() is None:
         return  # submission still in flight (or abandoned before its spec was written)
-    if ctx.status.get(job_id) is None:
-        recover_status(job_id, ctx)
-        report.recovered.append(job_id)
-    report.aborted_uploads += abort_stale_uploads(job_id, ctx, ctx.settings.stale_upload_s)
-    lost = LostUnits(job_id, ctx, now, queues)
+    if ctx.status.get(job.id) is None:
+        recover_status(job)
+        report.recovered.append(job.id)
+    report.aborted_uploads += abort_stale_uploads(job, ctx.settings.stale_upload_s)
+    lost = LostUnits(job, now, queues)
 
     # The ledger's verdict lists the job's commits: asked only when the cached counts say every
     # document is accounted for, or after a cancel, so a healthy pass never lists a running job.
-    if (ledger.cancel_requested() or _counted_all(job_id, ctx)) and ready_to_finalize(ledger, ctx.leases):
+    if (ledger.cancel_requested() or _counted_all(job)) and ready_to_finalize(ledger, ctx.leases):
         if lost(FINALIZE_UNIT):
-            dispatch_finalize(job_id, ctx)
-            report.resent.append(f"{job_id}/{FINALIZE_UNIT}")
+            dispatch_finalize(job)
+            report.resent.append(f"{job.id}/{FINALIZE_UNIT}")
         return
     if ledger.cancel_requested():
         return  # running shards stop on their own; the last one to stop sends the finalizer
     plan = ledger.plan()
     if plan is None:
         if lost(PLAN_UNIT):
-            dispatch_plan(job_id, ctx)
-            report.resent.append(f"{job_id}/{PLAN_UNIT}")
+            dispatch_plan(job)
+            report.resent.append(f"{job.id}/{PLAN_UNIT}")
         return
-    if ctx.status.field(job_id, "num_shards") is None:  # the planner wrote the plan, then lost Redis
-        record_plan(job_id, plan, ctx)
+    if ctx.status.field(job.id, "num_shards") is None:  # the planner wrote the plan, then lost Redis
+        record_plan(job, plan)
     # Only the window is looked at: a pass costs O(window), whatever the job's size. A lost shard
     # that was committed meanwhile is counted by its re-sent task, at no model cost.
-    missing = [shard for shard in ctx.window.in_flight(job_id) if lost(shard_unit(shard))]
+    missing = [shard for shard in ctx.window.in_flight(job.id) if lost(shard_unit(shard))]
     if missing:
-        dispatch_shards(job_id, missing, ctx)
-        report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in missing]
-    refilled = fill_window(job_id, plan.num_shards, ctx)  # a window that Redis lost starts again
-    report.resent += [f"{job_id}/{shard_unit(shard)}" for shard in refilled]
+        dispatch_shards(job, missing)
+        report.resent += [f"{job.id}/{shard_unit(shard)}" for shard in missing]
+    refilled = fill_window(job, plan.num_shards)  # a window that Redis lost starts again
+    report.resent += [f"{job.id}/{shard_unit(shard)}" for shard in refilled]

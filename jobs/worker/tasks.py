@@ -27,6 +27,7 @@ from poolq.jobs.coordination.enqueuer import (
     CeleryEnqueuer,
 )
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.observability.log_format import log_context
 from poolq.jobs.schedules.schedule_runner import run_schedule
@@ -64,6 +65,12 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         with log_context(task=task.name, task_id=task.request.id, **ids):
             run_step(task, step, give_up, unit, ids.get("job_id"))
 
+    def run_job(task: Task, job_id: str, step: Callable[[JobHandle], object],
+                give_up: Callable[[JobHandle, Exception], None], unit: str, **ids: object) -> None:
+        """Run a step of job ``job_id``: the job is bound once, and the step and its give-up get the handle."""
+        run(task, lambda ctx: step(JobHandle.bind(ctx, job_id)), lambda ctx, exc: give_up(JobHandle.bind(ctx, job_id), exc),
+            unit, job_id=job_id, **ids)
+
     def run_step(task: Task, step: Callable[[JobContext], object],
                  give_up: Callable[[JobContext, Exception], None], unit: str | None, job_id: object) -> None:
         ctx = context()
@@ -91,25 +98,23 @@ def register_tasks(app: Celery, settings: Settings) -> None:
     @app.task(name=PLAN_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
               time_limit=settings.plan_time_limit_s)
     def plan_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: plan_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), PLAN_UNIT,
-            job_id=job_id)
+        run_job(self, job_id, plan_job, fail_job, PLAN_UNIT)
 
     @app.task(name=PLAN_SECTION_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
               time_limit=settings.plan_time_limit_s)
     def plan_section_task(self: Task, job_id: str, stage: str, section: int) -> None:
         planning_stage = SectionStage(stage)
-        run(self, lambda ctx: plan_section(job_id, planning_stage, section, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx),
-            section_unit(planning_stage, section), job_id=job_id, section=section)
+        run_job(self, job_id, lambda job: plan_section(job, planning_stage, section), fail_job,
+                section_unit(planning_stage, section), section=section)
 
     @app.task(name=SHARD_TASK, bind=True, shared=False)
     def shard_task(self: Task, job_id: str, shard: int) -> None:
-        run(self, lambda ctx: run_shard(job_id, shard, ctx), lambda ctx, exc: fail_shard(job_id, shard, exc, ctx),
-            shard_unit(shard), job_id=job_id, shard=shard)
+        run_job(self, job_id, lambda job: run_shard(job, shard), lambda job, exc: fail_shard(job, shard, exc),
+                shard_unit(shard), shard=shard)
 
     @app.task(name=FINALIZE_TASK, bind=True, shared=False)
     def finalize_task(self: Task, job_id: str) -> None:
-        run(self, lambda ctx: finalize_job(job_id, ctx), lambda ctx, exc: fail_job(job_id, exc, ctx), FINALIZE_UNIT,
-            job_id=job_id)
+        run_job(self, job_id, finalize_job, fail_job, FINALIZE_UNIT)
 
     @app.task(name=SCHEDULE_TASK, bind=True, shared=False)
     def schedule_task(self: Task, schedule_id: str) -> None:

@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from poolq.devtools.devstack.ports import free_port
+from poolq.jobs.job_handle import JobHandle
 
 pytestmark = pytest.mark.integration
 
@@ -175,7 +176,7 @@ def finish_as_a_worker_would(api: CapApi, tenant: str, job_ids: list[str]) -> No
     ctx = build_context(api.settings, CeleryEnqueuer(create_celery_app(api.settings)),
                         redis.Redis.from_url(api.settings.redis_url))
     for job_id in job_ids:
-        assert finalize_job(job_id, ctx).value == "cancelled"
+        assert finalize_job(JobHandle.bind(ctx, job_id)).value == "cancelled"
 
 
 def test_concurrent_submissions_never_exceed_the_active_job_cap(cap_api):

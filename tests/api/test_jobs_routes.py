@@ -1,13 +1,14 @@
 """The HTTP contract, on an in-process job context (the stack test covers the real services)."""
 import re
+from dataclasses import replace
 
 import pytest
 from support.api_client import authed_client
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 
@@ -15,7 +16,7 @@ from poolq.jobs.settings import Settings
 @pytest.fixture
 def client(tmp_path, minilm_engine):
     ctx = local_context(tmp_path / "store")
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     return authed_client(ctx)
 
 
@@ -74,7 +75,8 @@ def test_invalid_bodies_are_422_naming_the_field(client, body, loc):
 def test_results_before_the_job_finishes_are_409(tmp_path):
     settings = Settings(store="local", local_store_root=tmp_path)
     ctx = local_context(tmp_path)
-    ctx = JobContext(settings, ctx.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(), ctx.registry)
+    ctx = replace(ctx, settings=settings, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(),
+                  enqueuer=_HoldingEnqueuer())
     client = authed_client(ctx, settings)
     job = client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).json()
     response = client.get(f"/v1/jobs/{job['id']}/results")
@@ -89,7 +91,8 @@ def test_a_gguf_model_job_is_validated_from_its_header_without_converting_it(tmp
     settings = Settings(store="local", local_store_root=tmp_path)
     base = local_context(tmp_path)
     registry = ModelRegistry.with_packaged_models(cache_root=tmp_path / "gguf-cache")
-    ctx = JobContext(settings, base.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(), registry)
+    ctx = replace(base, settings=settings, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(),
+                  enqueuer=_HoldingEnqueuer(), registry=registry, engines=EnginePool(registry, settings.engine_config()))
     client = authed_client(ctx, settings)
     documents = {"documents": [{"id": "a", "text": "x"}]}
     # When jobs for SmolLM2 (8k context) are submitted

@@ -1,10 +1,11 @@
 """``GET /metrics``: Prometheus text that parses, with every family and values that add up, on an
 in-process job context; optional auth; 503 when Redis cannot be read."""
+from dataclasses import replace
+
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from support.api_client import authed_client
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
@@ -67,8 +68,7 @@ class _HoldingEnqueuer(Enqueuer):
 
 
 def test_a_queued_job_is_counted_until_it_finishes(local_ctx):
-    ctx = JobContext(local_ctx.settings, local_ctx.store, InMemoryJobStatusStore(), InMemoryLeaseStore(),
-                     _HoldingEnqueuer(), local_ctx.registry)
+    ctx = replace(local_ctx, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=_HoldingEnqueuer())
     client = authed_client(ctx)
     assert client.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "x"}]}}).status_code == 202
     assert _scrape(client)["poolq_jobs"]["samples"][("poolq_jobs", (("state", "queued"),))] == 1

@@ -88,7 +88,7 @@ def _error_locs(response) -> list[list]:
 def two_tenants(tmp_path, minilm_engine):
     """One app; tenants A and B with admin keys; A has a finished job and a schedule."""
     ctx = local_context(tmp_path / "store")
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     app = create_app(ctx.settings, ctx, checks=[])
     key_a, _ = app.state.keys.create(TENANT_A, admin=True)
     key_b, _ = app.state.keys.create(TENANT_B, admin=True)

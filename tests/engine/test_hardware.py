@@ -51,7 +51,7 @@ def test_settings_resolve_auto_once_for_the_engine_and_the_identity(monkeypatch,
     settings = Settings(dtype="auto")
     assert settings.compute_dtype == "float32" and settings.engine_config().dtype == "float32"
     ctx = local_context(tmp_path, settings)
-    assert ctx.engine_identity("all-MiniLM-L6-v2").endswith("/float32")
+    assert ctx.engines.identity("all-MiniLM-L6-v2").endswith("/float32")
 
 
 def test_noted_flags_are_the_ones_that_decide_fast_paths_in_a_fixed_order():

@@ -4,6 +4,7 @@ from support.api_client import authed_client
 from support.job_doubles import RecordingEnqueuer
 from support.job_doubles import drain as _drain
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
@@ -32,10 +33,10 @@ def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
     ctx = queued_ctx
     job_id = submit_job(_spec(), ctx).id
     # When a job whose plan has not run is cancelled
-    assert cancel_job(job_id, ctx).status is JobState.CANCELLING  # its finalizer is queued
+    assert cancel_job(JobHandle.bind(ctx, job_id)).status is JobState.CANCELLING  # its finalizer is queued
     _drain(ctx)  # the queued plan task arrives late, then the finalizer
     # Then it is cancelled, nothing was planned, and its manifest lists no parts
-    ledger = ctx.ledger(job_id)
+    ledger = JobHandle.bind(ctx, job_id).ledger
     assert ctx.status.get(job_id).status is JobState.CANCELLED
     assert ledger.plan() is None and ledger.commits() == {}
     manifest = ledger.manifest()
@@ -50,15 +51,15 @@ def test_cancelling_a_finished_job_is_refused(local_ctx):
     job_id = submit_job(_spec(), local_ctx).id  # runs to the end inline
     assert local_ctx.status.get(job_id).status is JobState.SUCCEEDED
     with pytest.raises(JobAlreadyFinished) as raised:
-        cancel_job(job_id, local_ctx)
+        cancel_job(JobHandle.bind(local_ctx, job_id))
     assert raised.value.status.status is JobState.SUCCEEDED
-    assert not local_ctx.ledger(job_id).cancel_requested()
+    assert not JobHandle.bind(local_ctx, job_id).ledger.cancel_requested()
 
 
 def test_cancelling_an_unknown_job_is_not_found(local_ctx):
     for job_id in ("0" * 32, "not-a-job-id"):
         with pytest.raises(JobNotFound):
-            cancel_job(job_id, local_ctx)
+            cancel_job(JobHandle.bind(local_ctx, job_id))
 
 
 # Idempotency-Key
@@ -116,7 +117,7 @@ def test_a_half_done_submission_is_completed_by_the_retry(local_ctx, dies_at):
     # Then the claimed job is completed and runs to the end
     assert f'"job_id": "{status.id}"' in ctx.store.get(claim).decode()
     assert ctx.status.get(status.id).status is JobState.SUCCEEDED
-    assert ctx.ledger(status.id).manifest().counts.completed == 2
+    assert JobHandle.bind(ctx, status.id).ledger.manifest().counts.completed == 2
     assert not ctx.store.exists(ctx.service_layout.active(status.id))
 
 

@@ -4,6 +4,7 @@ from types import SimpleNamespace
 import pytest
 import redis
 from celery import Celery
+from support.job_doubles import bindable_context
 
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, SHARD_TASK, CeleryEnqueuer
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
@@ -21,13 +22,13 @@ def test_a_retried_shard_is_noted_as_sent_again_so_the_reconciler_leaves_it_alon
     status.note_dispatch(JOB, [shard_unit(2)], 1.0)  # first sent long ago
     attempts = []
 
-    def flaky_run_shard(job_id, shard, ctx):
-        attempts.append(status.dispatches(job_id)[shard_unit(shard)])
+    def flaky_run_shard(job, shard):
+        attempts.append(status.dispatches(job.id)[shard_unit(shard)])
         if len(attempts) == 1:
             raise ConnectionError("S3 endpoint restarting")
 
     app = Celery("poolq-test", broker="memory://")
-    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: SimpleNamespace(status=status))
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: bindable_context(status=status))
     monkeypatch.setattr(tasks_module, "run_shard", flaky_run_shard)
     tasks_module.register_tasks(app, Settings(task_retry_backoff_s=0.01, task_retry_backoff_max_s=0.01))
     # When it runs (eagerly: the retry runs at once)

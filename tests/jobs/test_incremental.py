@@ -10,9 +10,11 @@ from support.engine_doubles import CountingEngine
 
 from poolq.engine.loading.registry import PACKAGED_MODELS
 from poolq.jobs.inputs.content_hash import content_hash
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.planning.incremental import baseline_manifest
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.submit import JobRejected
@@ -24,7 +26,7 @@ MODEL = "all-MiniLM-L6-v2"
 @pytest.fixture
 def engine(local_ctx, minilm_engine):
     counting = CountingEngine(minilm_engine)
-    local_ctx.use_engine(MODEL, counting)
+    local_ctx.engines.use(MODEL, counting)
     return counting
 
 
@@ -57,7 +59,7 @@ def _run(ctx, uri, incremental_from=None, **options):
 
 
 def _manifest(ctx, job_id):
-    return json.loads(ctx.store.get(ctx.layout(job_id).manifest))
+    return json.loads(ctx.store.get(JobHandle.bind(ctx, job_id).layout.manifest))
 
 
 def _table(ctx, job_id) -> pa.Table:
@@ -151,17 +153,17 @@ def test_other_options_or_model_carry_nothing(tmp_path, local_ctx, engine, sente
     assert len(engine.keys) == 5 and _manifest(local_ctx, second)["counts"]["carried"] == 0
     # A different model (the earlier manifest as another model would have written it): no baseline
     same_spec = JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": first})
-    assert baseline_manifest(same_spec, local_ctx) is not None
-    key = local_ctx.layout(first).manifest
+    assert baseline_manifest(same_spec, LOCAL_TENANT, local_ctx) is not None
+    key = JobHandle.bind(local_ctx, first).layout.manifest
     local_ctx.store.put(key, json.dumps({**_manifest(local_ctx, first), "model": "smollm2-135m"}).encode())
-    assert baseline_manifest(same_spec, local_ctx) is None
+    assert baseline_manifest(same_spec, LOCAL_TENANT, local_ctx) is None
 
 
 def _worker(tmp_path, minilm_engine, **settings):
     """A fresh worker process's context on the shared store, serving model "mini" from ``tmp_path/mini``."""
     ctx = local_context(tmp_path / "out", Settings(models={"mini": str(tmp_path / "mini")}, **settings))
     counting = CountingEngine(minilm_engine)
-    ctx.use_engine("mini", counting)
+    ctx.engines.use("mini", counting)
     return ctx, counting
 
 
@@ -174,7 +176,7 @@ def test_new_model_files_under_the_same_name_or_another_dtype_carry_nothing(tmp_
     ctx, engine = _worker(tmp_path, minilm_engine)
     uri = _write(tmp_path / "in.jsonl", _docs(sentences, 5))
     first = _run(ctx, uri, model="mini")
-    assert _manifest(ctx, first)["engines"] == [ctx.engine_identity("mini")] and len(engine.keys) == 5
+    assert _manifest(ctx, first)["engines"] == [ctx.engines.identity("mini")] and len(engine.keys) == 5
     # When an operator puts new files behind the name, and a restarted worker runs incrementally
     readme = mini / "README.md"
     readme.unlink()
@@ -223,7 +225,8 @@ def test_a_prefix_input_reads_every_jsonl_object_in_key_order(tmp_path, local_ct
     # Then every document is embedded, in key order, and the error names its object and line
     assert status.status is JobState.PARTIALLY_SUCCEEDED and status.counts.total == 10
     assert engine.keys == [d["id"] for d in docs]
-    errors = [json.loads(line) for line in local_ctx.store.get(local_ctx.layout(status.id).errors).decode().splitlines()]
+    errors_key = JobHandle.bind(local_ctx, status.id).layout.errors
+    errors = [json.loads(line) for line in local_ctx.store.get(errors_key).decode().splitlines()]
     assert len(errors) == 1 and errors[0]["line"] == 4 and errors[0]["code"] == "invalid_json"
     assert errors[0]["source"].endswith("/in/b.jsonl") and errors[0]["message"].startswith(errors[0]["source"] + ": line 4:")
     # And an incremental rerun after editing one object embeds only its edited document

@@ -12,6 +12,7 @@ import uvicorn
 from celery import Celery
 from celery.signals import setup_logging
 from click.testing import CliRunner
+from support.job_doubles import bindable_context
 
 from poolq.jobs.coordination.enqueuer import PLAN_TASK, SHARD_TASK
 from poolq.jobs.observability.log_format import JsonFormatter, configure_logging, log_context, use_celery_logging
@@ -67,9 +68,9 @@ def test_lines_inside_log_context_carry_the_job_and_shard(json_lines):
 
 def test_a_task_body_logs_with_its_job_and_shard(json_lines, monkeypatch):
     app = Celery("poolq-test", broker="memory://")
-    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: object())
-    monkeypatch.setattr(tasks_module, "run_shard", lambda job_id, shard, ctx: logging.getLogger("jobs.x").info("working"))
-    monkeypatch.setattr(tasks_module, "plan_job", lambda job_id, ctx: logging.getLogger("jobs.x").info("planning"))
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: bindable_context())
+    monkeypatch.setattr(tasks_module, "run_shard", lambda job, shard: logging.getLogger("jobs.x").info("working"))
+    monkeypatch.setattr(tasks_module, "plan_job", lambda job: logging.getLogger("jobs.x").info("planning"))
     tasks_module.register_tasks(app, Settings())
     app.tasks[SHARD_TASK].apply(args=["b" * 32, 5], task_id="t-1")
     app.tasks[PLAN_TASK].apply(args=["c" * 32], task_id="t-2")

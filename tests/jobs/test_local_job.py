@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -15,7 +16,7 @@ def _write_input(path, documents, extra_lines=b""):
 
 
 def _outputs(ctx, job_id):
-    layout = ctx.layout(job_id)
+    layout = JobHandle.bind(ctx, job_id).layout
     manifest = json.loads(ctx.store.get(layout.manifest))
     ids = []
     for part in manifest["parts"]:
@@ -85,7 +86,7 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
                                    "long_documents": {"mode": "late_chunks", "chunk_tokens": 64}})
     status = run_job_locally(spec, local_ctx)
     assert status.status is JobState.SUCCEEDED, status.error
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
     assert manifest["columns"] == table.schema.names == [
         "id", "embedding", "num_tokens", "truncated", "content_hash",
@@ -102,7 +103,7 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
     spans_spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in2.jsonl", [docs[1]])},
                                          "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
     status = run_job_locally(spans_spec, local_ctx)
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     rows = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"])).to_pylist()
     assert len(rows) == 2
     # A token belongs to the span holding its first character, so a span's end may move to a token end.

@@ -2,16 +2,17 @@
 (a redelivered shard, a losing attempt or a repeated finalization adds nothing), and the live
 gauges (unfinished jobs, queue depth, shards in flight)."""
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
 import redis
 
-from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -46,7 +47,7 @@ def recorder(request):
 @pytest.fixture
 def ctx(tmp_path, minilm_engine, recorder):
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=2, shard_max_chars=20_000))
-    ctx.use_engine(MODEL, minilm_engine)
+    ctx.engines.use(MODEL, minilm_engine)
     ctx.metrics = recorder
     return ctx
 
@@ -86,8 +87,8 @@ def test_a_job_records_its_shards_errors_and_outcome_once_even_when_redelivered(
     assert first.errors == {"empty_text": 1, "document_too_long": 1}
     assert first.finished == {"partially_succeeded": 1} and first.shard_latency_sum_s > 0
     for shard in range(2):  # redelivered after the job finished: one check, no work, nothing counted
-        assert run_shard(status.id, shard, ctx) is None
-    assert finalize_job(status.id, ctx) is JobState.PARTIALLY_SUCCEEDED
+        assert run_shard(JobHandle.bind(ctx, status.id), shard) is None
+    assert finalize_job(JobHandle.bind(ctx, status.id)) is JobState.PARTIALLY_SUCCEEDED
     assert ctx.metrics.totals() == first
 
 
@@ -95,7 +96,7 @@ def test_an_attempt_that_loses_the_commit_records_nothing(ctx):
     status = run_job_locally(_spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}]), ctx)
     before = ctx.metrics.totals()
     lease = ctx.leases.acquire(status.id, "shard-00000", 60)  # a late duplicate of shard 0
-    winner = _attempt(status.id, 0, lease, ctx)
+    winner = _attempt(JobHandle.bind(ctx, status.id), 0, lease)
     assert winner.attempt != lease.attempt
     assert ctx.metrics.totals() == before
 
@@ -110,12 +111,11 @@ class _HoldingEnqueuer(Enqueuer):
 
 
 def test_an_abandoned_shard_counts_its_records_as_shard_failed(ctx):
-    held = JobContext(ctx.settings, ctx.store, InMemoryJobStatusStore(), InMemoryLeaseStore(), _HoldingEnqueuer(),
-                      ctx.registry, ctx.metrics)
+    held = replace(ctx, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=_HoldingEnqueuer())
     job = submit_job(_spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "c", "text": "3"}]), held)
-    assert plan_job(job.id, held).num_shards == 2
-    abandon_shard(job.id, 0, "shard 0 failed: boom", held)
-    abandon_shard(job.id, 0, "shard 0 failed: boom", held)  # a repeat finds the commit: nothing more
+    assert plan_job(JobHandle.bind(held, job.id)).num_shards == 2
+    abandon_shard(JobHandle.bind(held, job.id), 0, "shard 0 failed: boom")
+    abandon_shard(JobHandle.bind(held, job.id), 0, "shard 0 failed: boom")  # a repeat finds the commit: nothing more
     totals = held.metrics.totals()
     assert totals.errors == {GAVE_UP_CODE: 2} and totals.shards == 1 and totals.documents == 0
 

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from support.api_client import authed_client
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -29,7 +30,7 @@ def _run(ctx, documents, incremental_from=None, **output):
     spec = JobSpec.model_validate({"input": {"documents": documents}, "output": output, "incremental_from": incremental_from})
     status = run_job_locally(spec, ctx)
     assert status.status is JobState.SUCCEEDED, status.error
-    manifest = json.loads(ctx.store.get(ctx.layout(status.id).manifest))
+    manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_embeddings(ctx.store.get(part["key"])) for part in manifest["parts"]])
     return manifest, table.sort_by("id")
 
@@ -133,7 +134,7 @@ def test_chunk_rows_use_the_jobs_encoding(local_ctx, sample_documents):
     })
     status = run_job_locally(spec, local_ctx)
     assert status.status is JobState.SUCCEEDED, status.error
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
     assert table.num_rows > 1 and table.schema.field("embedding").type == pa.list_(pa.int8(), 32)
     np.testing.assert_allclose(np.linalg.norm(_decode(manifest, table), axis=1), 1.0, atol=0.05)
@@ -184,7 +185,7 @@ def _raw_model_dir(path):
 @pytest.fixture
 def raw_ctx(tmp_path, minilm_engine):
     ctx = local_context(tmp_path / "store", Settings(models={"raw-dense": str(_raw_model_dir(tmp_path / "raw"))}))
-    ctx.use_engine(MODEL, minilm_engine)
+    ctx.engines.use(MODEL, minilm_engine)
     return ctx
 
 

@@ -18,6 +18,8 @@ from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
+from poolq.jobs.engine_pool import EnginePool
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
@@ -56,7 +58,7 @@ def _planned(ctx) -> str:
     """A job planned into 3 shards (4, 4, 2 documents; one blank record is a planning error)."""
     job_id = _submit(ctx)
     ctx.enqueuer.take()
-    plan_job(job_id, ctx)
+    plan_job(JobHandle.bind(ctx, job_id))
     assert [t[2] for t in ctx.enqueuer.take()] == [0, 1, 2]
     return job_id
 
@@ -67,7 +69,7 @@ def _sent_long_ago(ctx, job_id, units) -> None:
 
 def test_lost_shard_messages_are_resent_unless_running_or_recently_sent(ctx):
     job_id = _planned(ctx)
-    run_shard(job_id, 0, ctx)  # shard 0 is committed
+    run_shard(JobHandle.bind(ctx, job_id), 0)  # shard 0 is committed
     ctx.enqueuer.take()
     # Just sent: nothing is lost yet
     assert reconcile(ctx).resent == [] and ctx.enqueuer.tasks == []
@@ -133,7 +135,7 @@ def test_a_lost_plan_is_resent(ctx):
 def test_a_job_whose_shards_are_all_committed_gets_a_finalize(ctx):
     job_id = _planned(ctx)
     for shard in range(3):
-        run_shard(job_id, shard, ctx)
+        run_shard(JobHandle.bind(ctx, job_id), shard)
     # The last commit sent the finalizer; that message is lost
     assert ctx.enqueuer.take() == [("finalize", job_id)]
     assert reconcile(ctx).resent == []
@@ -146,7 +148,7 @@ def test_a_job_whose_shards_are_all_committed_gets_a_finalize(ctx):
 
 def test_a_wiped_status_store_is_rebuilt_from_the_ledger(ctx):
     job_id = _planned(ctx)
-    run_shard(job_id, 0, ctx)
+    run_shard(JobHandle.bind(ctx, job_id), 0)
     ctx.enqueuer.take()
     # When Redis loses everything
     ctx.status = InMemoryJobStatusStore()
@@ -180,7 +182,7 @@ def test_a_status_wiped_while_a_shard_runs_is_rebuilt(ctx, status_store, request
         client.delete(*client.keys(f"poolq:job:{job_id}*"))
     else:
         ctx.status = InMemoryJobStatusStore()
-    run_shard(job_id, 1, ctx)
+    run_shard(JobHandle.bind(ctx, job_id), 1)
     ctx.enqueuer.take()
     # When the reconciler passes
     assert reconcile(ctx).recovered == [job_id]
@@ -201,8 +203,8 @@ def test_get_recovers_a_status_redis_lost_without_a_reconcile(ctx):
 
 def test_a_committed_shard_deletes_what_its_dead_attempts_left_and_nothing_else(ctx):
     job_id = _planned(ctx)
-    layout = ctx.layout(job_id)
-    winner = run_shard(job_id, 0, ctx)
+    layout = JobHandle.bind(ctx, job_id).layout
+    winner = run_shard(JobHandle.bind(ctx, job_id), 0)
     ctx.enqueuer.take()
     # Given objects of a dead attempt of committed shard 0, and of a running attempt of shard 1
     dead = [layout.attempt_part(0, "0bad0bad0bad0bad"), layout.attempt_errors(0, "0bad0bad0bad0bad")]
@@ -210,7 +212,7 @@ def test_a_committed_shard_deletes_what_its_dead_attempts_left_and_nothing_else(
     for key in dead + running:
         ctx.store.put(key, b"x")
     # When shard 0's cleanup runs (its winning attempt does this when earlier attempts crashed)
-    assert delete_dead_attempts(job_id, 0, winner.attempt, ctx) == 2
+    assert delete_dead_attempts(JobHandle.bind(ctx, job_id), 0, winner.attempt) == 2
     # Then only the dead attempt's objects are gone
     assert not any(ctx.store.exists(key) for key in dead)
     assert all(ctx.store.exists(key) for key in running + [winner.part_key, winner.errors_key])
@@ -239,12 +241,12 @@ class _CountingStore:
 def test_a_pass_over_a_running_job_costs_its_window_not_its_shards(ctx):
     # Given a running job with two committed shards
     job_id = _planned(ctx)
-    [run_shard(job_id, shard, ctx) for shard in (0, 1)]
+    [run_shard(JobHandle.bind(ctx, job_id), shard) for shard in (0, 1)]
     ctx.enqueuer.take()
     ctx.store = counting = _CountingStore(ctx.store)
     # When the reconciler passes: no commit marker is read, and neither work/ nor parts/ is listed
     reconcile(ctx)
-    layout = ctx.layout(job_id)
+    layout = JobHandle.bind(ctx, job_id).layout
     assert counting.marker_reads == 0
     assert not [prefix for prefix in counting.listings if prefix in (layout.work_prefix, layout.parts_prefix)]
 
@@ -279,10 +281,11 @@ def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(seaweed, t
     client.create_bucket(Bucket=bucket)
     settings = Settings(store="s3", bucket=bucket, stale_upload_s=0.001)
     store = S3ObjectStore(client, bucket, seaweed.s3_config)
-    ctx = JobContext(settings, store, InMemoryJobStatusStore(), InMemoryLeaseStore(), RecordingEnqueuer(),
-                     ModelRegistry.with_packaged_models({}))
+    registry = ModelRegistry.with_packaged_models({})
+    ctx = JobContext(settings, store, InMemoryJobStatusStore(), InMemoryLeaseStore(), RecordingEnqueuer(), registry,
+                     EnginePool(registry, settings.engine_config()))
     job_id = _submit(ctx)
-    layout = ctx.layout(job_id)
+    layout = JobHandle.bind(ctx, job_id).layout
 
     def start_upload(key: str) -> None:
         upload_id = client.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
@@ -311,15 +314,15 @@ def test_a_plan_whose_publishing_was_lost_is_published_by_the_reconciler(ctx, mo
     job_id = _submit(ctx)
     ctx.enqueuer.take()
     monkeypatch.setattr(planner, "_publish", lambda *args: None)
-    plan_job(job_id, ctx)
+    plan_job(JobHandle.bind(ctx, job_id))
     monkeypatch.undo()
-    assert ctx.ledger(job_id).plan() is not None and ctx.status.field(job_id, "num_shards") is None
+    assert JobHandle.bind(ctx, job_id).ledger.plan() is not None and ctx.status.field(job_id, "num_shards") is None
     # When the reconciler passes and the work it sends runs
     report = reconcile(ctx)
     assert ctx.status.field(job_id, "num_shards") == "3", report
     _drain(ctx)
     # Then the shards ran, and the job finished
-    assert ctx.ledger(job_id).manifest() is not None
+    assert JobHandle.bind(ctx, job_id).ledger.manifest() is not None
     assert ctx.status.get(job_id).status is JobState.PARTIALLY_SUCCEEDED  # the blank document is an error
 
 

@@ -1,6 +1,7 @@
 """Schedules: validation, slots, the store, one job per slot, and RedBeat entries on a real Redis."""
 import json
 import threading
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -13,6 +14,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK, CeleryEnqueuer, Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -46,8 +48,7 @@ def _request(tmp_path, **overrides) -> ScheduleRequest:
 
 def _holding_ctx(tmp_path, enqueuer=None) -> JobContext:
     base = local_context(tmp_path / "store")
-    return JobContext(base.settings, base.store, InMemoryJobStatusStore(), InMemoryLeaseStore(),
-                      enqueuer or _HoldingEnqueuer(), base.registry)
+    return replace(base, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=enqueuer or _HoldingEnqueuer())
 
 
 def _job_ids(ctx) -> list[str]:
@@ -161,16 +162,16 @@ def test_each_run_is_incremental_from_the_last_successful_one(tmp_path, minilm_e
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.jsonl").write_text(json.dumps({"id": "a", "text": "a short document"}) + "\n")
     ctx = local_context(tmp_path / "store")
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     schedule = create_schedule(_request(tmp_path), ctx)
     store = ScheduleStore(ctx.store, ctx.service_layout)
     first = run_schedule(schedule.id, ctx, now=T0)
     assert first.incremental_from is None and ctx.status.get(first.job_id).status is JobState.SUCCEEDED
     second = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=1))
     assert second.incremental_from == first.job_id
-    assert json.loads(ctx.store.get(ctx.layout(second.job_id).manifest))["counts"]["carried"] == 1
+    assert json.loads(ctx.store.get(JobHandle.bind(ctx, second.job_id).layout.manifest))["counts"]["carried"] == 1
     # A failed run is skipped when looking for the baseline
-    manifest_key = ctx.layout(second.job_id).manifest
+    manifest_key = JobHandle.bind(ctx, second.job_id).layout.manifest
     ctx.store.put(manifest_key, json.dumps({**json.loads(ctx.store.get(manifest_key)), "status": "failed"}).encode())
     assert last_good_job(schedule.id, T0 + timedelta(minutes=2), store, ctx) == first.job_id
     # A manual run has its own slot (this second) and is incremental too

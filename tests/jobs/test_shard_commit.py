@@ -12,6 +12,7 @@ from support.job_doubles import drain as _drain
 
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.work_units import shard_unit
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -50,7 +51,7 @@ def clock() -> FakeClock:
 def ctx(local_ctx, clock, minilm_engine):
     local_ctx.enqueuer = StepEnqueuer()
     local_ctx.leases = InMemoryLeaseStore(clock=clock)
-    local_ctx.use_engine(MODEL, CountingEngine(minilm_engine))
+    local_ctx.engines.use(MODEL, CountingEngine(minilm_engine))
     return local_ctx
 
 
@@ -72,19 +73,19 @@ def _drain_kind(ctx, kind: str) -> None:
 
 
 def _engine(ctx) -> CountingEngine:
-    return ctx.engine(MODEL)
+    return ctx.engines.get(MODEL)
 
 
 def _commit_markers(ctx, job_id) -> list[str]:
-    return [key for key in ctx.store.list(ctx.layout(job_id).work_prefix) if key.endswith(".commit.json")]
+    return [key for key in ctx.store.list(JobHandle.bind(ctx, job_id).layout.work_prefix) if key.endswith(".commit.json")]
 
 
 def _ids_in_parts_and_errors(ctx, job_id) -> tuple[list[str], list[dict]]:
-    manifest = json.loads(ctx.store.get(ctx.layout(job_id).manifest))
+    manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, job_id).layout.manifest))
     ids = []
     for part in manifest["parts"]:
         ids += read_embeddings(ctx.store.get(part["key"])).column("id").to_pylist()
-    errors = [json.loads(line) for line in ctx.store.get(ctx.layout(job_id).errors).decode().splitlines()]
+    errors = [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.errors).decode().splitlines()]
     return ids, errors
 
 
@@ -100,17 +101,17 @@ def test_two_attempts_of_a_shard_commit_once_and_the_loser_leaves_nothing(ctx, c
             losing_commits.append(shard_commit)
             clock.advance(ttl + 1)
             # ...while attempt B (a redelivery) takes the lapsed lease, runs and commits first
-            run_shard(job_id, 0, ctx)
+            run_shard(JobHandle.bind(ctx, job_id), 0)
         return original_commit(ledger, shard, shard_commit)
 
     monkeypatch.setattr(JobLedger, "commit", commit)
     # When attempt A runs shard 0
-    winner = run_shard(job_id, 0, ctx)
+    winner = run_shard(JobHandle.bind(ctx, job_id), 0)
     # Then both attempts did model work, but only B's outputs count
     (loser,) = losing_commits
     assert _engine(ctx).calls == 2
-    assert winner.attempt != loser.attempt and winner == ctx.ledger(job_id).shard_commit(0)
-    assert _commit_markers(ctx, job_id) == [ctx.layout(job_id).shard_commit(0)]
+    assert winner.attempt != loser.attempt and winner == JobHandle.bind(ctx, job_id).ledger.shard_commit(0)
+    assert _commit_markers(ctx, job_id) == [JobHandle.bind(ctx, job_id).layout.shard_commit(0)]
     assert not ctx.store.exists(loser.part_key) and not ctx.store.exists(loser.errors_key)
     assert ctx.store.exists(winner.part_key) and ctx.store.exists(winner.errors_key)
     # And the shard is counted once although both attempts reported it
@@ -125,17 +126,17 @@ def test_two_attempts_of_a_shard_commit_once_and_the_loser_leaves_nothing(ctx, c
 
 def test_a_redelivered_shard_after_its_commit_does_no_model_work(ctx):
     job_id = _submit(ctx, _docs(6))
-    first = run_shard(job_id, 0, ctx)
+    first = run_shard(JobHandle.bind(ctx, job_id), 0)
     assert _engine(ctx).calls == 1
     # When the same shard task is delivered again (the worker died before acking it)
-    again = run_shard(job_id, 0, ctx)
+    again = run_shard(JobHandle.bind(ctx, job_id), 0)
     # Then it returns the commit, runs no model and counts nothing twice
     assert again == first and _engine(ctx).calls == 1
     assert ctx.status.get(job_id).counts.completed == 4
-    assert len(list(ctx.store.list(ctx.layout(job_id).parts_prefix))) == 1
+    assert len(list(ctx.store.list(JobHandle.bind(ctx, job_id).layout.parts_prefix))) == 1
     # Also once the job has finished
     _drain(ctx)
-    run_shard(job_id, 0, ctx)
+    run_shard(JobHandle.bind(ctx, job_id), 0)
     _drain(ctx)
     status = ctx.status.get(job_id)
     assert _engine(ctx).calls == 2 and (status.status, status.counts.completed) == (JobState.SUCCEEDED, 6)
@@ -146,10 +147,10 @@ def test_a_delivery_of_a_leased_shard_does_nothing(ctx):
     # Given another worker holds shard 1's lease
     held = ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
     # When shard 1's task is delivered here
-    assert run_shard(job_id, 1, ctx) is None
+    assert run_shard(JobHandle.bind(ctx, job_id), 1) is None
     # Then no model work, no objects, no commit, and the other attempt still holds the lease
     assert _engine(ctx).calls == 0
-    assert list(ctx.store.list(ctx.layout(job_id).parts_prefix)) == []
+    assert list(ctx.store.list(JobHandle.bind(ctx, job_id).layout.parts_prefix)) == []
     assert _commit_markers(ctx, job_id) == []
     assert ctx.leases.holder(job_id, shard_unit(1)) == held.attempt
     assert ctx.status.get(job_id).counts.completed == 0
@@ -168,7 +169,7 @@ def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, c
     _drain(ctx)
     # Then shard 0 was not embedded: its records are `shard_failed` errors; shard 1 was embedded
     assert _engine(ctx).calls == 1
-    commit = ctx.ledger(job_id).shard_commit(0)
+    commit = JobHandle.bind(ctx, job_id).ledger.shard_commit(0)
     assert commit.gave_up and commit.part_key is None and commit.errors == 4
     status = ctx.status.get(job_id)
     assert (status.status, status.counts.total, status.counts.completed, status.counts.failed) == (
@@ -178,7 +179,7 @@ def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, c
     assert all("2 attempts that crashed" in e["message"] for e in errors)
     # And every record is in exactly one place
     assert sorted(ids + [e["id"] for e in errors]) == sorted(d["id"] for d in docs)
-    manifest = ctx.ledger(job_id).manifest()
+    manifest = JobHandle.bind(ctx, job_id).ledger.manifest()
     assert manifest.shards.model_dump() == {"total": 2, "committed": 2, "gave_up": 1}
     assert manifest.counts.completed == 2 and manifest.counts.failed == 4
 
@@ -190,17 +191,17 @@ def test_cancel_mid_shard_stops_it_uncommitted_and_finishes_the_job_cancelled(ct
 
     def cancel_during_the_second_shard(call: int) -> None:
         if call == 2:
-            status = cancel_job(job_id, ctx)
+            status = cancel_job(JobHandle.bind(ctx, job_id))
             assert status.status is JobState.CANCELLING  # shard 1 is still running
 
-    ctx.use_engine(MODEL, CountingEngine(minilm_engine, after_first_result=cancel_during_the_second_shard))
+    ctx.engines.use(MODEL, CountingEngine(minilm_engine, after_first_result=cancel_during_the_second_shard))
     # When the shards run and a cancel arrives after shard 1's first result
     _drain(ctx)
     # Then shard 0 stays committed, shard 1 stopped without committing, shard 2 never ran
-    ledger = ctx.ledger(job_id)
+    ledger = JobHandle.bind(ctx, job_id).ledger
     assert sorted(ledger.commits()) == [0]
     assert _engine(ctx).calls == 2
-    parts = list(ctx.store.list(ctx.layout(job_id).parts_prefix))
+    parts = list(ctx.store.list(JobHandle.bind(ctx, job_id).layout.parts_prefix))
     assert parts == [ledger.shard_commit(0).part_key]
     # And the job ended cancelled, its manifest listing only the committed part
     manifest = ledger.manifest()

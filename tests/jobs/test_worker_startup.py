@@ -90,7 +90,7 @@ def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     assert len(hostnames) == 2
     # And each child's command line means what it says to `poolq worker`
     seen = []
-    monkeypatch.setattr(worker_module, "run_worker", lambda settings, opts: seen.append(opts))
+    monkeypatch.setattr("poolq.jobs.run_worker", lambda settings, opts: seen.append(opts))  # what the CLI imports
     for command in commands:
         result = CliRunner().invoke(main, command.argv[3:])
         assert result.exit_code == 0, result.output

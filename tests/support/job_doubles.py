@@ -1,8 +1,12 @@
 """Test doubles for the jobs layer: a settable clock, an enqueuer that records tasks, a drain."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.coordination.enqueuer import Enqueuer
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
@@ -54,18 +58,18 @@ class RecordingEnqueuer(Enqueuer):
         return tasks
 
 
-def run_section(job_id, stage, section, ctx) -> None:
-    plan_section(job_id, SectionStage(stage), section, ctx)
-
-
-# What each recorded task runs: (job_id, ...args, ctx)
-STEPS = {"plan": plan_job, "plan_section": run_section, "shard": run_shard, "finalize": finalize_job,
-         "batch": advance_batch}
+# What each recorded task runs: its job is bound once, then the step gets the handle.
+JOB_STEPS = {"plan": plan_job, "plan_section": lambda job, stage, section: plan_section(job, SectionStage(stage), section),
+             "shard": run_shard, "finalize": finalize_job}
 
 
 def run_task(task: tuple, ctx) -> None:
     kind, *args = task
-    STEPS[kind](*args, ctx)
+    if kind == "batch":
+        advance_batch(*args, ctx)
+        return
+    job_id, *rest = args
+    JOB_STEPS[kind](JobHandle.bind(ctx, job_id), *rest)
 
 
 PLANNING = frozenset({"plan", "plan_section"})
@@ -80,3 +84,9 @@ def drain(ctx, only: frozenset[str] | None = None) -> None:
             return
         ctx.enqueuer.tasks.remove(runnable[0])
         run_task(runnable[0], ctx)
+
+
+def bindable_context(**parts) -> SimpleNamespace:
+    """A stand-in context with just what binding a job needs (every job belongs to tenant ``acme``),
+    plus ``parts`` (``status=...``): for the Celery edge's tests, whose steps are stubbed."""
+    return SimpleNamespace(tenant_of=lambda job_id: "acme", service_layout=ServiceLayout("jobs"), store=None, **parts)

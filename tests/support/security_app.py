@@ -18,11 +18,8 @@ import httpx
 
 from poolq.api.server.app import create_app
 from poolq.devtools.devstack.ports import free_port
-from poolq.engine import ModelRegistry
-from poolq.jobs.context import JobContext
+from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.coordination.enqueuer import Enqueuer
-from poolq.jobs.coordination.leases import InMemoryLeaseStore
-from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +36,7 @@ class HoldingEnqueuer(Enqueuer):
 
 def holding_context(settings: Settings) -> JobContext:
     """A context over ``settings``' (local) store, in-memory status, and nothing ever running."""
-    return JobContext(
-        settings=settings, store=settings.object_store(), status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(),
-        enqueuer=HoldingEnqueuer(), registry=ModelRegistry.with_packaged_models(settings.models),
-    )
+    return build_context(settings, HoldingEnqueuer())
 
 
 def create_app_from_env():

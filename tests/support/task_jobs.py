@@ -3,6 +3,7 @@ import json
 
 import pyarrow as pa
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -15,7 +16,7 @@ def run_task_job(ctx, documents, **fields):
     spec = JobSpec.model_validate({"input": {"documents": documents}, **fields})
     status = run_job_locally(spec, ctx)
     assert status.status is JobState.SUCCEEDED, (status.error, status.error_samples)
-    manifest = json.loads(ctx.store.get(ctx.layout(status.id).manifest))
+    manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(ctx.store.get(part["key"])) for part in manifest["parts"]])
     keys = [("id", "ascending")] + ([("chunk_index", "ascending")] if "chunk_index" in table.column_names else [])
     return manifest, table.sort_by(keys)

@@ -2,34 +2,37 @@
 functions; every route is authenticated and sees only its caller's tenant (others' jobs: 404)."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
+from poolq.api.server.dependencies import Caller, CallersJob, Context
 from poolq.api.server.schemas import ErrorBody, JobList, JobResults, SpecValidation
-from poolq.api.server.security import AUTH_RESPONSES, caller
+from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.jobs.context import JobContext
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.status.job_listing import list_jobs
-from poolq.jobs.status.recovery import current_status
-from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
-from poolq.jobs.steps.submit import IdempotencyConflict, JobRejected, TooManyActiveJobs, submit_job, validate_spec
-from poolq.jobs.tenancy.api_keys import Principal
+from poolq.jobs import (
+    IdempotencyConflict,
+    JobAlreadyFinished,
+    JobHandle,
+    JobRejected,
+    JobSpec,
+    JobStatus,
+    TooManyActiveJobs,
+    cancel_job,
+    current_status,
+    list_jobs,
+    submit_job,
+    validate_spec,
+)
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
 
 
-def _ctx(request: Request) -> JobContext:
-    return request.app.state.ctx
-
-
-def _job_or_404(ctx: JobContext, job_id: str, principal: Principal) -> JobStatus:
-    job = current_status(job_id, ctx)
-    if job is None or job.tenant != principal.tenant:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id!r} not found")
-    return job
+def _status_or_404(job: JobHandle) -> JobStatus:
+    status_now = current_status(job)
+    if status_now is None:  # a submission under way has no spec yet
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job.id!r} not found")
+    return status_now
 
 
 def _invalid(loc: tuple, message: str) -> RequestValidationError:
@@ -43,12 +46,13 @@ def create_job(
     spec: JobSpec,
     request: Request,
     response: Response,
-    principal: Principal = Depends(caller),
+    ctx: Context,
+    principal: Caller,
     _strict: None = strict_body(JobSpec),
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
     try:
-        job = submit_job(spec, _ctx(request), idempotency_key=idempotency_key, tenant=principal.tenant)
+        job = submit_job(spec, ctx, idempotency_key=idempotency_key, tenant=principal.tenant)
     except JobRejected as exc:
         raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
     except IdempotencyConflict as exc:
@@ -60,12 +64,11 @@ def create_job(
 
 
 @router.post("/validate", response_model=SpecValidation)
-def validate(spec: JobSpec, request: Request, principal: Principal = Depends(caller),
-             _strict: None = strict_body(JobSpec)) -> SpecValidation:
+def validate(spec: JobSpec, ctx: Context, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
     """The checks ``POST /v1/jobs`` makes on a body (model, task, options), submitting nothing:
     422 names what is wrong. The input is checked for its form only (not read, not its access)."""
     try:
-        validate_spec(spec, _ctx(request))
+        validate_spec(spec, ctx)
     except JobRejected as exc:
         raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
     return SpecValidation(valid=True)
@@ -73,46 +76,42 @@ def validate(spec: JobSpec, request: Request, principal: Principal = Depends(cal
 
 @router.get("", response_model=JobList)
 def list_all(
-    request: Request,
-    principal: Principal = Depends(caller),
+    ctx: Context,
+    principal: Caller,
     _strict: None = strict_body(JobSpec),
     limit: int = Query(50, ge=1, le=500),
     before: str | None = Query(None, pattern="^[0-9a-f]{32}$", description="a job id: list older jobs"),
 ) -> JobList:
     """The caller's jobs, newest first."""
-    jobs = list_jobs(principal.tenant, _ctx(request), limit=limit, before=before)
+    jobs = list_jobs(principal.tenant, ctx, limit=limit, before=before)
     return JobList(jobs=jobs, next_before=jobs[-1].id if len(jobs) == limit else None)
 
 
 @router.get("/{job_id}", response_model=JobStatus, responses=_NOT_FOUND)
-def get_job(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobStatus:
-    return _job_or_404(_ctx(request), job_id, principal)
+def get_job(job: CallersJob) -> JobStatus:
+    return _status_or_404(job)
 
 
 @router.post("/{job_id}/cancel", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
              responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "already finished"}})
-def cancel(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobStatus:
+def cancel(job: CallersJob) -> JobStatus:
     """Stop the job: running shards stop between batches; committed parts stay in its manifest."""
-    ctx = _ctx(request)
-    _job_or_404(ctx, job_id, principal)
+    _status_or_404(job)
     try:
-        return cancel_job(job_id, ctx)
-    except JobNotFound:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id!r} not found") from None
+        return cancel_job(job)
     except JobAlreadyFinished as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
 
 
 @router.get("/{job_id}/results", response_model=JobResults,
             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "not finished"}})
-def get_results(job_id: str, request: Request, principal: Principal = Depends(caller)) -> JobResults:
+def get_results(job: CallersJob) -> JobResults:
     """The manifest with presigned GET URLs (short-lived), issued after the ownership check."""
-    ctx = _ctx(request)
-    job = _job_or_404(ctx, job_id, principal)
-    if job.result is None:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id!r} is {job.status.value}; results come when it finishes")
-    layout = ctx.layout(job_id)
-    manifest = ctx.ledger(job_id).manifest()
+    status_now = _status_or_404(job)
+    if status_now.result is None:
+        raise HTTPException(status.HTTP_409_CONFLICT,
+                            f"job {job.id!r} is {status_now.status.value}; results come when it finishes")
+    manifest = job.ledger.manifest()
     if manifest is None:  # the status says finished, so the manifest was written; only a lost object gets here
-        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id!r} has no manifest yet; try again shortly")
-    return JobResults.from_manifest(manifest, layout.manifest, ctx.store, ctx.settings.presign_expires_s)
+        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job.id!r} has no manifest yet; try again shortly")
+    return JobResults.from_manifest(manifest, job.layout.manifest, job.ctx.store, job.ctx.settings.presign_expires_s)

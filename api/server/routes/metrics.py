@@ -27,10 +27,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from poolq.api.server.security import admin_caller
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.observability.gauges import SystemGauges
-from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, JobMetrics, MetricsTotals
-from poolq.jobs.settings import Settings
+from poolq.jobs import LATENCY_BUCKETS_S, JobMetrics, JobState, MetricsTotals, Settings, SystemGauges
 
 FINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
 

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
+from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import AUTH_RESPONSES, caller
+from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.jobs.batches.batches import (
+from poolq.jobs import (
     BatchAlreadyEnded,
     BatchNotFound,
+    BatchObject,
     BatchRejected,
+    ExpiresAfter,
+    Page,
     cancel_batch,
     create_batch,
     get_batch,
     list_batches,
 )
-from poolq.jobs.batches.openai_objects import BatchObject, ExpiresAfter, Page
-from poolq.jobs.tenancy.api_keys import Principal
 
 router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
@@ -44,35 +46,35 @@ def _not_found(batch_id: str) -> HTTPException:
 
 
 @router.post("", response_model=BatchObject)
-def create(body: CreateBatch, request: Request, principal: Principal = Depends(caller),
+def create(body: CreateBatch, ctx: Context, principal: Caller,
            _strict: None = strict_body(CreateBatch)) -> BatchObject:
     try:
         expiry = body.output_expires_after.seconds if body.output_expires_after else None
         return create_batch(principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
-                            request.app.state.ctx, output_expires_after_s=expiry)
+                            ctx, output_expires_after_s=expiry)
     except BatchRejected as exc:
         raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": "value_error"}]) from None
 
 
 @router.get("", response_model=Page[BatchObject])
-def list_all(request: Request, principal: Principal = Depends(caller), after: str | None = Query(None, max_length=64),
+def list_all(ctx: Context, principal: Caller, after: str | None = Query(None, max_length=64),
              limit: int = Query(20, ge=1, le=100)) -> Page[BatchObject]:
-    return list_batches(principal.tenant, request.app.state.ctx, after=after, limit=limit)
+    return list_batches(principal.tenant, ctx, after=after, limit=limit)
 
 
 @router.get("/{batch_id}", response_model=BatchObject, responses=_NOT_FOUND)
-def get(batch_id: str, request: Request, principal: Principal = Depends(caller)) -> BatchObject:
+def get(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
     try:
-        return get_batch(principal.tenant, batch_id, request.app.state.ctx)
+        return get_batch(principal.tenant, batch_id, ctx)
     except BatchNotFound:
         raise _not_found(batch_id) from None
 
 
 @router.post("/{batch_id}/cancel", response_model=BatchObject,
              responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the batch has ended"}})
-def cancel(batch_id: str, request: Request, principal: Principal = Depends(caller)) -> BatchObject:
+def cancel(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
     try:
-        return cancel_batch(principal.tenant, batch_id, request.app.state.ctx)
+        return cancel_batch(principal.tenant, batch_id, ctx)
     except BatchNotFound:
         raise _not_found(batch_id) from None
     except BatchAlreadyEnded as exc:

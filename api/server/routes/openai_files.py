@@ -5,24 +5,27 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Literal
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile, status
+from fastapi import APIRouter, File, Form, HTTPException, Query, UploadFile, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
+from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import AUTH_RESPONSES, caller
-from poolq.jobs.batches.batch_files import (
+from poolq.api.server.security import AUTH_RESPONSES
+from poolq.jobs import (
+    DeletedFile,
+    ExpiresAfter,
     FileNotFound,
+    FileObject,
     FileTooLarge,
+    Page,
     create_file,
     delete_file,
     get_file,
     list_files,
     open_file_content,
 )
-from poolq.jobs.batches.openai_objects import DeletedFile, ExpiresAfter, FileObject, Page
-from poolq.jobs.tenancy.api_keys import Principal
 
 router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
 _NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
@@ -41,14 +44,12 @@ def _file_or_404(file_id: str) -> Iterator[None]:
 @router.post("", response_model=FileObject,
              responses={400: {"model": ErrorBody, "description": "the body is not a multipart form"},
                         413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
-def upload(request: Request, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
+def upload(ctx: Context, principal: Caller, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
            expires_anchor: str | None = Form(None, alias="expires_after[anchor]", max_length=32),
-           expires_seconds: int | None = Form(None, alias="expires_after[seconds]"),
-           principal: Principal = Depends(caller)) -> FileObject:
+           expires_seconds: int | None = Form(None, alias="expires_after[seconds]")) -> FileObject:
     """A batch input file (JSONL, one request per line), streamed into the store; with
     ``expires_after`` (OpenAI's form fields) it is deleted that many seconds after its upload."""
     expiry = _expires_after(expires_anchor, expires_seconds)
-    ctx = request.app.state.ctx
     try:
         return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
                            ctx.settings.max_file_bytes, expires_after_s=expiry.seconds if expiry else None)
@@ -69,22 +70,22 @@ def _expires_after(anchor: str | None, seconds: int | None) -> ExpiresAfter | No
 
 
 @router.get("", response_model=Page[FileObject])
-def list_all(request: Request, principal: Principal = Depends(caller), after: str | None = Query(None, max_length=64),
+def list_all(ctx: Context, principal: Caller, after: str | None = Query(None, max_length=64),
              limit: int = Query(10_000, ge=1, le=10_000), order: Literal["asc", "desc"] = "desc",
              purpose: str | None = Query(None, max_length=64)) -> Page[FileObject]:
-    return list_files(principal.tenant, request.app.state.ctx, after=after, limit=limit, order=order, purpose=purpose)
+    return list_files(principal.tenant, ctx, after=after, limit=limit, order=order, purpose=purpose)
 
 
 @router.get("/{file_id}", response_model=FileObject, responses=_NOT_FOUND)
-def get(file_id: str, request: Request, principal: Principal = Depends(caller)) -> FileObject:
+def get(file_id: str, ctx: Context, principal: Caller) -> FileObject:
     with _file_or_404(file_id):
-        return get_file(principal.tenant, file_id, request.app.state.ctx)
+        return get_file(principal.tenant, file_id, ctx)
 
 
 @router.get("/{file_id}/content", response_class=StreamingResponse, responses=_NOT_FOUND)
-def content(file_id: str, request: Request, principal: Principal = Depends(caller)) -> StreamingResponse:
+def content(file_id: str, ctx: Context, principal: Caller) -> StreamingResponse:
     with _file_or_404(file_id):
-        stream = open_file_content(principal.tenant, file_id, request.app.state.ctx)
+        stream = open_file_content(principal.tenant, file_id, ctx)
 
     def chunks() -> Iterator[bytes]:
         with stream:
@@ -94,6 +95,6 @@ def content(file_id: str, request: Request, principal: Principal = Depends(calle
 
 
 @router.delete("/{file_id}", response_model=DeletedFile, responses=_NOT_FOUND)
-def delete(file_id: str, request: Request, principal: Principal = Depends(caller)) -> DeletedFile:
+def delete(file_id: str, ctx: Context, principal: Caller) -> DeletedFile:
     with _file_or_404(file_id):
-        return delete_file(principal.tenant, file_id, request.app.state.ctx)
+        return delete_file(principal.tenant, file_id, ctx)

@@ -1,19 +1,29 @@
 """``/v1/schedules``: scheduled (incremental) reindex. Routes only translate HTTP <-> plain functions."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
+from poolq.api.server.dependencies import AdminCaller, Context
 from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import ADMIN_RESPONSES, admin_caller
+from poolq.api.server.security import ADMIN_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.jobs.context import JobContext
-from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
-from poolq.jobs.schedules.schedule_admin import create_schedule, delete_schedule, get_schedule, list_schedules
-from poolq.jobs.schedules.schedule_runner import RunView, recent_runs, run_schedule, run_view
-from poolq.jobs.steps.submit import JobRejected
-from poolq.jobs.tenancy.api_keys import Principal
+from poolq.jobs import (
+    JobContext,
+    JobRejected,
+    Principal,
+    RunView,
+    Schedule,
+    ScheduleRequest,
+    create_schedule,
+    delete_schedule,
+    get_schedule,
+    list_schedules,
+    recent_runs,
+    run_schedule,
+    run_view,
+)
 
 # Schedules need an admin key; each tenant still sees only its own (others': 404).
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute, responses=ADMIN_RESPONSES)
@@ -30,10 +40,6 @@ class ScheduleDetail(Schedule):
     runs: list[RunView]
 
 
-def _ctx(request: Request) -> JobContext:
-    return request.app.state.ctx
-
-
 def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) -> Schedule:
     schedule = get_schedule(schedule_id, ctx, tenant=principal.tenant)
     if schedule is None:
@@ -44,10 +50,10 @@ def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) ->
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
              responses={413: {"model": ErrorBody, "description": "body too large"}})
 def create(body: ScheduleRequest, request: Request, response: Response,
-           principal: Principal = Depends(admin_caller), _strict: None = strict_body(ScheduleRequest)) -> Schedule:
+           ctx: Context, principal: AdminCaller, _strict: None = strict_body(ScheduleRequest)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
     try:
-        schedule = create_schedule(body, _ctx(request), tenant=principal.tenant)
+        schedule = create_schedule(body, ctx, tenant=principal.tenant)
     except JobRejected as exc:
         loc = ("body", *exc.field.split("."))
         raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
@@ -56,30 +62,30 @@ def create(body: ScheduleRequest, request: Request, response: Response,
 
 
 @router.get("", response_model=ScheduleList)
-def list_all(request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleList:
-    return ScheduleList(schedules=list_schedules(_ctx(request), tenant=principal.tenant))
+def list_all(ctx: Context, principal: AdminCaller) -> ScheduleList:
+    return ScheduleList(schedules=list_schedules(ctx, tenant=principal.tenant))
 
 
 @router.get("/{schedule_id}", response_model=ScheduleDetail, responses=_NOT_FOUND)
-def get_one(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> ScheduleDetail:
-    ctx = _ctx(request)
+def get_one(schedule_id: str, ctx: Context, principal: AdminCaller) -> ScheduleDetail:
+    ctx = ctx
     schedule = _schedule_or_404(ctx, schedule_id, principal)
     return ScheduleDetail(**dict(schedule), runs=recent_runs(schedule_id, ctx))
 
 
 @router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
-def delete(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> Response:
+def delete(schedule_id: str, ctx: Context, principal: AdminCaller) -> Response:
     """Delete the schedule and its run records; jobs it ran stay."""
-    if not delete_schedule(schedule_id, _ctx(request), tenant=principal.tenant):
+    if not delete_schedule(schedule_id, ctx, tenant=principal.tenant):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{schedule_id}/run", status_code=status.HTTP_202_ACCEPTED, response_model=RunView,
              responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the template no longer fits this server"}})
-def run_now(schedule_id: str, request: Request, principal: Principal = Depends(admin_caller)) -> RunView:
+def run_now(schedule_id: str, ctx: Context, principal: AdminCaller) -> RunView:
     """Run the schedule now (its slot is this second), incrementally like a scheduled run."""
-    ctx = _ctx(request)
+    ctx = ctx
     _schedule_or_404(ctx, schedule_id, principal)
     try:
         run = run_schedule(schedule_id, ctx, manual=True)

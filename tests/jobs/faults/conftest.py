@@ -34,6 +34,7 @@ import pytest
 from poolq.devtools.devstack.ports import free_port
 from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+from poolq.jobs.job_handle import JobHandle
 
 LAUNCHER = Path(__file__).with_name("launch_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -438,7 +439,7 @@ class Deployment:
         failed = failed or {}
         final = self.wait_state(job_id, {"succeeded", "partially_succeeded", "failed", "cancelled"}, timeout)
         ctx = self.ctx
-        layout = ctx.layout(job_id)
+        layout = JobHandle.bind(ctx, job_id).layout
         assert ctx.store.exists(layout.manifest), f"job {job_id} is {final['status']} but has no manifest"
         manifest = json.loads(ctx.store.get(layout.manifest))  # the bucket's JSON, as its readers see it
         assert (final["status"], manifest["status"]) == (state, state), (final, manifest["status"], self.logs())
@@ -487,7 +488,7 @@ class Deployment:
         assert ctx.store.pending_uploads(layout.root + "/") == []
         listed = sorted(part["key"] for part in manifest["parts"])
         assert sorted(ctx.store.list(layout.parts_prefix)) == listed, "unlisted parts left behind"
-        committed_errors = sorted(commit.errors_key for commit in ctx.ledger(job_id).commits().values())
+        committed_errors = sorted(commit.errors_key for commit in JobHandle.bind(ctx, job_id).ledger.commits().values())
         attempt_errors = sorted(key for key in ctx.store.list(layout.work_prefix) if key.endswith(".errors.jsonl"))
         assert attempt_errors == committed_errors, "losing attempts' error files left behind"
         assert not ctx.store.exists(ctx.service_layout.active(job_id))

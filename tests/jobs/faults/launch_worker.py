@@ -141,10 +141,10 @@ def _patch_deliveries() -> None:
 
     original_run_shard = tasks.run_shard
 
-    def run_shard(job_id, shard, ctx):
-        _record("deliveries", job_id=job_id, shard=shard)
-        commit = original_run_shard(job_id, shard, ctx)
-        _record("delivery_results", job_id=job_id, shard=shard, attempt=commit.attempt if commit else None)
+    def run_shard(job, shard):
+        _record("deliveries", job_id=job.id, shard=shard)
+        commit = original_run_shard(job, shard)
+        _record("delivery_results", job_id=job.id, shard=shard, attempt=commit.attempt if commit else None)
         return commit
 
     tasks.run_shard = run_shard

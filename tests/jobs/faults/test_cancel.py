@@ -3,6 +3,8 @@ import time
 
 import pytest
 
+from poolq.jobs import JobHandle
+
 pytestmark = pytest.mark.integration
 
 
@@ -12,7 +14,7 @@ def test_cancel_mid_job_over_http(deployment, documents, reference):
     deployment.start_worker("w1", slow_s=0.5)
     job_id = deployment.submit(documents)
     # When the job is cancelled once a shard is committed and another is running
-    ledger = deployment.ctx.ledger(job_id)
+    ledger = JobHandle.bind(deployment.ctx, job_id).ledger
     deployment.wait(lambda: ledger.commits() and deployment.leases(job_id), 60, "a committed shard and a running one")
     started = time.monotonic()
     with deployment.client() as client:

@@ -1,6 +1,8 @@
 """Progress moves while a shard runs: a real worker reports what it has done between commits."""
 import pytest
 
+from poolq.jobs import JobHandle
+
 pytestmark = pytest.mark.integration
 
 
@@ -22,7 +24,7 @@ def test_a_running_shard_reports_its_documents_and_tokens_between_commits(deploy
     deployment.wait(finished, 120, f"job {job_id} to finish", interval=0.02)
     # Then the one shard's progress was seen at three or more points, moving forward, and is gone
     # once it committed (the counts took it over)
-    assert deployment.ctx.ledger(job_id).plan().num_shards == 1
+    assert JobHandle.bind(deployment.ctx, job_id).ledger.plan().num_shards == 1
     assert len(seen) >= 3, seen
     points = sorted(seen)
     assert all(later[1] > earlier[1] for earlier, later in zip(points, points[1:]))  # tokens grow with documents

@@ -2,6 +2,8 @@
 503, and writes that fail for good for one shard."""
 import pytest
 
+from poolq.jobs import JobHandle
+
 pytestmark = pytest.mark.integration
 
 
@@ -41,7 +43,7 @@ def test_s3_failing_for_good_for_one_shards_parts(deployment, documents, referen
     shard_1 = {d["id"] for d in documents[3:6]}
     deployment.check_outcome(job_id, documents, reference, state="partially_succeeded",
                              failed={i: "shard_failed" for i in shard_1})
-    errors = deployment.ctx.store.get(deployment.ctx.layout(job_id).errors).decode()
+    errors = deployment.ctx.store.get(JobHandle.bind(deployment.ctx, job_id).layout.errors).decode()
     assert "shard 1 failed: StorageError" in errors and "SlowDown" in errors
     from poolq.jobs.steps.failures import MAX_RETRIES
     assert len(deployment.events("s3_faults")) == (MAX_RETRIES + 1) * 2  # 6 task attempts x 2 tries each

@@ -5,6 +5,8 @@ import signal
 
 import pytest
 
+from poolq.jobs import JobHandle
+
 pytestmark = pytest.mark.integration
 
 SLOW_S = 0.3  # per document: a shard of 3 documents takes about a second
@@ -94,7 +96,7 @@ def test_a_poison_shard_fails_after_max_shard_crashes(deployment, documents, ref
                                         failed={i: "shard_failed" for i in poisoned})
     assert len(deployment.events("poisoned")) == 2
     assert manifest["shards"]["gave_up"] == 1
-    errors = deployment.ctx.store.get(deployment.ctx.layout(job_id).errors).decode()
+    errors = deployment.ctx.store.get(JobHandle.bind(deployment.ctx, job_id).layout.errors).decode()
     assert "abandoned after 2 attempts" in errors
 
 
@@ -108,7 +110,7 @@ def test_sigterm_mid_shard_finishes_the_shard_and_exits_0(deployment, documents,
     os.kill(first.pid, signal.SIGTERM)
     # Then it finishes and commits that shard, then exits 0 (warm shutdown)
     assert first.wait_exit(30) == 0, first.log()[-3000:]
-    assert deployment.ctx.ledger(job_id).shard_commit(shard_of(unit)) is not None
+    assert JobHandle.bind(deployment.ctx, job_id).ledger.shard_commit(shard_of(unit)) is not None
     # and another worker finishes the rest, with nothing embedded twice
     deployment.start_worker("w2")
     deployment.check_outcome(job_id, documents, reference)
@@ -123,7 +125,7 @@ def test_kill_9_of_a_planner_mid_plan_then_another_worker_plans_it_once(deployme
     deployment.wait(lambda: deployment.events("planning"), 60, "planning to start", 0.05)
     # When the worker is killed (-9) while it plans (no plan written yet), and another worker starts
     deployment.kill_group(first)
-    assert deployment.ctx.ledger(job_id).plan() is None
+    assert JobHandle.bind(deployment.ctx, job_id).ledger.plan() is None
     deployment.start_worker("w2")
     # Then the other worker plans it (once the dead planner's lease lapses) and the job succeeds
     # exactly: every record once, in a part or in the error file

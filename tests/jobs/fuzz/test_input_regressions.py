@@ -10,6 +10,7 @@ import json
 import pytest
 from jsonl_strategies import TrickleStream, nested
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -24,12 +25,12 @@ def _line(record: dict) -> bytes:
 
 def _run(ctx, uri: str):
     status = run_job_locally(JobSpec.model_validate({"input": {"uri": uri}}), ctx)
-    manifest = ctx.ledger(status.id).manifest()
+    manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     assert manifest is not None and status.error is None, status
     ids: list[str] = []
     for part in manifest.parts:
         ids += read_embeddings(ctx.store.get(part.key)).column("id").to_pylist()
-    raw = ctx.store.get(ctx.layout(status.id).errors)
+    raw = ctx.store.get(JobHandle.bind(ctx, status.id).layout.errors)
     errors = [json.loads(line) for line in raw.split(b"\n") if line.strip()]
     assert (manifest.counts.completed, manifest.counts.failed) == (len(ids), len(errors))
     return status, manifest, ids, errors

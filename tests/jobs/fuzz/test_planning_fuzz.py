@@ -29,6 +29,7 @@ from jsonl_strategies import (
     word_text,
 )
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -42,7 +43,7 @@ ENGINE_CODES = {"empty_after_tokenization", "document_too_long"}
 @pytest.fixture(scope="module")
 def fuzz_ctx(tmp_path_factory, minilm_engine):
     ctx = local_context(tmp_path_factory.mktemp("fuzz-out"), Settings(shard_max_documents=4, shard_max_chars=20_000))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     return ctx
 
 
@@ -90,7 +91,7 @@ def job_inputs(draw) -> tuple[bytes, set[int]]:
 
 
 def _error_entries(ctx, job_id: str) -> list[dict]:
-    raw = ctx.store.get(ctx.layout(job_id).errors)
+    raw = ctx.store.get(JobHandle.bind(ctx, job_id).layout.errors)
     return [json.loads(line) for line in raw.split(b"\n") if line.strip()]
 
 
@@ -105,7 +106,7 @@ def check_job(ctx, content: bytes, constructed: set[int], path, stored: bytes | 
     path.write_bytes(content if stored is None else stored)
     spec = JobSpec.model_validate({"input": {"uri": path.as_uri()}})
     status = run_job_locally(spec, ctx)  # raises nothing, whatever the input
-    manifest = ctx.ledger(status.id).manifest()
+    manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     assert manifest is not None, f"the job did not finish: {status}"
     # no failure of the job as a whole: an error, if any, only says that every record failed, and why
     per_record = status.error is None or (status.error.startswith("every record failed: ") and manifest.counts.completed == 0)

@@ -20,6 +20,7 @@ from poolq.jobs.inputs.included_fields import (
     type_label,
     types_to_check,
 )
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
@@ -79,7 +80,7 @@ def test_a_jsonl_input_carries_its_own_fields(local_ctx, tmp_path):
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     spec = JobSpec.model_validate({"input": {"uri": source.as_uri()}, "output": {"include_fields": ["title", "year"]}})
     status = run_job_locally(spec, local_ctx)
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     assert status.counts.completed == 3 and manifest["columns"][-2:] == ["title", "year"]
 
 
@@ -90,7 +91,7 @@ def test_a_job_that_wrote_no_row_still_names_its_carried_columns(local_ctx):
                                    "long_documents": {"mode": "error"}})
     status = run_job_locally(spec, local_ctx)
     # Then the manifest's schema is what the parts would have held: the task's columns, then the fields
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     assert status.errors_by_code == {"document_too_long": 3}, status.errors_by_code
     assert manifest["parts"] == [] and manifest["columns"][-2:] == ["title", "year"]
     assert {c["name"]: c["type"] for c in manifest["output"]["schema"]}["year"] == "int64"

@@ -1,6 +1,7 @@
 """The typed manifest: what the finalizer writes is what every reader parses, old manifests included."""
 import json
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import MANIFEST_VERSION, JobManifest
 from poolq.jobs.local_runner import run_job_locally
@@ -55,8 +56,8 @@ def test_fields_a_newer_version_adds_are_kept_not_refused():
 def test_the_finalizer_writes_a_manifest_the_model_reads_back(local_ctx):
     status = run_job_locally(JobSpec.model_validate({"input": {"documents": [
         {"id": "a", "text": "one document"}, {"id": "b", "text": "another one"}]}}), local_ctx)
-    stored = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
-    manifest = local_ctx.ledger(status.id).manifest()
+    stored = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
+    manifest = JobHandle.bind(local_ctx, status.id).ledger.manifest()
     assert stored["version"] == MANIFEST_VERSION == manifest.version
     assert manifest.status is JobState.SUCCEEDED and manifest.counts.rows == 2
     assert [part.rows for part in manifest.parts] == [2] and manifest.output.dtype == "float32"
@@ -82,7 +83,7 @@ def test_a_carried_part_has_no_shard_field():
 
 def test_an_embed_manifest_names_no_labels(local_ctx):
     status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
-    assert "labels" not in json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))["output"]
+    assert "labels" not in json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))["output"]
 
 
 def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_ctx, monkeypatch):
@@ -104,7 +105,7 @@ def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_
     # When it runs
     status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
     # Then the ledger's verdict is written: failed, naming the model, with no parts and no columns
-    manifest = local_ctx.ledger(status.id).manifest()
+    manifest = JobHandle.bind(local_ctx, status.id).ledger.manifest()
     assert manifest is not None and manifest.status is JobState.FAILED
     assert "unknown model 'all-MiniLM-L6-v2'" in manifest.errors.samples[0]
     assert manifest.parts == [] and manifest.columns == []

@@ -5,6 +5,7 @@ import random
 import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.planning import id_partitions
@@ -55,8 +56,8 @@ def test_duplicate_ids_across_two_input_objects_are_reported_naming_the_second(t
     job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}}), ctx).id
     # When it is planned (two objects: two sections, each scanned and cut by its own task)
     drain(ctx, only=PLANNING)
-    plan = ctx.ledger(job_id).plan()
-    errors = [json.loads(line) for line in ctx.store.get(ctx.layout(job_id).plan_errors).splitlines()]
+    plan = JobHandle.bind(ctx, job_id).ledger.plan()
+    errors = [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.plan_errors).splitlines()]
     assert (plan.total, plan.plan_errors) == (7, 1)
     assert [(e["code"], e["id"], e["line"]) for e in errors] == [("duplicate_id", "d3", 1)]
     assert errors[0]["source"].endswith("/b.jsonl") and "b.jsonl: line 1" in errors[0]["message"]

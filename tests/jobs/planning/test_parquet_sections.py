@@ -13,6 +13,7 @@ import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
@@ -93,7 +94,7 @@ def _plan(tmp_path, folder, name, section_bytes, shuffle=None):
 
 
 def _kept(ctx, job_id):
-    plan, layout, kept = ctx.ledger(job_id).plan(), ctx.layout(job_id), []
+    plan, layout, kept = JobHandle.bind(ctx, job_id).ledger.plan(), JobHandle.bind(ctx, job_id).layout, []
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
         rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
@@ -102,7 +103,7 @@ def _kept(ctx, job_id):
 
 
 def _errors(ctx, job_id):
-    return [json.loads(line) for line in ctx.store.get(ctx.layout(job_id).plan_errors).splitlines()]
+    return [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.plan_errors).splitlines()]
 
 
 @pytest.mark.parametrize("section_bytes,shuffle", [(1 << 10, None), (1 << 10, 4), (2 << 10, 9)])
@@ -111,8 +112,8 @@ def test_a_parquet_prefix_in_sections_in_any_order_plans_what_one_pass_decides(t
     expected_kept, expected_errors = _oracle(corpus)
     ctx, job_id = _plan(tmp_path, tmp_path / "corpus", "small", section_bytes, shuffle)
     whole_ctx, whole_id = _plan(tmp_path, tmp_path / "corpus", "whole", 64 << 20)
-    sections = PlanningLedger(ctx.store, ctx.layout(job_id)).sections()
-    assert len(sections) > 6 and len(PlanningLedger(whole_ctx.store, whole_ctx.layout(whole_id)).sections()) == 5
+    sections = PlanningLedger(ctx.store, JobHandle.bind(ctx, job_id).layout).sections()
+    assert len(sections) > 6 and len(PlanningLedger(whole_ctx.store, JobHandle.bind(whole_ctx, whole_id).layout).sections()) == 5
     # Then every row is kept once, in input order, or is an error naming its object and row
     kept = sorted(_kept(ctx, job_id), key=lambda k: (list(corpus).index(k[0]), k[2]))
     assert kept == expected_kept
@@ -128,14 +129,14 @@ def test_a_parquet_prefix_in_sections_in_any_order_plans_what_one_pass_decides(t
     assert by_place[("e.parquet", 2)]["message"].endswith("row 2 (id 'e1'): field 'text' must be a string")
     # and the plan is the one-section-per-object plan's
     assert errors == _errors(whole_ctx, whole_id) and sorted(kept) == sorted(_kept(whole_ctx, whole_id))
-    plan = ctx.ledger(job_id).plan()
+    plan = JobHandle.bind(ctx, job_id).ledger.plan()
     assert (plan.total, plan.plan_errors) == (sum(len(rows) for rows in corpus.values()), len(expected_errors))
 
 
 def test_a_shard_names_row_runs_and_no_text(tmp_path):
     corpus = _corpus(tmp_path / "corpus")
     ctx, job_id = _plan(tmp_path, tmp_path / "corpus", "runs", 64 << 20)
-    raw = ctx.store.get(ctx.layout(job_id).shard_input(0, 0))
+    raw = ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0))
     shard = ShardInput.from_bytes(raw)
     assert shard.format == "parquet" and shard.records == [] and b"word" not in raw
     # rows 1-5 of a.parquet, then row 6 (a null text) ends the run; row indices, numbered from 1
@@ -147,7 +148,7 @@ def test_a_shard_names_row_runs_and_no_text(tmp_path):
 def test_a_replaced_parquet_object_is_not_read_as_the_planned_one(tmp_path):
     _corpus(tmp_path / "corpus")
     ctx, job_id = _plan(tmp_path, tmp_path / "corpus", "changed", 64 << 20)
-    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, 0)))
+    shard = ShardInput.from_bytes(ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0)))
     _write(tmp_path / "corpus" / "a.parquet", {"id": [1], "text": ["other"]}, 10)
     with pytest.raises(ValueError, match="was replaced after the job was planned"):
         read_shard_records(shard, InputFields(), ctx.settings.s3_config())
@@ -166,7 +167,7 @@ def test_a_job_carries_parquet_columns_with_their_arrow_types(tmp_path, local_ct
                                    "output": {"include_fields": ["tags", "at", "year", "absent"]}})
     status = run_job_locally(spec, local_ctx)
     assert status.status is JobState.SUCCEEDED, status.error_samples
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]]).sort_by("id")
     # Then ids are text, the carried columns keep their types (a column no row has is a null string)
     assert table.column("id").to_pylist() == [str(i) for i in range(10, 15)]
@@ -188,7 +189,7 @@ def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, loc
                                    "long_documents": {"mode": "naive_chunks", "chunk_tokens": 32}})
     status = run_job_locally(spec, local_ctx)
     assert status.status is JobState.SUCCEEDED, status.error_samples
-    manifest = json.loads(local_ctx.store.get(local_ctx.layout(status.id).manifest))
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]])
     long_rows = table.filter(pc.equal(table.column("id"), "1"))
     assert long_rows.num_rows > 3 and set(long_rows.column("rank").to_pylist()) == {3}

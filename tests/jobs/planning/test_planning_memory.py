@@ -16,6 +16,7 @@ PARQUET_CEILING_MB = 250
 PLAN_IN_A_FRESH_PROCESS = r"""
 import json, sys
 from pathlib import Path
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
@@ -31,11 +32,11 @@ def high_water_mb():  # VmHWM: this process's own peak (ru_maxrss would carry th
     line = next(l for l in open("/proc/self/status") if l.startswith("VmHWM:"))
     return int(line.split()[1]) / 1024
 before = high_water_mb()
-plan_job(job_id, ctx)
+plan_job(JobHandle.bind(ctx, job_id))
 drain(ctx, only=PLANNING)  # the sections' tasks, here in this process: its peak covers each of them
-plan = ctx.ledger(job_id).plan()
+plan = JobHandle.bind(ctx, job_id).ledger.plan()
 peak = high_water_mb()
-sections = json.loads(ctx.store.get(ctx.layout(job_id).planning_sections))
+sections = json.loads(ctx.store.get(JobHandle.bind(ctx, job_id).layout.planning_sections))
 print(json.dumps({"sections": len(sections), "total": plan.total, "errors": plan.plan_errors, "shards": plan.num_shards,
                   "rss_before_mb": before, "peak_rss_mb": peak}))
 """

@@ -9,6 +9,7 @@ import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
@@ -84,7 +85,7 @@ def _plan(tmp_path, folder, name: str, section_bytes: int, shuffle: int | None =
 
 
 def _kept(ctx, job_id) -> list[tuple[str, str, int]]:
-    plan, layout, kept = ctx.ledger(job_id).plan(), ctx.layout(job_id), []
+    plan, layout, kept = JobHandle.bind(ctx, job_id).ledger.plan(), JobHandle.bind(ctx, job_id).layout, []
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
         rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
@@ -93,7 +94,7 @@ def _kept(ctx, job_id) -> list[tuple[str, str, int]]:
 
 
 def _errors(ctx, job_id) -> list[dict]:
-    return [json.loads(line) for line in ctx.store.get(ctx.layout(job_id).plan_errors).splitlines()]
+    return [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.plan_errors).splitlines()]
 
 
 @pytest.mark.parametrize("section_bytes,shuffle", [(1 << 10, None), (1 << 10, 3), (2 << 10, 11)])
@@ -102,11 +103,11 @@ def test_small_sections_in_any_order_plan_what_one_simple_pass_decides(tmp_path,
     expected_kept, expected_errors, expected_duplicates = _oracle(corpus)
     # Given the corpus planned in sections of ~1-2 KiB (tasks run in recorded or shuffled order)
     ctx, job_id = _plan(tmp_path, tmp_path / "corpus", "small", section_bytes, shuffle)
-    sections = PlanningLedger(ctx.store, ctx.layout(job_id)).sections()
+    sections = PlanningLedger(ctx.store, JobHandle.bind(ctx, job_id).layout).sections()
     # and planned again with one section per object
     whole_ctx, whole_id = _plan(tmp_path, tmp_path / "corpus", "whole", 64 << 20)
     # Then the sections are many, and each record is kept once, in input order, or is an error
-    assert len(sections) > 6 and len(PlanningLedger(whole_ctx.store, whole_ctx.layout(whole_id)).sections()) == 3
+    assert len(sections) > 6 and len(PlanningLedger(whole_ctx.store, JobHandle.bind(whole_ctx, whole_id).layout).sections()) == 3
     kept = sorted(_kept(ctx, job_id), key=lambda k: (list(corpus).index(k[0]), k[2]))
     assert kept == expected_kept
     errors = _errors(ctx, job_id)
@@ -115,7 +116,7 @@ def test_small_sections_in_any_order_plan_what_one_simple_pass_decides(tmp_path,
     assert duplicates == expected_duplicates and ("b.jsonl", 1) in duplicates and ("c.jsonl.gz", 31) in duplicates
     # and the error file, totals and shard contents equal the one-section-per-object plan's
     assert errors == _errors(whole_ctx, whole_id)
-    plan, whole = ctx.ledger(job_id).plan(), whole_ctx.ledger(whole_id).plan()
+    plan, whole = JobHandle.bind(ctx, job_id).ledger.plan(), JobHandle.bind(whole_ctx, whole_id).ledger.plan()
     assert (plan.total, plan.plan_errors) == (whole.total, whole.plan_errors) == (
         sum(1 for lines in corpus.values() for line in lines if line.strip()), len(expected_errors))
     assert sorted(kept) == sorted(_kept(whole_ctx, whole_id))
@@ -128,7 +129,7 @@ def test_each_section_is_scanned_and_cut_by_its_own_task_and_a_repeat_changes_no
     job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}}), ctx).id
     # When the plan task runs: it lists the sections and sends one scan task per section
     run_task(ctx.enqueuer.take()[0], ctx)
-    planning = PlanningLedger(ctx.store, ctx.layout(job_id))
+    planning = PlanningLedger(ctx.store, JobHandle.bind(ctx, job_id).layout)
     count = len(planning.sections())
     scans = ctx.enqueuer.take()
     assert scans == [("plan_section", job_id, "scan", n) for n in range(count)]
@@ -143,7 +144,7 @@ def test_each_section_is_scanned_and_cut_by_its_own_task_and_a_repeat_changes_no
         run_task(task, ctx)
     run_task(ctx.enqueuer.take()[-1], ctx)
     # Then the plan is committed and its first shards are sent
-    assert ctx.ledger(job_id).plan() is not None and ctx.enqueuer.take()[0][0] == "shard"
+    assert JobHandle.bind(ctx, job_id).ledger.plan() is not None and ctx.enqueuer.take()[0][0] == "shard"
 
 
 def test_a_lost_section_task_is_sent_again_and_only_it_is_read_again(tmp_path, monkeypatch):
@@ -154,19 +155,19 @@ def test_a_lost_section_task_is_sent_again_and_only_it_is_read_again(tmp_path, m
     scanned = []
     scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
     monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN,
-                        lambda job, section, context: (scanned.append(section), scan(job, section, context))[1])
+                        lambda job, section: (scanned.append(section), scan(job, section))[1])
     run_task(ctx.enqueuer.take()[0], ctx)
     # Given every scan task but section 2's ran (its message was lost)
     for task in ctx.enqueuer.take():
         if task[3] != 2:
             run_task(task, ctx)
-    assert ctx.ledger(job_id).plan() is None and ctx.enqueuer.take() == []
+    assert JobHandle.bind(ctx, job_id).ledger.plan() is None and ctx.enqueuer.take() == []
     # When the reconciler runs after the re-send delay: it sends the plan task, which re-sends section 2
     time.sleep(0.1)
     reconcile(ctx)
     drain(ctx, only=PLANNING)
     # Then the job is planned, and section 2 was the only one scanned again (every other once)
-    assert ctx.ledger(job_id).plan() is not None
+    assert JobHandle.bind(ctx, job_id).ledger.plan() is not None
     assert sorted(scanned) == sorted(set(scanned)) and 2 in scanned
 
 
@@ -195,11 +196,11 @@ def test_a_finished_job_keeps_its_stage_records_but_not_its_id_spills(tmp_path, 
 
     _corpus(tmp_path / "corpus")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     spec = JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}, "long_documents": {"mode": "truncate"}})
     status = run_job_locally(spec, ctx)
     assert status.status.value == "partially_succeeded"
-    planning_keys = list(ctx.store.list(ctx.layout(status.id).planning_prefix))
+    planning_keys = list(ctx.store.list(JobHandle.bind(ctx, status.id).layout.planning_prefix))
     assert not [key for key in planning_keys if key.endswith((".ids.tsv", ".skips.npz"))]
-    sections = len(PlanningLedger(ctx.store, ctx.layout(status.id)).sections())
+    sections = len(PlanningLedger(ctx.store, JobHandle.bind(ctx, status.id).layout).sections())
     assert len([key for key in planning_keys if key.endswith(".cut.json")]) == sections > 6

@@ -3,6 +3,7 @@ cancel leaves at most a window of cheap tasks; a finished job's late tasks touch
 import pytest
 from support.job_doubles import RecordingEnqueuer, run_task
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -35,7 +36,7 @@ class _CountingStore:
 def ctx(tmp_path, minilm_engine):
     settings = Settings(shard_max_documents=1, dispatch_window=WINDOW, max_inline_documents=SHARDS)
     ctx = local_context(tmp_path / "out", settings)
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     ctx.enqueuer = RecordingEnqueuer()
     return ctx
 
@@ -44,7 +45,7 @@ def _planned_job(ctx, shards: int = SHARDS) -> str:
     documents = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(shards)]
     job_id = submit_job(JobSpec.model_validate({"input": {"documents": documents}}), ctx).id
     assert ctx.enqueuer.take() == [("plan", job_id)]
-    plan_job(job_id, ctx)
+    plan_job(JobHandle.bind(ctx, job_id))
     return job_id
 
 
@@ -58,11 +59,11 @@ def test_planning_sends_one_window_and_each_commit_sends_the_next_shard(ctx):
     # Then only the first window is queued
     assert ctx.enqueuer.take() == [("shard", job_id, shard) for shard in range(WINDOW)]
     # When shard 0 commits, Then exactly the next shard is sent
-    run_shard(job_id, 0, ctx)
+    run_shard(JobHandle.bind(ctx, job_id), 0)
     assert ctx.enqueuer.take() == [("shard", job_id, WINDOW)]
     assert ctx.window.in_flight(job_id) == [1, 2, 3, 4]
     # And a redelivery of shard 0 counts nothing again and sends nothing more
-    run_shard(job_id, 0, ctx)
+    run_shard(JobHandle.bind(ctx, job_id), 0)
     assert ctx.enqueuer.take() == []
 
 
@@ -73,7 +74,7 @@ def test_a_small_job_runs_to_the_end_through_the_window(ctx):
         queued_at_most = max(queued_at_most, sum(task[0] == "shard" for task in ctx.enqueuer.tasks))
         _run(ctx, ctx.enqueuer.tasks.pop(0))
     assert queued_at_most <= WINDOW
-    manifest = ctx.ledger(job_id).manifest()
+    manifest = JobHandle.bind(ctx, job_id).ledger.manifest()
     assert manifest.status is JobState.SUCCEEDED and manifest.counts.completed == 11 and len(manifest.parts) == 11
 
 
@@ -83,7 +84,7 @@ def test_a_cancel_of_a_job_with_thousands_of_shards_leaves_a_window_of_one_check
     for _ in range(10):
         _run(ctx, ctx.enqueuer.tasks.pop(0))
     # When it is cancelled
-    assert cancel_job(job_id, ctx).status in (JobState.CANCELLING, JobState.CANCELLED)
+    assert cancel_job(JobHandle.bind(ctx, job_id)).status in (JobState.CANCELLING, JobState.CANCELLED)
     ctx.store = counting = _CountingStore(ctx.store)
     # Then what is left to run is at most a window of shard tasks and one finalizer
     shard_tasks = [task for task in ctx.enqueuer.tasks if task[0] == "shard"]
@@ -97,7 +98,7 @@ def test_a_cancel_of_a_job_with_thousands_of_shards_leaves_a_window_of_one_check
         if task[0] == "shard":  # a leftover shard task: one check, no listing, sends nothing (no finalizer)
             assert counting.listings == listings_before and len(ctx.enqueuer.tasks) == queued_before
     assert runs <= WINDOW + 1
-    manifest = ctx.ledger(job_id).manifest()
+    manifest = JobHandle.bind(ctx, job_id).ledger.manifest()
     assert manifest.status is JobState.CANCELLED
     assert manifest.counts.completed == 10 and manifest.counts.not_processed == SHARDS - 10
 
@@ -106,9 +107,9 @@ def test_a_finished_job_drops_its_window_and_late_tasks_bring_nothing_back(ctx):
     job_id = _planned_job(ctx, shards=3)
     while ctx.enqueuer.tasks:
         _run(ctx, ctx.enqueuer.tasks.pop(0))
-    assert ctx.ledger(job_id).manifest().status is JobState.SUCCEEDED
+    assert JobHandle.bind(ctx, job_id).ledger.manifest().status is JobState.SUCCEEDED
     assert ctx.window.in_flight(job_id) == [] and ctx.window.cursor(job_id) == 0  # dropped at the finish
     # A late delivery of every shard claims nothing and sends nothing
     for shard in range(3):
-        assert run_shard(job_id, shard, ctx) is None
+        assert run_shard(JobHandle.bind(ctx, job_id), shard) is None
     assert ctx.enqueuer.take() == [] and ctx.window.cursor(job_id) == 0

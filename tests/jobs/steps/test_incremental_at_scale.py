@@ -6,6 +6,7 @@ import tracemalloc
 import pytest
 from support.engine_doubles import ConstantVectorEngine
 
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -29,7 +30,7 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     # Parts of 5,000 documents (20 of them): what planning may hold at a time is one part
     ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 20, shard_max_documents=5000))
     engine = ConstantVectorEngine(minilm_engine)
-    ctx.use_engine("all-MiniLM-L6-v2", engine)
+    ctx.engines.use("all-MiniLM-L6-v2", engine)
     folder = tmp_path / "corpus"
     folder.mkdir()
     first = run_job_locally(JobSpec.model_validate({"input": {"uri": _write(folder / "part.jsonl")}}), ctx)
@@ -43,7 +44,7 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     def measured(job_id, ctx):
         tracemalloc.start()
         try:
-            return plan_job(job_id, ctx)
+            return plan_job(JobHandle.bind(ctx, job_id))
         finally:
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
@@ -53,7 +54,7 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     # Then exactly the 3 were embedded, the rest carried, and every document is in the output once
     assert second.status is JobState.SUCCEEDED
     assert sorted(engine.keys) == [f"doc-{i:06d}" for i in CHANGED]
-    manifest = ctx.ledger(second.id).manifest()
+    manifest = JobHandle.bind(ctx, second.id).ledger.manifest()
     assert (manifest.counts.completed, manifest.counts.carried) == (DOCUMENTS, DOCUMENTS - 3)
     assert sum(part.rows for part in manifest.parts) == DOCUMENTS
     # And planning's Python allocations (every stage: the input is one section) stayed within its

@@ -6,6 +6,7 @@ from support.job_doubles import RecordingEnqueuer
 
 from poolq.jobs.coordination.work_units import PLAN_UNIT
 from poolq.jobs.inputs.shard_input import ShardInput
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
@@ -28,7 +29,7 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
         return scan(*args)
 
     monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN, slow_scan)
-    planner = threading.Thread(target=lambda: (planner_module.plan_job(job_id, ctx), done.set()))
+    planner = threading.Thread(target=lambda: (planner_module.plan_job(JobHandle.bind(ctx, job_id)), done.set()))
     planner.start()
     reading.wait(5)
     # When a second planner tries while the first reads, well past the TTL
@@ -36,7 +37,7 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
     second = ctx.leases.acquire(job_id, PLAN_UNIT, 0.3)
     planner.join(10)
     # Then it is refused, and the first one finished its plan
-    assert second is None and done.is_set() and ctx.ledger(job_id).plan().num_shards == 1
+    assert second is None and done.is_set() and JobHandle.bind(ctx, job_id).ledger.plan().num_shards == 1
 
 
 def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
@@ -47,7 +48,8 @@ def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
     short = [{"id": f"s{i}", "text": "x" * 90} for i in range(8)]  # 25 estimated tokens each
     long = [{"id": "long", "text": "y" * 1000}]  # over the budget alone: a shard of its own
     job_id = submit_job(JobSpec.model_validate({"input": {"documents": short + long}}), ctx).id
-    planner_module.plan_job(job_id, ctx)
+    planner_module.plan_job(JobHandle.bind(ctx, job_id))
     # Then the short ones go four to a shard, and the long one is alone
-    sizes = [ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, shard))).documents for shard in range(3)]
-    assert ctx.ledger(job_id).plan().num_shards == 3 and sizes == [4, 4, 1]
+    layout = JobHandle.bind(ctx, job_id).layout
+    sizes = [ShardInput.from_bytes(ctx.store.get(layout.shard_input(0, shard))).documents for shard in range(3)]
+    assert JobHandle.bind(ctx, job_id).ledger.plan().num_shards == 3 and sizes == [4, 4, 1]

@@ -5,6 +5,7 @@ import json
 from support.job_doubles import RecordingEnqueuer
 
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
+from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
@@ -37,14 +38,14 @@ def _ctx(tmp_path, **settings):
 
 def _plan(ctx, uri) -> str:
     job_id = submit_job(JobSpec.model_validate({"input": {"uri": uri}}), ctx).id
-    plan_job(job_id, ctx)
+    plan_job(JobHandle.bind(ctx, job_id))
     return job_id
 
 
 def test_a_shard_names_runs_of_the_input_and_reads_back_the_same_records(tmp_path):
     ctx = _ctx(tmp_path)
     job_id = _plan(ctx, _write(tmp_path / "in.jsonl", LINES))
-    raw = ctx.store.get(ctx.layout(job_id).shard_input(0, 0))
+    raw = ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0))
     shard = ShardInput.from_bytes(raw)
     # No text is copied: the descriptor names three runs (a+blank+b, d, e) of the input
     assert b"alpha" not in raw and shard.records == [] and shard.documents == 4
@@ -56,10 +57,10 @@ def test_a_shard_names_runs_of_the_input_and_reads_back_the_same_records(tmp_pat
 
 def test_the_whole_job_embeds_each_record_once_and_names_the_right_lines(tmp_path, minilm_engine):
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=2))
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     lines = [*LINES, '{"id": "f", "text": "' + "word " * 400 + '"}']  # over the window: error mode
     status = run_job_locally(JobSpec.model_validate({"input": {"uri": _write(tmp_path / "in.jsonl", lines)}}), ctx)
-    manifest = ctx.ledger(status.id).manifest()
+    manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     assert manifest.status is JobState.PARTIALLY_SUCCEEDED and manifest.counts.completed == 4
     errors = [json.loads(line) for line in ctx.store.get(manifest.errors.key).splitlines()]
     assert {(error["line"], error["code"]) for error in errors} == {
@@ -68,11 +69,11 @@ def test_the_whole_job_embeds_each_record_once_and_names_the_right_lines(tmp_pat
 
 def test_an_input_replaced_after_planning_fails_the_shard_saying_so(tmp_path, minilm_engine):
     ctx = _ctx(tmp_path)
-    ctx.use_engine("all-MiniLM-L6-v2", minilm_engine)
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     path = tmp_path / "in.jsonl"
     job_id = _plan(ctx, _write(path, LINES))
     _write(path, [line.replace("document", "text!") for line in LINES] + ["{}"])  # replaced (other size and time)
-    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, 0)))
+    shard = ShardInput.from_bytes(ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0)))
     try:
         read_shard_records(shard, InputFields(), ctx.settings.s3_config())
     except ValueError as exc:
@@ -84,6 +85,6 @@ def test_an_input_replaced_after_planning_fails_the_shard_saying_so(tmp_path, mi
 def test_a_gzip_input_is_not_addressable_by_ranges_so_its_shards_hold_the_records(tmp_path):
     ctx = _ctx(tmp_path)
     job_id = _plan(ctx, _write(tmp_path / "in.jsonl.gz", LINES, compress=True))
-    shard = ShardInput.from_bytes(ctx.store.get(ctx.layout(job_id).shard_input(0, 0)))
+    shard = ShardInput.from_bytes(ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0)))
     assert shard.runs == [] and [row["id"] for row in shard.records] == ["a", "b", "d", "e"]
     assert set(read_shard_records(shard, InputFields(), ctx.settings.s3_config())) == {"a", "b", "d", "e"}

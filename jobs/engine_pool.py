@@ -1,0 +1,56 @@
+"""The engines a worker process serves: each model loaded once, on first use, and kept."""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from poolq.engine import EngineConfig, ModelRegistry
+
+if TYPE_CHECKING:
+    from poolq.engine import PoolingEngine
+
+
+class EnginePool:
+    """Loaded engines by model name, their identities, and the models this process refused to serve."""
+
+    def __init__(self, registry: ModelRegistry, config: EngineConfig) -> None:
+        self.registry = registry
+        self.config = config
+        self._engines: dict[str, "PoolingEngine"] = {}
+        self._identities: dict[str, str] = {}
+        # model -> why it cannot be served here: a verdict of the model's own (int8's quality gate),
+        # kept so that every later shard fails at once instead of loading and calibrating again
+        self._refusals: dict[str, ValueError] = {}
+        self._loading_lock = threading.Lock()  # one load per model, however many threads ask at once
+
+    def use(self, model: str, engine: "PoolingEngine") -> None:
+        """Serve ``model`` with an engine loaded elsewhere (tests and embedding callers share one)."""
+        self._engines[model] = engine
+
+    def get(self, model: str) -> "PoolingEngine":
+        """The loaded engine for ``model``; loaded once per process, on first use. A model this
+        process refused to serve (``Int8Refused``) is refused again without loading it."""
+        with self._loading_lock:
+            if model in self._refusals:
+                refused = self._refusals[model]
+                raise type(refused)(*refused.args)  # a new one: re-raising one instance grows its traceback
+            if model not in self._engines:
+                self._engines[model] = self._load(model)
+            return self._engines[model]
+
+    def _load(self, model: str) -> "PoolingEngine":
+        from poolq.engine import PoolingEngine
+        from poolq.engine.models.int8_encoder import Int8Refused
+
+        try:
+            return PoolingEngine.from_pretrained(model, config=self.config, registry=self.registry)
+        except Int8Refused as refused:
+            self._refusals[model] = refused
+            raise
+
+    def identity(self, model: str) -> str:
+        """What makes ``model``'s vectors here: its files' fingerprint and the compute dtype
+        (``sha256:…/float32``). Taken once per process, like the engine it describes."""
+        if model not in self._identities:
+            self._identities[model] = f"{self.registry.fingerprint(model)}/{self.config.dtype}"
+        return self._identities[model]

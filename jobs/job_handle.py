@@ -1,0 +1,56 @@
+"""A job bound once: a task binds its job id to a JobHandle and passes the handle on.
+
+The handle carries what every step asks of a job (its id, tenant, layout and ledger) and the
+process's wiring (``ctx``); the spec and plan are read on first use, and once per process
+(``JobContext.specs``/``plans``: both are written once and never change).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.job_ledger import JobLedger, Plan
+from poolq.jobs.ledger.layout import JobLayout
+from poolq.jobs.model.job_ids import JobNotFound
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.storage import ObjectNotFoundError
+
+
+@dataclass(frozen=True)
+class JobHandle:
+    ctx: JobContext = field(repr=False, compare=False)
+    id: str
+    tenant: str
+    layout: JobLayout
+    ledger: JobLedger = field(repr=False, compare=False)
+
+    @classmethod
+    def bind(cls, ctx: JobContext, job_id: str) -> "JobHandle":
+        """The handle of ``job_id``; JobNotFound if there is no such job."""
+        tenant = ctx.tenant_of(job_id)
+        if tenant is None:
+            raise JobNotFound(job_id)
+        return cls.of_tenant(ctx, job_id, tenant)
+
+    @classmethod
+    def of_tenant(cls, ctx: JobContext, job_id: str, tenant: str) -> "JobHandle":
+        """The handle of ``tenant``'s job ``job_id``, as a submission makes it (nothing is read)."""
+        layout = ctx.service_layout.job(tenant, job_id)
+        return cls(ctx, job_id, tenant, layout, JobLedger(ctx.store, layout))
+
+    @cached_property
+    def spec(self) -> JobSpec:
+        """The job's spec (written at submission, never changed)."""
+        return self.ctx.specs.get(self.id, lambda: JobSpec.model_validate_json(self.ctx.store.get(self.layout.spec)))
+
+    @property
+    def plan(self) -> Plan:
+        """The job's plan; ObjectNotFoundError while the job is not planned yet."""
+        return self.ctx.plans.get(self.id, self._read_plan)
+
+    def _read_plan(self) -> Plan:
+        plan = self.ledger.plan()
+        if plan is None:
+            raise ObjectNotFoundError(f"job {self.id} has no plan yet")
+        return plan
