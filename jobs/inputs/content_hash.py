@@ -20,7 +20,3 @@ def content_hash(text: str, chunk_spans: list[list[int]] | None = None, query: s
         digest.update(b"\x01" + query.encode("utf-8"))
     return digest.hexdigest()
 
-
-def row_content_hash(row: dict) -> str:
-    """The content hash of a shard-input row (``text``, optional ``chunk_spans`` and ``query``)."""
-    return content_hash(row["text"], row.get("chunk_spans"), row.get("query"))

@@ -7,7 +7,12 @@ missing. Integer ids (a Parquet int64 column, a JSON number) become their decima
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import cached_property
+from typing import Annotated
 
+from pydantic import Field
+
+from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES, json_text
 from poolq.jobs.model.record_ids import CONTROL_CHARACTER, MAX_ID_LENGTH
 from poolq.storage import JsonlLineError, JsonlObject
@@ -15,6 +20,8 @@ from poolq.storage import JsonlLineError, JsonlObject
 
 @dataclass(frozen=True)
 class InputRecord:
+    """One valid record, as planning accepted it and a shard reads it back; what a task embeds."""
+
     id: str
     text: str
     line: int  # 1-based line (JSONL) or row (Parquet) of its object
@@ -22,19 +29,13 @@ class InputRecord:
     query: str | None = None  # score jobs: the pair's first text (the record's text is its second)
     query_id: str | None = None  # score jobs: pairs sharing it are ranked together (a rerank)
     fields: dict | None = None  # output.include_fields: name -> value (None when missing)
-    unit: str = "line"  # what ``line`` counts, for messages: "line" or "row"
+    # What ``line`` counts, for messages: "line" or "row" (not stored: a shard's copies are JSONL lines)
+    unit: Annotated[str, Field(exclude=True)] = "line"
 
-    def to_json(self) -> dict:
-        row = {"id": self.id, "text": self.text, "line": self.line}
-        if self.chunk_spans is not None:
-            row["chunk_spans"] = self.chunk_spans
-        if self.query is not None:
-            row["query"] = self.query
-        if self.query_id is not None:
-            row["query_id"] = self.query_id
-        if self.fields is not None:
-            row["fields"] = self.fields
-        return row
+    @cached_property  # once per record, however many chunk rows it makes
+    def content_hash(self) -> str:
+        """What the record's output depends on, as one digest (``content_hash.py``)."""
+        return content_hash(self.text, self.chunk_spans, self.query)
 
 
 @dataclass(frozen=True)

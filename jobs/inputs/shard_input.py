@@ -10,9 +10,10 @@ themselves, as before.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
+
+from pydantic import BaseModel, Field
 
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
@@ -28,35 +29,29 @@ class InputChanged(ValueError):
     """The input object is not the one that was planned: its records cannot be read back."""
 
 
-@dataclass
-class ShardInput:
-    """One shard's records: byte runs of ``uri`` (or, for a compressed input, the records inline)."""
+class ShardInput(BaseModel):
+    """One shard's records: runs of ``uri`` (or, for a compressed input, the records themselves)."""
 
     uri: str | None = None  # the object the runs are in
     version: str | None = None  # ObjectInfo.version of the object when it was planned
     source: str | None = None  # the object's name in error messages (prefix inputs); else None
-    runs: list[Run] = field(default_factory=list)
-    records: list[dict] = field(default_factory=list)  # copies, for lines no byte range addresses (gzip)
+    runs: list[Run] = Field(default_factory=list)
+    records: list[InputRecord] = Field(default_factory=list)  # copies, for lines no byte range addresses (gzip)
     documents: int = 0
-    format: str = InputFormat.JSONL.value  # what the runs count: bytes (JSONL) or rows (Parquet)
+    format: InputFormat = InputFormat.JSONL  # what the runs count: bytes (JSONL) or rows (Parquet)
 
     def to_bytes(self) -> bytes:
-        body = {"uri": self.uri, "version": self.version, "source": self.source, "documents": self.documents,
-                "runs": self.runs, "records": self.records, "format": self.format}
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return self.model_dump_json(exclude_none=True).encode("utf-8")
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "ShardInput":
-        body = json.loads(raw)
-        return cls(uri=body["uri"], version=body["version"], source=body["source"], documents=body["documents"],
-                   runs=[tuple(run) for run in body["runs"]], records=body["records"],
-                   format=body.get("format", InputFormat.JSONL.value))  # descriptors from before Parquet inputs
+        return cls.model_validate_json(raw)
 
     def add(self, record: InputRecord, item: JsonlObject, continues_run: bool) -> None:
         """Take ``record`` (read as ``item``); ``continues_run``: nothing was left out since the last one."""
         self.documents += 1
         if item.offset is None:
-            self.records.append(record.to_json())
+            self.records.append(record)
             return
         end = item.offset + item.size
         if continues_run and self.runs and self.runs[-1][1] <= item.offset:
@@ -105,21 +100,21 @@ class InputFields:
                          self.include_fields)
 
 
-def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, dict]:
-    """The shard's records as rows (``id``, ``text``, ``line``, optional ``chunk_spans``), by id."""
-    rows: dict[str, dict] = {row["id"]: row for row in shard_input.records}
+def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: S3Config) -> dict[str, InputRecord]:
+    """The shard's records by id, read back from the runs of its input (or copied in it)."""
+    records = {record.id: record for record in shard_input.records}
     if not shard_input.runs or shard_input.uri is None:
-        return rows
+        return records
     store, key = open_uri(shard_input.uri, s3_config)
     info = _check_unchanged(store, key, shard_input)
-    for item in _RUN_READERS[InputFormat(shard_input.format)](store, key, info, shard_input.runs, fields):
+    for item in _RUN_READERS[shard_input.format](store, key, info, shard_input.runs, fields):
         record = fields.record(item)
         if not isinstance(record, InputRecord):
             raise InputChanged(f"{shard_input.uri}: {item.unit} {item.line} is not the record that was planned")
-        rows[record.id] = record.to_json()
-    if len(rows) != shard_input.documents:
-        raise InputChanged(f"{shard_input.uri}: {len(rows)} records where {shard_input.documents} were planned")
-    return rows
+        records[record.id] = record
+    if len(records) != shard_input.documents:
+        raise InputChanged(f"{shard_input.uri}: {len(records)} records where {shard_input.documents} were planned")
+    return records
 
 
 def _jsonl_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run],

@@ -4,7 +4,6 @@ from __future__ import annotations
 import tempfile
 from typing import IO, Iterator
 
-from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
@@ -36,7 +35,7 @@ def scan_section(job: JobHandle, section: int) -> SectionScan:
                 if record.fields is not None and len(types) < len(fields.include_fields):
                     types.update(first_types(fields.include_fields, types, record.fields))
                 counted["valid"] += 1
-                digest = content_hash(record.text, record.chunk_spans, record.query)[:HASH_DIGITS]
+                digest = record.content_hash[:HASH_DIGITS]
                 yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
 
     job.ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))

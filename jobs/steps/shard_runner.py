@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from poolq.engine import RequestError
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.coordination.work_units import shard_unit
-from poolq.jobs.inputs.content_hash import row_content_hash
 from poolq.jobs.inputs.included_fields import IncludedColumns
-from poolq.jobs.inputs.records import RecordError
+from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary
@@ -104,14 +103,14 @@ def _commit(job: JobHandle, shard: int, commit: ShardCommit) -> ShardCommit | No
     return winner
 
 
-def _read_shard(job: JobHandle, shard: int) -> dict[str, dict]:
+def _read_shard(job: JobHandle, shard: int) -> dict[str, InputRecord]:
     """The shard's records, read back from the byte ranges of the input its descriptor names."""
     section, local = job.plan.shard_location(shard)
     shard_input = ShardInput.from_bytes(job.ctx.store.get(job.layout.shard_input(section, local)))
     return read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.s3_config())
 
 
-def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, dict]) -> ShardCommit:
+def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord]) -> ShardCommit:
     """Run the shard's records through the job's task; its rows and per-record errors."""
     spec = job.spec
     engine = job.ctx.engines.get(spec.model)
@@ -126,10 +125,10 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, dict]) -
     for result in task.run(engine, records):
         cancel_check()
         if isinstance(result, RequestError):
-            errors.append(RecordError(result.key, records[result.key]["line"], result.code, result.message))
+            errors.append(RecordError(result.key, records[result.key].line, result.code, result.message))
             continue
-        row = records[result.key]
-        task.append(rows, result, row, row_content_hash(row), included.values(row.get("fields")))
+        record = records[result.key]
+        task.append(rows, result, record, included.values(record.fields))
         tokens += result.processed_tokens
         documents += 1
         progress(documents, tokens)
@@ -159,9 +158,9 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
     return winner
 
 
-def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, dict], message: str) -> ShardCommit:
+def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord], message: str) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
-    errors = [RecordError(record_id, row["line"], GAVE_UP_CODE, message) for record_id, row in records.items()]
+    errors = [RecordError(record.id, record.line, GAVE_UP_CODE, message) for record in records.values()]
     return _write_attempt(job, shard, lease, _AttemptOutput(None, errors, gave_up=True))
 
 

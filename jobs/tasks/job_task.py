@@ -9,14 +9,14 @@ shard builds its rows with :meth:`rows` and :meth:`append`; the finalizer record
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+from typing import TYPE_CHECKING, ClassVar, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from poolq.engine import EngineResult, ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingRequest, PoolingTask
+from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.model.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns
 
@@ -28,14 +28,19 @@ ChunkFields = tuple[int, int, int, int, int] | None
 
 @dataclass(frozen=True)
 class RowSource:
-    """Where one output row comes from: its record, the chunk it holds in the chunk modes, the
-    record's content hash, and the record's shard-input row (a score pair's ``query_id``)."""
+    """Where one output row comes from: its record, and the chunk it holds in the chunk modes."""
 
-    record_id: str
-    content_hash: str
-    chunk: ChunkFields
-    split: bool
-    record: Mapping[str, Any]
+    record: InputRecord
+    chunk: ChunkFields = None
+    split: bool = False
+
+    @property
+    def record_id(self) -> str:
+        return self.record.id
+
+    @property
+    def content_hash(self) -> str:
+        return self.record.content_hash
 
 
 class OptionRejected(ValueError):
@@ -84,12 +89,12 @@ class JobTask(ABC):
     def params(self) -> PoolingParams:
         return PoolingParams()
 
-    def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
-        """The engine's result for each record (``rows``: shard-input rows by id), in order."""
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
+        """The engine's result for each record (by id), in order."""
         requests = (
-            PoolingRequest(key=record_id, text=row["text"], task=self.pooling_task, params=self.params(),
-                           chunk_spans=_spans(row.get("chunk_spans")))
-            for record_id, row in rows.items()
+            PoolingRequest(key=record_id, text=record.text, task=self.pooling_task, params=self.params(),
+                           chunk_spans=_spans(record.chunk_spans))
+            for record_id, record in records.items()
         )
         return engine.run(requests, self.spec.long_documents.policy())
 
@@ -109,12 +114,11 @@ class JobTask(ABC):
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         """The job's Parquet schema (the manifest records it)."""
 
-    def append(self, rows: RowColumns, result: PoolingOutput, record: Mapping[str, Any], content_hash: str,
-               included: dict | None = None) -> None:
+    def append(self, rows: RowColumns, result: PoolingOutput, record: InputRecord, included: dict | None = None) -> None:
         """One row per document, or one per chunk in the chunk modes; each names the document's content
-        hash and carries its ``included`` fields (column values by name). ``record``: its shard-input row."""
+        hash and carries its ``included`` fields (column values by name)."""
         for value, chunk, split in _row_values(result):
-            self.append_value(rows, value, result, RowSource(str(result.key), content_hash, chunk, split, record))
+            self.append_value(rows, value, result, RowSource(record, chunk, split))
             if rows.included_types:
                 rows.append_included(included or {})
 

@@ -17,6 +17,7 @@ from poolq.engine import (
     PoolingTask,
     check_multi_task_mode,
 )
+from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
 from poolq.storage import MultiRows, RowColumns, part_schema
@@ -51,10 +52,10 @@ class MultiTask(JobTask):
     def dimensions(self, engine: "PoolingEngine") -> int | None:
         return next((dims for part in self.parts if (dims := part.dimensions(engine)) is not None), None)
 
-    def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
         also = tuple(part.pooling_task for part in self.parts[1:])
-        requests = (PoolingRequest(key=record_id, text=row["text"], task=self.parts[0].pooling_task,
-                                   params=self.parts[0].params(), also=also) for record_id, row in rows.items())
+        requests = (PoolingRequest(key=record_id, text=record.text, task=self.parts[0].pooling_task,
+                                   params=self.parts[0].params(), also=also) for record_id, record in records.items())
         return engine.run(requests, self.spec.long_documents.policy())
 
     def rows(self, engine: "PoolingEngine") -> MultiRows:

@@ -22,6 +22,7 @@ from poolq.engine import (
     RequestError,
 )
 from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
+from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.storage import RowColumns, ScoreRows, score_schema
 
@@ -62,15 +63,15 @@ class ScoreTask(JobTask):
             raise OptionRejected("long_documents.mode", f"long_documents.mode={mode.value!r} does not apply to task "
                                                         "'score': pairs take 'error' or 'truncate'")
 
-    def run(self, engine: "PoolingEngine", rows: dict[str, dict]) -> Iterator[EngineResult]:
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
         mode = self.mode_of(engine.spec)
         policy = self.spec.long_documents.policy()
         if mode == "cross_encoder":
-            requests = (PoolingRequest(key=record_id, text=row["query"], text_pair=row["text"], task=PoolingTask.CLASSIFY)
-                        for record_id, row in rows.items())
+            requests = (PoolingRequest(key=record_id, text=_query(record), text_pair=record.text, task=PoolingTask.CLASSIFY)
+                        for record_id, record in records.items())
             yield from engine.run(requests, policy)
             return
-        yield from _bi_encoder_scores(engine, rows, SCORE_MODE_TASKS[mode], policy)
+        yield from _bi_encoder_scores(engine, records, SCORE_MODE_TASKS[mode], policy)
 
     def rows(self, engine: "PoolingEngine") -> ScoreRows:
         return ScoreRows()
@@ -79,29 +80,37 @@ class ScoreTask(JobTask):
         if not isinstance(rows, ScoreRows):
             raise TypeError("score rows expected")
         rows.append(source.record_id, float(as_dense(value, self.name).reshape(-1)[0]), result.num_tokens, result.truncated,
-                    source.content_hash, source.record.get("query_id"))
+                    source.content_hash, source.record.query_id)
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         return score_schema()
 
 
-def _bi_encoder_scores(engine: "PoolingEngine", rows: dict[str, dict], task: PoolingTask, policy) -> Iterator[EngineResult]:
+def _bi_encoder_scores(engine: "PoolingEngine", records: dict[str, InputRecord], task: PoolingTask,
+                       policy) -> Iterator[EngineResult]:
     """Each distinct query once, then each text; a pair's score from its two outputs."""
     params = PoolingParams(normalize=True)
-    queries = list(dict.fromkeys(row["query"] for row in rows.values()))
+    queries = list(dict.fromkeys(_query(record) for record in records.values()))
     requests = [PoolingRequest(key=(query, _QUERY), text=query, task=task, params=params) for query in queries]
-    requests += [PoolingRequest(key=(record_id, _TEXT), text=row["text"], task=task, params=params)
-                 for record_id, row in rows.items()]
+    requests += [PoolingRequest(key=(record_id, _TEXT), text=record.text, task=task, params=params)
+                 for record_id, record in records.items()]
     results = engine.run(requests, policy)
     embedded: dict[str, EngineResult] = {}
     for _ in queries:  # results come in request order: the queries first
         result = next(results)
         embedded[result.key[0]] = result  # type: ignore[index]
     charged: set[str] = set()  # queries whose model run a pair's usage counted already
-    for record_id, result in zip(rows, results):
-        query = rows[record_id]["query"]
+    for record_id, result in zip(records, results):
+        query = _query(records[record_id])
         yield _pair_score(record_id, embedded[query], result, task, query_ran=query not in charged)
         charged.add(query)
+
+
+def _query(record: InputRecord) -> str:
+    """A pair's first text: planning accepted the record for a score job only with one."""
+    if record.query is None:
+        raise TypeError(f"record {record.id!r} of a score job has no query")
+    return record.query
 
 
 def _pair_score(record_id: str, query: EngineResult, text: EngineResult, task: PoolingTask,

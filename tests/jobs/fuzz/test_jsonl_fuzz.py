@@ -29,6 +29,7 @@ from jsonl_strategies import (
 )
 
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
+from poolq.jobs.inputs.shard_input import ShardInput
 from poolq.storage import JsonlLineError, JsonlObject, read_jsonl
 from poolq.storage.jsonl import parse_jsonl_line
 
@@ -64,8 +65,8 @@ def check_results(content: bytes, results: list) -> None:
             # it must fit the error file: UTF-8 JSON, one line
             line = json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
             assert b"\n" not in line
-        if isinstance(record, InputRecord):
-            json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
+        if isinstance(record, InputRecord):  # it must fit a shard descriptor
+            ShardInput(records=[record]).to_bytes()
 
 
 @fuzz_settings(400)

@@ -98,7 +98,7 @@ def _kept(ctx, job_id):
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
         rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
-        kept += [(shard_input.uri.rsplit("/", 1)[-1], row_id, row["line"]) for row_id, row in rows.items()]
+        kept += [(shard_input.uri.rsplit("/", 1)[-1], row_id, row.line) for row_id, row in rows.items()]
     return kept
 
 
@@ -142,7 +142,7 @@ def test_a_shard_names_row_runs_and_no_text(tmp_path):
     # rows 1-5 of a.parquet, then row 6 (a null text) ends the run; row indices, numbered from 1
     assert shard.runs == [(0, 5, 1), (6, 17, 7)] and shard.documents == 16
     rows = read_shard_records(shard, InputFields(), ctx.settings.s3_config())
-    assert rows["0"]["text"] == corpus["a.parquet"][0]["text"] and rows["6"]["line"] == 7
+    assert rows["0"].text == corpus["a.parquet"][0]["text"] and rows["6"].line == 7
 
 
 def test_a_replaced_parquet_object_is_not_read_as_the_planned_one(tmp_path):

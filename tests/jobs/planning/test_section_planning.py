@@ -89,7 +89,7 @@ def _kept(ctx, job_id) -> list[tuple[str, str, int]]:
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
         rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
-        kept += sorted((shard_input.uri.rsplit("/", 1)[-1], row_id, row["line"]) for row_id, row in rows.items())
+        kept += sorted((shard_input.uri.rsplit("/", 1)[-1], row_id, row.line) for row_id, row in rows.items())
     return kept
 
 

@@ -51,8 +51,8 @@ def test_a_shard_names_runs_of_the_input_and_reads_back_the_same_records(tmp_pat
     assert b"alpha" not in raw and shard.records == [] and shard.documents == 4
     assert [line for _, _, line in shard.runs] == [1, 5, 7]
     rows = read_shard_records(shard, InputFields(), ctx.settings.s3_config())
-    assert {row_id: row["line"] for row_id, row in rows.items()} == {"a": 1, "b": 3, "d": 5, "e": 7}
-    assert rows["d"]["text"] == "delta document"
+    assert {row_id: row.line for row_id, row in rows.items()} == {"a": 1, "b": 3, "d": 5, "e": 7}
+    assert rows["d"].text == "delta document"
 
 
 def test_the_whole_job_embeds_each_record_once_and_names_the_right_lines(tmp_path, minilm_engine):
@@ -86,5 +86,5 @@ def test_a_gzip_input_is_not_addressable_by_ranges_so_its_shards_hold_the_record
     ctx = _ctx(tmp_path)
     job_id = _plan(ctx, _write(tmp_path / "in.jsonl.gz", LINES, compress=True))
     shard = ShardInput.from_bytes(ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0)))
-    assert shard.runs == [] and [row["id"] for row in shard.records] == ["a", "b", "d", "e"]
+    assert shard.runs == [] and [row.id for row in shard.records] == ["a", "b", "d", "e"]
     assert set(read_shard_records(shard, InputFields(), ctx.settings.s3_config())) == {"a", "b", "d", "e"}
