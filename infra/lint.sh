@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint and type-check: ruff over the whole tree, mypy over engine/ and storage/ (configured in pyproject.toml).
+# Lint and type-check: ruff over the whole tree, mypy over every package (configured in pyproject.toml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m ruff check .
