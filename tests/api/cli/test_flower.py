@@ -16,7 +16,7 @@ from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 FLOWER_DB = 8  # a database of its own: Flower and the worker see only this test's traffic
 
 pytestmark = pytest.mark.integration

@@ -21,7 +21,7 @@ from poolq.api.cli.progress import PlainJobProgress, Throughput, format_eta
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
 from poolq.devtools.devstack.ports import free_port
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
 
 

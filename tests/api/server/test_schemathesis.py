@@ -41,7 +41,7 @@ JOB_SUBMISSIONS = 12  # POST /v1/jobs: each accepted one is a real job the singl
 TIMEOUT = 30  # seconds per request
 # The fuzzer sends far more than 20 requests/s, many with mangled keys, all from one address: the
 # stack's limits are raised so that it tests the routes, not the rate limiters
-# (tests/api/test_security.py covers 429, the failed-authentication throttle and the caps).
+# (tests/api/server/test_security.py covers 429, the failed-authentication throttle and the caps).
 STACK_ENV = {"POOLQ_RATE_LIMIT_PER_S": "10000", "POOLQ_RATE_LIMIT_BURST": "100000",
              "POOLQ_AUTH_FAILURE_RATE_PER_S": "10000", "POOLQ_AUTH_FAILURE_BURST": "100000",
              "POOLQ_MAX_ACTIVE_JOBS_PER_TENANT": "1000", "POOLQ_MAX_INLINE_DOCUMENTS": "20"}

@@ -214,6 +214,6 @@ def load_long_documents(path=None) -> list[dict]:
     import json
     from pathlib import Path
 
-    path = Path(path) if path is not None else Path(__file__).resolve().parents[1] / "data" / "long_documents.jsonl"
+    path = Path(path) if path is not None else Path(__file__).resolve().parents[2] / "data" / "long_documents.jsonl"
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]

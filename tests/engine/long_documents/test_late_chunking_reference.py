@@ -1,4 +1,4 @@
-"""Self-checks of the independent late-chunking reference (tests/engine/late_chunking_reference.py).
+"""Self-checks of the independent late-chunking reference (tests/engine/long_documents/late_chunking_reference.py).
 
 Real model (all-MiniLM-L6-v2, 512 positions) and a real long document; the long-document runs use 128-token
 macro windows to stay cheap on a small CPU.

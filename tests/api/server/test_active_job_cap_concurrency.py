@@ -29,7 +29,7 @@ from poolq.jobs.job_handle import JobHandle
 
 pytestmark = pytest.mark.integration
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 CAP = 5
 BURST = 30
 REDIS_DB = 12  # a database of its own: the broker queues and the tenants' active sets are global
