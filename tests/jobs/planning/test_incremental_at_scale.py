@@ -41,10 +41,10 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     peaks = []
     plan_job = planner_module.plan_job
 
-    def measured(job_id, ctx):
+    def measured(job):
         tracemalloc.start()
         try:
-            return plan_job(JobHandle.bind(ctx, job_id))
+            return plan_job(job)
         finally:
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
