@@ -1,27 +1,23 @@
 """PoolingEngine: the engine's public entry point."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from itertools import islice
+from dataclasses import replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.engine_loop import EngineLoop
 from poolq.engine.loading.model_loader import LoadedModel, load_model
 from poolq.engine.loading.registry import ModelRegistry
 from poolq.engine.long_documents.policy_check import resolve_window
-from poolq.engine.long_documents.window_planner import WindowPlanner
-from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan, Window
+from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.pooling.classifier_heads import Calibration
-from poolq.engine.pooling.dispatcher import UnsupportedTaskError
 from poolq.engine.request import (
     ChunkRows,
     EngineResult,
-    LongDocumentMode,
     LongDocumentPolicy,
     PooledData,
     PoolingParams,
@@ -29,22 +25,10 @@ from poolq.engine.request import (
     PoolingTask,
     RequestError,
 )
-from poolq.engine.scheduler import Scheduler
+from poolq.engine.scheduler import SchedulingOrder
 from poolq.engine.scoring import cosine_scores, maxsim_scores, score_modes
-
-# Requests tokenized per tokenizer call while filling the lookahead window.
-_TOKENIZE_GROUP = 64
-
-
-@dataclass
-class _Window:
-    """One lookahead window: its requests, their plans (or errors), and the scheduler holding
-    their model sequences; ``owners[i]`` is (request index, window index) of sequence ``i``."""
-
-    scheduler: Scheduler
-    requests: list[PoolingRequest] = field(default_factory=list)
-    plans: list[DocumentPlan | RequestError] = field(default_factory=list)
-    owners: list[tuple[int, int]] = field(default_factory=list)
+from poolq.engine.step import StepOutput
+from poolq.engine.turns import EngineTurns
 
 
 class EmbeddingError(RuntimeError):
@@ -61,6 +45,11 @@ class PoolingEngine:
         self.runner = loaded.runner
         self.dispatcher = loaded.dispatcher
         self.config = config
+        self.turns = EngineTurns()  # steps of concurrent runs take turns; urgent runs go first
+        # A packed runner pads nothing: steps take windows in arrival order and results flow out in
+        # order; a padded runner wants similar lengths side by side.
+        packed = isinstance(loaded.runner, PackedRunner)
+        self.scheduling_order = SchedulingOrder.ARRIVAL if packed else SchedulingOrder.LONGEST_FIRST
 
     @classmethod
     def from_pretrained(
@@ -156,103 +145,21 @@ class PoolingEngine:
         return mode
 
     # -- streaming API ---------------------------------------------------------------------
-    def run(self, requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None) -> Iterator[EngineResult]:
+    def run(self, requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None, *,
+            on_step: Callable[[StepOutput], None] | None = None, urgent: bool = False) -> Iterator[EngineResult]:
         """Stream results in input order; memory is bounded by ``config.lookahead_tokens``.
 
-        While one lookahead window runs through the model, a helper thread tokenizes the
-        next (the fast tokenizers release the GIL), so tokenization overlaps compute.
+        The engine works in steps (``engine_loop.py``): a helper thread tokenizes ahead while
+        each step runs one batch through the model. ``on_step`` sees every step's report before
+        its results are handed out, and may raise to stop the run. ``urgent`` runs get the model
+        between two steps of other runs on this engine (the interactive lane).
         """
-        policy = policy or LongDocumentPolicy()
-        planner = WindowPlanner(self.tokenizer, self.spec, policy, self._window(policy), self.dispatcher,
-                                self.config.max_chunks_per_document)
-        iterator = iter(requests)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-tokenize") as pool:
-            pending = pool.submit(self._collect, iterator, planner)
-            while (current := pending.result()).requests:
-                pending = pool.submit(self._collect, iterator, planner)
-                yield from self._execute(current)
+        return EngineLoop(self.loaded, self.config, self.turns, self.scheduling_order, requests, policy,
+                          urgent=urgent).results(on_step)
 
-    def _window(self, policy: LongDocumentPolicy) -> int:
+    def window(self, policy: LongDocumentPolicy) -> int:
+        """The window (tokens per model sequence) ``policy`` gives this model."""
         return resolve_window(self.spec, policy)
-
-    def _collect(self, iterator: Iterator[PoolingRequest], planner: WindowPlanner) -> "_Window":
-        """Plan and tokenize requests until the lookahead budget is full (or the input ends)."""
-        current = _Window(Scheduler(self.config.max_num_batched_tokens, self.config.max_num_seqs))
-        while current.scheduler.pending_tokens < self.config.lookahead_tokens:
-            group = list(islice(iterator, _TOKENIZE_GROUP))
-            if not group:
-                break
-            for request, plan in zip(group, self._plan(group, planner)):
-                if not isinstance(plan, RequestError):
-                    for window_index, window in enumerate(plan.windows):
-                        current.scheduler.add(len(current.owners), window.token_ids, window.token_type_ids)
-                        current.owners.append((len(current.plans), window_index))
-                current.requests.append(request)
-                current.plans.append(plan)
-        return current
-
-    def _execute(self, current: "_Window") -> list[EngineResult]:
-        """Run a tokenized window in batches; its results in input order."""
-        requests, plans = current.requests, current.plans
-        for batch in current.scheduler.drain():
-            hidden_states = self.runner.forward(batch)  # [num_tokens, hidden]
-            owners = [current.owners[i] for i in batch.seq_indices]
-            owner_plans = [_scheduled(plans[r]) for r, _ in owners]
-            wants_pooled = [None if plan.wants_states else _pooled_as(requests[r], plan)
-                            for plan, (r, _) in zip(owner_plans, owners)]
-            pooled = self.dispatcher.forward(hidden_states, batch, wants_pooled)
-            for row, (plan, (_, window_index)) in enumerate(zip(owner_plans, owners)):
-                start, end = int(batch.cu_seqlens[row]), int(batch.cu_seqlens[row + 1])
-                value = hidden_states[start:end] if wants_pooled[row] is None else pooled[row]
-                plan.add(window_index, value)
-        return [plan if isinstance(plan, RequestError) else plan.output(request.key) for request, plan in zip(requests, plans)]
-
-    def _plan(self, group: list[PoolingRequest], planner: WindowPlanner) -> list[DocumentPlan | RequestError]:
-        singles = [r.text for r in group if r.text_pair is None]
-        offsets: Sequence[list[tuple[int, int]] | None]
-        if planner.policy.mode.chunk_rows or any(task.per_token for request in group for task in request.all_tasks):
-            content_ids, offsets = self.tokenizer.tokenize_with_offsets(singles) if singles else ([], [])
-        else:
-            content_ids, offsets = (self.tokenizer.count_and_tokenize(singles) if singles else []), [None] * len(singles)
-        contents = iter(zip(content_ids, offsets))
-        plans: list[DocumentPlan | RequestError] = []
-        for request in group:
-            if request.text_pair is None:
-                plan = planner.plan(request, *next(contents))
-            else:
-                truncate = planner.policy.mode is LongDocumentMode.TRUNCATE
-                item = self.tokenizer.tokenize_pair(request.text, request.text_pair, planner.window, truncate)
-                if item is None:
-                    plans.append(RequestError(request.key, "query_too_long", f"the first text of the pair fills the "
-                                              f"model's window of {planner.window} tokens on its own"))
-                    continue
-                plan = SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
-            plans.append(self._check(request, plan, planner))
-        return plans
-
-    def _check(
-        self, request: PoolingRequest, plan: DocumentPlan | RequestError, planner: WindowPlanner
-    ) -> DocumentPlan | RequestError:
-        if isinstance(plan, RequestError):
-            return plan
-        try:
-            for task in request.all_tasks:
-                self.dispatcher.check(task)
-        except UnsupportedTaskError as exc:
-            return RequestError(request.key, "unsupported_task", str(exc))
-        dims = request.params.dimensions
-        sizes = {PoolingTask.EMBED: self.dimensions, PoolingTask.TOKEN_EMBED: self.token_dimensions}
-        for task in request.all_tasks:
-            if dims is not None and task in sizes and dims > sizes[task]:
-                return RequestError(request.key, "invalid_dimensions", f"dimensions={dims} exceeds the model's {sizes[task]}")
-        if plan.truncated and planner.policy.mode is LongDocumentMode.ERROR:
-            return RequestError(
-                request.key,
-                "document_too_long",
-                f"document has {plan.num_tokens} tokens; the model's window is {planner.window} "
-                "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')",
-            )
-        return plan
 
 
 def _dense(rows: list[PooledData | ChunkRows]) -> list[np.ndarray]:
@@ -261,15 +168,3 @@ def _dense(rows: list[PooledData | ChunkRows]) -> list[np.ndarray]:
     if len(dense) != len(rows):
         raise TypeError("a dense task returned a sparse vector")
     return dense
-
-
-def _pooled_as(request: PoolingRequest, plan: DocumentPlan) -> PoolingRequest:
-    """The request a window is pooled for: with its plan's params where they differ (chunked classify pools logits)."""
-    return request if plan.pool_params is None else replace(request, params=plan.pool_params)
-
-
-def _scheduled(plan: DocumentPlan | RequestError) -> DocumentPlan:
-    """The plan of a scheduled sequence: only planned requests have sequences in the scheduler."""
-    if isinstance(plan, RequestError):
-        raise RuntimeError(f"request {plan.key} failed planning but has a scheduled sequence")
-    return plan

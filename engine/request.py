@@ -117,6 +117,9 @@ class PoolingRequest:
     # More tasks pooled from the same forward pass (BGE-M3: dense, sparse, ColBERT); the output's
     # data is then a MultiOutput holding one result per task
     also: tuple[PoolingTask, ...] = ()
+    # The text as the model's token ids (no special tokens): then nothing is tokenized, and
+    # ``text`` only names the input in messages (the interactive lane's token-array inputs)
+    token_ids: tuple[int, ...] | None = None
 
     @property
     def all_tasks(self) -> tuple[PoolingTask, ...]:

@@ -1,6 +1,7 @@
 """Tokenization with explicit truncation: the full length is always known and reported."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,9 @@ class TextTokenizer:
         from transformers import AutoTokenizer  # heavy import kept off module import
 
         self._tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        # One call at a time: transformers' fast tokenizers set their truncation state on every call,
+        # and two runs' planning threads (a shard and the interactive lane) may tokenize at once.
+        self._calls = threading.Lock()
         # We truncate ourselves; stop the tokenizer warning about long inputs.
         self._tokenizer.model_max_length = 1 << 30
         self._prefix_ids, self._suffix_ids = self._special_token_template()
@@ -69,7 +73,8 @@ class TextTokenizer:
     def count_and_tokenize(self, texts: list[str]) -> list[list[int]]:
         """Content token ids (no special tokens) of each text, untruncated."""
         if all(len(text) <= PIECE_CHARS for text in texts):
-            return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+            with self._calls:
+                return self._tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
         return [self._tokenize_long(text, with_offsets=False)[0] for text in texts]
 
     def tokenize_with_offsets(self, texts: list[str]) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
@@ -87,7 +92,9 @@ class TextTokenizer:
         ids: list[int] = []
         offsets: list[tuple[int, int]] = []
         for start, piece in split_at_whitespace(text, PIECE_CHARS):
-            encoded = self._tokenizer(piece, add_special_tokens=False, truncation=False, return_offsets_mapping=with_offsets)
+            with self._calls:
+                encoded = self._tokenizer(piece, add_special_tokens=False, truncation=False,
+                                          return_offsets_mapping=with_offsets)
             ids.extend(encoded["input_ids"])
             if with_offsets:
                 offsets.extend((start + a, start + b) for a, b in encoded["offset_mapping"])
@@ -122,14 +129,17 @@ class TextTokenizer:
         """A text pair (cross-encoders: query, document), with segment ids. Truncation, if allowed,
         cuts the second text only (a rerank's query is never cut); None when the first text alone
         leaves the second no room in the window."""
-        full = self._tokenizer(text, text_pair, truncation=False, return_token_type_ids=True)
+        with self._calls:
+            full = self._tokenizer(text, text_pair, truncation=False, return_token_type_ids=True)
         num_tokens = len(full["input_ids"])
         if num_tokens <= window_tokens or not truncate:
             return TokenizedText(full["input_ids"], num_tokens, num_tokens > window_tokens, full["token_type_ids"])
-        first_alone = len(self._tokenizer(text, "", truncation=False)["input_ids"])
-        if first_alone >= window_tokens:
-            return None
-        cut = self._tokenizer(text, text_pair, truncation="only_second", max_length=window_tokens, return_token_type_ids=True)
+        with self._calls:
+            first_alone = len(self._tokenizer(text, "", truncation=False)["input_ids"])
+            if first_alone >= window_tokens:
+                return None
+            cut = self._tokenizer(text, text_pair, truncation="only_second", max_length=window_tokens,
+                                  return_token_type_ids=True)
         return TokenizedText(cut["input_ids"], num_tokens, True, cut["token_type_ids"])
 
     def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide) -> TokenizedText:

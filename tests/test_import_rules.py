@@ -44,13 +44,14 @@ FLOORS = {
         ("worker", "local_runner"),  # the Celery edge; the in-process runner
     ),
     "engine": (
-        ("config", "batch", "hardware", "request"),
-        ("model_spec", "tokenizer", "scheduler", "kernels", "attention"),
+        ("config", "batch", "hardware", "request", "turns"),
+        ("model_spec", "tokenizer", "scheduler", "kernels", "attention", "step"),
         ("models", "runner", "scoring"),
         ("packed_runner",),
         ("pooling",),
         ("long_documents",),
         ("loading",),
+        ("engine_loop",),  # the engine works in steps
         ("engine",),
     ),
     "api": (("server",), ("client",), ("cli",), ("__main__",)),
