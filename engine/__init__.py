@@ -1,4 +1,6 @@
 """poolq's pooling engine: load a local model, schedule by token budget, run, pool."""
+from typing import TYPE_CHECKING
+
 from poolq.engine.config import EngineConfig, EngineConfigError
 from poolq.engine.loading.registry import DEFAULT_MODEL, ModelRegistry, UnknownModelError
 from poolq.engine.long_documents.policy_check import PolicyError, check_multi_task_mode, check_policy
@@ -20,6 +22,9 @@ from poolq.engine.request import (
     SparseVector,
     TruncationSide,
 )
+
+if TYPE_CHECKING:  # what __getattr__ loads on first use, as the type checker should see it
+    from poolq.engine.engine import EmbeddingError, PoolingEngine
 
 # PoolingEngine pulls in torch; importing the engine's request types or scheduler must not.
 _TORCH_EXPORTS = {"PoolingEngine", "EmbeddingError"}

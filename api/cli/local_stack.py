@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from poolq.devtools.devstack.stack_state import StackState
@@ -48,8 +48,9 @@ def cli_settings() -> "Settings":
     state = running_stack("seaweed")
     if state is None:
         return Settings()
-    overrides = {name[len("POOLQ_"):].lower(): value for name, value in state.env().items()
-                 if name.startswith("POOLQ_") and name not in os.environ}
+    # The stack's POOLQ_* variables as the environment would give them: strings, which Settings parses.
+    overrides: dict[str, Any] = {name[len("POOLQ_"):].lower(): value for name, value in state.env().items()
+                                 if name.startswith("POOLQ_") and name not in os.environ}
     return Settings(**overrides)
 
 

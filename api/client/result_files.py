@@ -54,9 +54,14 @@ def decode_vectors(table, results: JobResults):
 
     output = results.output
     if output is None:  # a manifest from before output blocks: float32 vectors
-        return codec_for("float32").decode(table.column("embedding"), results.dimensions)
-    value_range = (output.min, output.max) if output.min is not None and output.max is not None else None
-    return codec_for(output.dtype, value_range).decode(table.column("embedding"), output.dimensions or results.dimensions)
+        codec, dimensions = codec_for("float32"), results.dimensions
+    else:
+        value_range = (output.min, output.max) if output.min is not None and output.max is not None else None
+        codec, dimensions = codec_for(output.dtype, value_range), output.dimensions or results.dimensions
+    column = table.column("embedding")
+    if dimensions is None:  # a table with vectors always has them: a manifest that lost them is corrupt
+        raise ValueError(f"job {results.job_id}: its manifest gives its vectors no dimensions")
+    return codec.decode(column, dimensions)
 
 
 def _stream_to(url: str, path: Path, http: httpx.Client) -> None:

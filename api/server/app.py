@@ -51,7 +51,9 @@ def create_app(
                        limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
-    app.add_exception_handler(RequestValidationError, answer_validation_error)
+    # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,
+    # and this one is for RequestValidationError alone.
+    app.exception_handler(RequestValidationError)(answer_validation_error)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

@@ -1,10 +1,15 @@
 """Response schemas of the HTTP API that are not the job model itself."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from poolq.jobs import JobManifest, JobStatus, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
 from poolq.storage import ObjectStore
+
+# A route's ``responses=`` (its other answers in the OpenAPI document): status code -> what FastAPI takes.
+OpenApiResponses = dict[int | str, dict[str, Any]]
 
 
 class ErrorBody(BaseModel):

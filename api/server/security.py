@@ -11,20 +11,20 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from poolq.api.server.rate_limit import RateDecision, RateLimiter
-from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.schemas import ErrorBody, OpenApiResponses
 from poolq.jobs import ApiKeyStore, Principal
 
 _bearer = HTTPBearer(auto_error=False, description="an API key: `poolq keys create --tenant T`")
 
 # What `caller` / `admin_caller` may answer on any route that uses them (OpenAPI `responses=`).
-AUTH_RESPONSES: dict = {
+AUTH_RESPONSES: OpenApiResponses = {
     401: {"model": ErrorBody, "description": "no API key, or not a valid one",
           "headers": {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`"}}},
     429: {"model": ErrorBody,
           "description": "the tenant is over its request rate, or the client address made too many failed authentications",
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
 }
-ADMIN_RESPONSES: dict = {**AUTH_RESPONSES, 403: {"model": ErrorBody, "description": "the key lacks the admin scope"}}
+ADMIN_RESPONSES: OpenApiResponses = {**AUTH_RESPONSES, 403: {"model": ErrorBody, "description": "the key lacks the admin scope"}}
 
 
 def _unauthorized(message: str) -> HTTPException:

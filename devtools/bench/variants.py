@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
 Encode = Callable[[list[str]], np.ndarray]
 
+# The backends SentenceTransformer(backend=...) knows.
+StBackend = Literal["torch", "onnx", "openvino"]
+ST_BACKEND_NAMES: tuple[StBackend, ...] = ("torch", "onnx", "openvino")
 # sentence-transformers' backends beyond torch, and the modules each needs (its optional extras;
 # keep them in their own environment: optimum pins transformers, optimum-intel a newer torch).
 ST_BACKENDS = {"onnx": ("onnxruntime", "optimum"), "openvino": ("openvino", "optimum.intel")}
@@ -41,10 +44,13 @@ def st_variant(model_dir: str, backend: str, window: int, batch_size: int, devic
     missing = [name for name in ST_BACKENDS.get(backend, ()) if importlib.util.find_spec(name.split(".")[0]) is None]
     if missing:
         return f"ST {backend}: not importable here ({', '.join(missing)} missing)"
+    st_backend = _st_backend(backend)
+    if st_backend is None:
+        return f"ST {backend}: not a sentence-transformers backend ({', '.join(ST_BACKEND_NAMES)})"
     from sentence_transformers import SentenceTransformer
 
     try:
-        model = SentenceTransformer(model_dir, device=device, backend=backend)
+        model = SentenceTransformer(model_dir, device=device, backend=st_backend)
     except Exception as exc:  # noqa: BLE001 - an optional baseline that fails to load is reported, not fatal
         return f"ST {backend}: failed to load ({type(exc).__name__}: {exc})"[:300]
     if device != "cpu":
@@ -52,3 +58,8 @@ def st_variant(model_dir: str, backend: str, window: int, batch_size: int, devic
     model.max_seq_length = window
     dtype = "float16" if device != "cpu" else "float32" if backend in ("torch", "onnx") else "default"
     return Variant(f"ST {backend}", dtype, lambda texts: model.encode(texts, batch_size=batch_size, convert_to_numpy=True))
+
+
+def _st_backend(name: str) -> StBackend | None:
+    """``name`` as one of sentence-transformers' backends; None if it names none (a typo on the command line)."""
+    return next((backend for backend in ST_BACKEND_NAMES if backend == name), None)

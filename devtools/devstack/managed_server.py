@@ -11,7 +11,9 @@ from poolq.devtools.devstack.process import pid_alive, process_cmdline, read_pid
 
 
 class _HasDataDir(Protocol):
-    data_dir: Path
+    # Read-only: the servers' configs are frozen dataclasses, and a server only reads its data dir.
+    @property
+    def data_dir(self) -> Path: ...
 
 
 class ManagedServer(ABC):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,8 @@ class ModelRegistry:
         self._cache_root = cache_root
 
     @classmethod
-    def with_packaged_models(cls, extra: dict[str, str | Path] | None = None, cache_root: Path | None = None) -> "ModelRegistry":
+    def with_packaged_models(cls, extra: Mapping[str, str | Path] | None = None,
+                             cache_root: Path | None = None) -> "ModelRegistry":
         """The packaged models that are installed, plus ``extra`` name -> directory entries.
 
         ``cache_root`` holds GGUF models converted to HF directories (default: see

@@ -26,7 +26,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE
-from poolq.storage import ObjectNotFoundError, read_jsonl, read_part
+from poolq.storage import JsonlObject, ObjectNotFoundError, read_jsonl, read_part
 
 _CHUNK_BYTES = 1 << 20
 _ROWS_AT_A_TIME = 1024
@@ -97,8 +97,12 @@ def write_batch_files(tenant: str, request: BatchRequest, prepared: PreparedInpu
     lines = _concat(_raw_lines(ctx, records.key("prepared-errors.jsonl")), job_lines)
     write_file(tenant, "batch_errors.jsonl", "batch_output", _chunks(lines), ctx, file_id=error_id, expires_after_s=expiry)
     counts = RequestCounts(total=prepared.total, completed=len(results.done), failed=prepared.invalid + errors.count)
-    return BatchFiles(output_id if counts.completed else _drop(tenant, output_id, ctx),
-                      error_id if counts.failed else _drop(tenant, error_id, ctx), counts)
+    # An empty file is not kept: the batch names none.
+    if not counts.completed:
+        delete_file(tenant, output_id, ctx)
+    if not counts.failed:
+        delete_file(tenant, error_id, ctx)
+    return BatchFiles(output_id if counts.completed else None, error_id if counts.failed else None, counts)
 
 
 class _ErrorLines:
@@ -136,7 +140,9 @@ def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tu
         return failed
     with ctx.store.open(manifest.errors.key) as stream:
         for item in read_jsonl(stream):
-            record_id = getattr(item, "value", {}).get("id")
+            if not isinstance(item, JsonlObject):
+                continue  # a line that is not a JSON object names no request
+            record_id = item.value.get("id")
             if isinstance(record_id, str):
                 line, index = record_id.split(".")
                 # The job's message names its own input's line and record id: say the request's line instead.
@@ -177,9 +183,3 @@ def _chunks(lines: Iterator[bytes]) -> Iterator[bytes]:
 def _file_id(batch_id: str, kind: str) -> str:
     """The same id each time the batch's files are written: the batch's time, then a digest."""
     return f"file-{batch_id.removeprefix('batch_')[:12]}{hashlib.sha256(f'{batch_id}/{kind}'.encode()).hexdigest()[:20]}"
-
-
-def _drop(tenant: str, file_id: str, ctx: JobContext) -> None:
-    """An empty file is not kept: the batch names none."""
-    delete_file(tenant, file_id, ctx)
-    return None

@@ -11,6 +11,8 @@ import json
 from abc import ABC, abstractmethod
 from datetime import datetime
 
+from pydantic import TypeAdapter
+
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobProgress, JobResult, JobStatus, JobUsage
@@ -23,6 +25,8 @@ PROGRESS_FIELD = "progress:"  # + unit -> "documents,tokens" done by a running u
 # A reserved job gets its status within a submission; one still without it this long later died.
 RESERVATION_GRACE_S = 120.0
 TERMINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
+# Stored timestamps are strings: parsed the way JobStatus' datetime fields parse them.
+_TIMESTAMP = TypeAdapter(datetime)
 
 
 class JobStatusStore(ABC):
@@ -147,9 +151,9 @@ class JobStatusStore(ABC):
                 failed=int(fields.get("failed", 0)),
             ),
             usage=JobUsage(tokens=int(fields.get("tokens", 0))),
-            created_at=fields["created_at"],
-            started_at=fields.get("started_at") or None,
-            finished_at=fields.get("finished_at") or None,
+            created_at=_TIMESTAMP.validate_python(fields["created_at"]),
+            started_at=_optional_timestamp(fields.get("started_at")),
+            finished_at=_optional_timestamp(fields.get("finished_at")),
             result=JobResult(manifest_uri=manifest_uri) if manifest_uri else None,
             error=fields.get("error") or None,
             errors_by_code={name[len(ERROR_FIELD):]: int(value) for name, value in fields.items()
@@ -178,6 +182,11 @@ def error_fields(errors: ErrorSummary | None) -> dict[str, str]:
 
 def samples_field(errors: ErrorSummary | None) -> str:
     return json.dumps(list(errors.samples)) if errors is not None and errors.samples else ""
+
+
+def _optional_timestamp(stored: str | None) -> datetime | None:
+    """A stored timestamp; None where it is absent or empty (not reached yet)."""
+    return _TIMESTAMP.validate_python(stored) if stored else None
 
 
 def flatten_status(status: JobStatus) -> dict[str, str]:

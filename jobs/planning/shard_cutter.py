@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import ShardInput
@@ -57,7 +58,7 @@ class ShardCutter:
     def _new_buffer(self) -> _ShardBuffer:
         settings = self.ctx.settings
         shard = ShardInput(uri=self.section.uri, version=self.section.version, source=self.section.name,
-                           format=self.section.format)
+                           format=InputFormat(self.section.format))  # the section stores the format's name
         return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget, shard)
 
     def add(self, record: InputRecord, item: JsonlObject) -> None:

@@ -2,6 +2,7 @@
 entries in Redis are derived from it and rebuilt by the reconciler)."""
 from __future__ import annotations
 
+import builtins
 import json
 from datetime import datetime
 from itertools import islice
@@ -77,7 +78,8 @@ class ScheduleStore:
             if run is not None:
                 yield run
 
-    def runs(self, schedule_id: str, limit: int | None = None) -> list[ScheduleRun]:
+    # builtins.list: in the class body, ``list`` is the method above.
+    def runs(self, schedule_id: str, limit: int | None = None) -> builtins.list[ScheduleRun]:
         """The newest ``limit`` run records (all of them: their number is bounded by :meth:`prune_runs`)."""
         return list(islice(self.iter_runs(schedule_id), limit))
 

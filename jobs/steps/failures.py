@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 # Transient: the same call may succeed later (throttling, a restarting service, the network).
 # Redis' and kombu's (the broker's) errors are their own classes, not the built-in ones.
-RETRYABLE_ERRORS: tuple[type[BaseException], ...] = (
+RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     StorageError, ConnectionError, TimeoutError,
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
 )

@@ -91,7 +91,7 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
 
 def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     ctx, ledger, layout = job.ctx, job.ledger, job.layout
-    spec = ledger.spec()
+    spec = job.spec  # ObjectNotFoundError if the job has none (a store that lost it)
     stored_plan = ledger.plan()  # None: planning never finished (a job failed while planning)
     plan = stored_plan or Plan(total=_known_total(spec), plan_errors=0)
     commits = ledger.commits()

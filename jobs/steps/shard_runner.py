@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from poolq.engine import RequestError
+from poolq.engine import EngineResult, RequestError
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
 from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.inputs.included_fields import IncludedColumns
@@ -124,10 +124,11 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     progress = _ProgressReport(job, shard_unit(shard))
     for result in task.run(engine, records):
         cancel_check()
+        record_id = _record_id(result)
         if isinstance(result, RequestError):
-            errors.append(RecordError(result.key, records[result.key].line, result.code, result.message))
+            errors.append(RecordError(record_id, records[record_id].line, result.code, result.message))
             continue
-        record = records[result.key]
+        record = records[record_id]
         task.append(rows, result, record, included.values(record.fields))
         tokens += result.processed_tokens
         documents += 1
@@ -135,6 +136,13 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=task.dimensions(engine),
                             engine=job.ctx.engines.identity(spec.model))
     return _write_attempt(job, shard, lease, output)
+
+
+def _record_id(result: EngineResult) -> str:
+    """The record a task's result answers: a task keys each engine request by its record's id."""
+    if not isinstance(result.key, str):
+        raise TypeError(f"a task's result is keyed {result.key!r}, not by a record id")
+    return result.key
 
 
 def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None:

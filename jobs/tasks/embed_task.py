@@ -37,7 +37,7 @@ class EmbedTask(JobTask):
     def dimensions(self, engine: "PoolingEngine") -> int:
         return self.spec.output.dimensions or engine.dimensions  # the engine fails records asking for more
 
-    def rows(self, engine: "PoolingEngine") -> EmbeddingRows:
+    def rows(self, engine: "PoolingEngine") -> RowColumns:  # token_embed's subclass makes token rows
         # The codec is fixed for the job: the same int8 range in every shard.
         return EmbeddingRows(dimensions=self.dimensions(engine), with_chunks=self.chunk_rows,
                              codec=self.spec.output.codec(engine.spec.normalize))

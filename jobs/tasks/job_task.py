@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, ClassVar, Iterator
 import numpy as np
 import pyarrow as pa
 
-from poolq.engine import EngineResult, ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingRequest, PoolingTask
+from poolq.engine import (
+    ChunkRows,
+    EngineResult,
+    ModelSpec,
+    PooledData,
+    PoolingOutput,
+    PoolingParams,
+    PoolingRequest,
+    PoolingTask,
+)
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.model.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns
@@ -142,7 +151,7 @@ def token_fields(result: PoolingOutput) -> tuple[np.ndarray, np.ndarray]:
     return result.token_ids, result.char_offsets
 
 
-def as_dense(value: PooledData, task: str) -> np.ndarray:
+def as_dense(value: PooledData | ChunkRows, task: str) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         raise TypeError(f"task {task!r} got a sparse vector from the engine")
     return value

@@ -95,10 +95,8 @@ def _bi_encoder_scores(engine: "PoolingEngine", records: dict[str, InputRecord],
     requests += [PoolingRequest(key=(record_id, _TEXT), text=record.text, task=task, params=params)
                  for record_id, record in records.items()]
     results = engine.run(requests, policy)
-    embedded: dict[str, EngineResult] = {}
-    for _ in queries:  # results come in request order: the queries first
-        result = next(results)
-        embedded[result.key[0]] = result  # type: ignore[index]
+    # Results come in request order: the queries' first, each keyed (query, _QUERY).
+    embedded: dict[str, EngineResult] = {query: next(results) for query in queries}
     charged: set[str] = set()  # queries whose model run a pair's usage counted already
     for record_id, result in zip(records, results):
         query = _query(records[record_id])

@@ -19,6 +19,7 @@ from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, RedBeatScheduler, get_redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import LockError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.lock import Lock
 
 logger = logging.getLogger("celery.beat")
 
@@ -30,6 +31,8 @@ class PoolqBeatScheduler(RedBeatScheduler):
 
     #: Seconds between attempts while Redis is unreachable or another beat holds the lock.
     retry_interval_s = 1.0
+    #: RedBeat's single-beat lock; None until acquired (RedBeat takes it at start-up, unless Redis was down).
+    lock: Lock | None
 
     def __init__(self, *args, **kwargs):
         self._must_restore = False
@@ -65,9 +68,14 @@ class PoolqBeatScheduler(RedBeatScheduler):
 
     def _own_lock(self) -> bool:
         if self.lock is None:  # the start-up acquisition failed (Redis was down then)
-            client = get_redis(self.app)
-            self.lock = client.lock(self.lock_key, timeout=self.lock_timeout, sleep=self.max_interval)
-            self.lock.lua_extend = client.register_script(LUA_EXTEND_TO_SCRIPT)
+            self.lock = self._new_lock()
         if self.lock.owned():
             return True
         return bool(self.lock.acquire(blocking=False))
+
+    def _new_lock(self) -> Lock:
+        """The lock as RedBeat's start-up makes it: its ``extend`` runs RedBeat's script (extend *to* a time)."""
+        client = get_redis(self.app)
+        lock = client.lock(self.lock_key, timeout=self.lock_timeout, sleep=self.max_interval)
+        lock.lua_extend = client.register_script(LUA_EXTEND_TO_SCRIPT)
+        return lock

@@ -58,21 +58,22 @@ def register_tasks(app: Celery, settings: Settings) -> None:
             holder["ctx"] = build_worker_context(app, settings)
         return holder["ctx"]
 
-    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], None],
+    def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], object],
             unit: str | None = None, **ids: object) -> None:
         """Run the task's step; everything it logs carries the task, its id and ``ids`` (job_id, shard).
-        ``unit`` names the job's unit of work the task runs, if any (its retries are noted as sends)."""
+        ``unit`` names the job's unit of work the task runs, if any (its retries are noted as sends).
+        What the step and ``give_up`` return is not used."""
         with log_context(task=task.name, task_id=task.request.id, **ids):
             run_step(task, step, give_up, unit, ids.get("job_id"))
 
     def run_job(task: Task, job_id: str, step: Callable[[JobHandle], object],
-                give_up: Callable[[JobHandle, Exception], None], unit: str, **ids: object) -> None:
+                give_up: Callable[[JobHandle, Exception], object], unit: str, **ids: object) -> None:
         """Run a step of job ``job_id``: the job is bound once, and the step and its give-up get the handle."""
         run(task, lambda ctx: step(JobHandle.bind(ctx, job_id)), lambda ctx, exc: give_up(JobHandle.bind(ctx, job_id), exc),
             unit, job_id=job_id, **ids)
 
     def run_step(task: Task, step: Callable[[JobContext], object],
-                 give_up: Callable[[JobContext, Exception], None], unit: str | None, job_id: object) -> None:
+                 give_up: Callable[[JobContext, Exception], object], unit: str | None, job_id: object) -> None:
         ctx = context()
         try:
             step(ctx)

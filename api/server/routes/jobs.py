@@ -6,7 +6,7 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, 
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.dependencies import Caller, CallersJob, Context
-from poolq.api.server.schemas import ErrorBody, JobList, JobResults, SpecValidation
+from poolq.api.server.schemas import ErrorBody, JobList, JobResults, OpenApiResponses, SpecValidation
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import (
@@ -25,7 +25,7 @@ from poolq.jobs import (
 )
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
-_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
+_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
 
 
 def _status_or_404(job: JobHandle) -> JobStatus:

@@ -26,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from poolq.api.server.schemas import OpenApiResponses
 from poolq.api.server.security import admin_caller
 from poolq.jobs import LATENCY_BUCKETS_S, JobMetrics, JobState, MetricsTotals, Settings, SystemGauges
 
@@ -80,7 +81,7 @@ def _shard_histogram(totals: MetricsTotals) -> HistogramMetricFamily:
                                  buckets=buckets, sum_value=totals.shard_latency_sum_s)
 
 
-_RESPONSES = {
+_RESPONSES: OpenApiResponses = {
     200: {"content": {"text/plain": {}, "application/openmetrics-text": {}}},
     503: {"description": "Redis is unreachable", "content": {"text/plain": {}}},
 }

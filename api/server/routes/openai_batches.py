@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from poolq.api.server.dependencies import Caller, Context
-from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.schemas import ErrorBody, OpenApiResponses
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import (
@@ -26,7 +26,7 @@ from poolq.jobs import (
 )
 
 router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
-_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
+_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, StringConstraints(max_length=512)]
 

@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from poolq.api.server.dependencies import Caller, Context
-from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.schemas import ErrorBody, OpenApiResponses
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.jobs import (
     DeletedFile,
@@ -28,7 +28,7 @@ from poolq.jobs import (
 )
 
 router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
-_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
+_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
 _STREAM_BYTES = 1 << 20
 
 

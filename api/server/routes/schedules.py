@@ -6,7 +6,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
 from poolq.api.server.dependencies import AdminCaller, Context
-from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.schemas import ErrorBody, OpenApiResponses
 from poolq.api.server.security import ADMIN_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import (
@@ -27,7 +27,7 @@ from poolq.jobs import (
 
 # Schedules need an admin key; each tenant still sees only its own (others': 404).
 router = APIRouter(prefix="/v1/schedules", tags=["schedules"], route_class=StrictJsonRoute, responses=ADMIN_RESPONSES)
-_NOT_FOUND = {404: {"model": ErrorBody, "description": "no such schedule (or another tenant's)"}}
+_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such schedule (or another tenant's)"}}
 
 
 class ScheduleList(BaseModel):
