@@ -25,7 +25,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
-from poolq.jobs.steps.shard_runner import GAVE_UP_CODE
+from poolq.jobs.steps.shard_attempt import GAVE_UP_CODE, NOT_PROCESSED_CODE
 from poolq.storage import JsonlObject, ObjectNotFoundError, read_jsonl, read_part
 
 _CHUNK_BYTES = 1 << 20
@@ -143,6 +143,8 @@ def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tu
             if not isinstance(item, JsonlObject):
                 continue  # a line that is not a JSON object names no request
             record_id = item.value.get("id")
+            if item.value.get("code") == NOT_PROCESSED_CODE:
+                continue  # stopped by the batch's cancel or expiry: an unrun request, not a failed one
             if isinstance(record_id, str):
                 line, index = record_id.split(".")
                 # The job's message names its own input's line and record id: say the request's line instead.

@@ -113,13 +113,13 @@ class InMemoryJobStatusStore(JobStatusStore):
             return True
 
     def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> int:
         with self._lock:
             units = self._units.setdefault(job_id, set())
             record = self._jobs.setdefault(job_id, {})
             if unit not in units:
                 units.add(unit)
-                for name, amount in zip(COUNTERS, (completed, failed, tokens)):
+                for name, amount in zip(COUNTERS, (completed, failed, not_processed, tokens, characters)):
                     record[name] = str(int(record.get(name, 0)) + amount)
                 for name, count in error_fields(errors).items():
                     record[name] = str(int(record.get(name, 0)) + int(count))
@@ -128,19 +128,21 @@ class InMemoryJobStatusStore(JobStatusStore):
             record.pop(PROGRESS_FIELD + unit, None)
             return len(units)
 
-    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int, planned_tokens: int = 0,
+                      planned_chars: int = 0) -> None:
         with self._lock:
             record = self._jobs.get(job_id)
             if record is not None and "status" in record and unit not in self._units.get(job_id, set()):
-                record[PROGRESS_FIELD + unit] = f"{documents},{tokens}"
+                record[PROGRESS_FIELD + unit] = f"{documents},{tokens},{planned_tokens},{planned_chars}"
 
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   errors: ErrorSummary | None = None) -> None:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> None:
         with self._lock:
             self._units[job_id] = set(units)
             record = self._jobs.setdefault(job_id, {})
             for name in [name for name in record if name.startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]:
                 del record[name]
-            record.update(completed=str(completed), failed=str(failed), tokens=str(tokens), **error_fields(errors))
+            record.update(completed=str(completed), failed=str(failed), tokens=str(tokens), not_processed=str(not_processed),
+                          characters=str(characters), **error_fields(errors))
             if samples_field(errors):
                 record[SAMPLES_FIELD] = samples_field(errors)

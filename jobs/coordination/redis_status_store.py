@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from poolq.jobs.coordination.status_store import (
+    COUNTERS,
     ERROR_FIELD,
     PROGRESS_FIELD,
     RESERVATION_GRACE_S,
@@ -36,20 +37,17 @@ if redis.call('HEXISTS', KEYS[1], 'status') == 1 then return 0 end
 for i = 1, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return 1
 """
-# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2..4] completed, failed, tokens,
-# ARGV[5] the error samples (JSON, '' for none), ARGV[6..] error field/count pairs.
+# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2] the error samples (JSON, ''
+# for none), ARGV[3..] field/increment pairs (the counters, then the errors by code).
 _COUNT_LUA = """
 if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HINCRBY', KEYS[1], 'completed', ARGV[2])
-  redis.call('HINCRBY', KEYS[1], 'failed', ARGV[3])
-  redis.call('HINCRBY', KEYS[1], 'tokens', ARGV[4])
-  if ARGV[5] ~= '' then redis.call('HSETNX', KEYS[1], 'error_samples', ARGV[5]) end
-  for i = 6, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  if ARGV[2] ~= '' then redis.call('HSETNX', KEYS[1], 'error_samples', ARGV[2]) end
+  for i = 3, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 end
 redis.call('HDEL', KEYS[1], 'progress:' .. ARGV[1])
 return redis.call('SCARD', KEYS[2])
 """
-# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2] "documents,tokens".
+# KEYS[1] job hash, KEYS[2] counted-units set; ARGV[1] unit, ARGV[2] "documents,tokens,planned_tokens,planned_chars".
 _PROGRESS_LUA = """
 if redis.call('HEXISTS', KEYS[1], 'status') == 0 or redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'progress:' .. ARGV[1], ARGV[2])
@@ -121,13 +119,16 @@ class RedisJobStatusStore(JobStatusStore):
         return bool(self._transition(keys=[self._key(job_id)], args=args))
 
     def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> int:
         keys = [self._key(job_id), self._units_key(job_id)]
-        pairs = [item for name, count in error_fields(errors).items() for item in (name, count)]
-        return int(self._count(keys=keys, args=[unit, completed, failed, tokens, samples_field(errors), *pairs]))
+        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters)))
+        pairs = [item for name, count in {**counters, **error_fields(errors)}.items() for item in (name, count)]
+        return int(self._count(keys=keys, args=[unit, samples_field(errors), *pairs]))
 
-    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
-        self._progress(keys=[self._key(job_id), self._units_key(job_id)], args=[unit, f"{documents},{tokens}"])
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int, planned_tokens: int = 0,
+                      planned_chars: int = 0) -> None:
+        progress = f"{documents},{tokens},{planned_tokens},{planned_chars}"
+        self._progress(keys=[self._key(job_id), self._units_key(job_id)], args=[unit, progress])
 
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
         if units:
@@ -171,13 +172,14 @@ class RedisJobStatusStore(JobStatusStore):
         return sorted(member.decode() for member in self.redis.smembers(self._ALL_ACTIVE_KEY))
 
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   errors: ErrorSummary | None = None) -> None:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> None:
         stale = [name for name in self.redis.hkeys(self._key(job_id))
                  if name.decode().startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]
         pipe = self.redis.pipeline(transaction=True)
         if stale:
             pipe.hdel(self._key(job_id), *stale)
-        mapping = {"completed": completed, "failed": failed, "tokens": tokens, **error_fields(errors)}
+        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters)))
+        mapping = {**counters, **error_fields(errors)}
         if samples_field(errors):
             mapping[SAMPLES_FIELD] = samples_field(errors)
         pipe.hset(self._key(job_id), mapping=mapping)

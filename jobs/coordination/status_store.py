@@ -15,13 +15,20 @@ from pydantic import TypeAdapter
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
-from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobProgress, JobResult, JobStatus, JobUsage
+from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
 
-COUNTERS = ("completed", "failed", "tokens")
+# What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
+# the model; and the characters of the records they took (with tokens: the job's characters per token).
+COUNTERS = ("completed", "failed", "not_processed", "tokens", "characters")
 # Fields beside the counters: failed records by code, the first messages, a running unit's progress.
 ERROR_FIELD = "error:"  # + code -> records failed with it
 SAMPLES_FIELD = "error_samples"  # JSON list: the first messages (from the first unit that had errors)
-PROGRESS_FIELD = "progress:"  # + unit -> "documents,tokens" done by a running unit, not yet counted
+# + unit -> "documents,tokens,planned_tokens,planned_chars" of a running unit, not yet counted: what it
+# has done, and what the records it has tokenized so far will cost and how long they are
+PROGRESS_FIELD = "progress:"
+CHARACTERS_FIELD = "plan_characters"  # the characters of every record the plan sent to shards
+# Before any text is tokenized: characters per token of English prose with WordPiece/BPE vocabularies.
+DEFAULT_CHARS_PER_TOKEN = 4.0
 # A reserved job gets its status within a submission; one still without it this long later died.
 RESERVATION_GRACE_S = 120.0
 TERMINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
@@ -50,20 +57,22 @@ class JobStatusStore(ABC):
 
     @abstractmethod
     def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> int:
         """Add a finished unit's counts (and its errors by code) once, however often it is reported,
         and drop its progress; returns units counted."""
 
     @abstractmethod
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   errors: ErrorSummary | None = None) -> None:
+                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> None:
         """Overwrite the counters with totals read from the ledger (recovery, finalization); no
         unit is in progress any more."""
 
     @abstractmethod
-    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int) -> None:
-        """A running unit has done this much so far (not counted until it finishes). Ignored once
-        the unit is counted, or when the job has no status (a finished job's record expired)."""
+    def note_progress(self, job_id: str, unit: str, documents: int, tokens: int, planned_tokens: int = 0,
+                      planned_chars: int = 0) -> None:
+        """A running unit has done this much so far (not counted until it finishes), and what the
+        records it has tokenized cost (``planned_tokens``) and hold (``planned_chars``). Ignored
+        once the unit is counted, or when the job has no status (a finished job's record expired)."""
 
     @abstractmethod
     def note_dispatch(self, job_id: str, units: list[str], at: float) -> None:
@@ -149,8 +158,10 @@ class JobStatusStore(ABC):
                 total=int(total) if total else None,
                 completed=int(fields.get("completed", 0)),
                 failed=int(fields.get("failed", 0)),
+                not_processed=int(fields.get("not_processed", 0)),
             ),
             usage=JobUsage(tokens=int(fields.get("tokens", 0))),
+            estimate=token_estimate(fields),
             created_at=_TIMESTAMP.validate_python(fields["created_at"]),
             started_at=_optional_timestamp(fields.get("started_at")),
             finished_at=_optional_timestamp(fields.get("finished_at")),
@@ -166,13 +177,32 @@ class JobStatusStore(ABC):
         return (self._read(job_id) or {}).get(name)
 
 
+def _running(fields: dict[str, str]) -> list[list[int]]:
+    """Each running unit's ``[documents, tokens, planned_tokens, planned_chars]``."""
+    return [[int(number) for number in value.split(",")] + [0] * (3 - value.count(","))
+            for name, value in fields.items() if name.startswith(PROGRESS_FIELD)]
+
+
 def _in_progress(fields: dict[str, str]) -> JobProgress:
-    documents = tokens = 0
-    for name, value in fields.items():
-        if name.startswith(PROGRESS_FIELD):
-            done_documents, done_tokens = value.split(",")
-            documents, tokens = documents + int(done_documents), tokens + int(done_tokens)
-    return JobProgress(documents=documents, tokens=tokens)
+    running = _running(fields)
+    return JobProgress(documents=sum(unit[0] for unit in running), tokens=sum(unit[1] for unit in running))
+
+
+def token_estimate(fields: dict[str, str]) -> JobEstimate:
+    """The job's tokens in all: what finished and running units have tokenized, plus the characters
+    still to go at the characters per token measured on everything tokenized so far."""
+    total_chars = fields.get(CHARACTERS_FIELD)
+    if total_chars is None:  # not planned yet
+        return JobEstimate()
+    running = _running(fields)
+    committed_tokens, committed_chars = int(fields.get("tokens", 0)), int(fields.get("characters", 0))
+    done = committed_tokens + sum(unit[1] for unit in running)
+    planned_tokens = committed_tokens + sum(unit[2] for unit in running)
+    planned_chars = committed_chars + sum(unit[3] for unit in running)
+    chars_per_token = planned_chars / planned_tokens if planned_tokens and planned_chars else DEFAULT_CHARS_PER_TOKEN
+    untokenized = max(0, int(total_chars) - planned_chars)
+    return JobEstimate(tokens=max(done, planned_tokens + round(untokenized / chars_per_token)),
+                       measured=planned_tokens > 0)
 
 
 def error_fields(errors: ErrorSummary | None) -> dict[str, str]:

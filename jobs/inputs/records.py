@@ -32,6 +32,11 @@ class InputRecord:
     # What ``line`` counts, for messages: "line" or "row" (not stored: a shard's copies are JSONL lines)
     unit: Annotated[str, Field(exclude=True)] = "line"
 
+    @property
+    def characters(self) -> int:
+        """How long the record's text is (with a pair's query): what its cost is estimated from."""
+        return len(self.text) + len(self.query or "")
+
     @cached_property  # once per record, however many chunk rows it makes
     def content_hash(self) -> str:
         """What the record's output depends on, as one digest (``content_hash.py``)."""

@@ -45,6 +45,7 @@ class Plan:
     error_codes: dict[str, int] = field(default_factory=dict)  # the plan errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages
     field_types: dict[str, str] = field(default_factory=dict)  # output.include_fields: each column's type
+    characters: int = 0  # of the records cut into shards (the job's progress estimates tokens from them)
 
     @property
     def errors_summary(self) -> ErrorSummary:
@@ -82,10 +83,12 @@ class ShardCommit:
     errors_key: str
     rows: int  # Parquet rows (one per document, or one per chunk in the chunk modes)
     documents: int  # documents embedded
-    errors: int  # records that failed (one error line each)
+    errors: int  # records that failed (one error line each, not_processed ones included)
     tokens: int
     dimensions: int | None
     gave_up: bool = False
+    not_processed: int = 0  # of ``errors``: records a cancel stopped before they were embedded
+    characters: int = 0  # of the records embedded or failed (not_processed ones left out)
     engine: str | None = None  # JobContext.engine_identity of the worker that embedded it
     error_codes: dict[str, int] = field(default_factory=dict)  # its errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages

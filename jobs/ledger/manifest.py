@@ -68,6 +68,11 @@ class ManifestShards(_ManifestBlock):
     total: int
     committed: int
     gave_up: int = 0
+    # A cancelled job's shards no attempt ran (written only for a cancelled job): their records are
+    # in no part and no error file (the shard descriptors of the job's planning name them). Records
+    # of a shard that a cancel stopped half-way are in the error file, code ``not_processed``.
+    not_started: list[int] | None = None
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("not_started",)
 
 
 class ManifestUsage(_ManifestBlock):

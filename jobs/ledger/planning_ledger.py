@@ -61,6 +61,7 @@ class SectionCut:
     records: int  # non-blank lines, valid or not
     valid: int
     shards: int
+    characters: int = 0  # of the records cut into shards (what the job's progress estimates tokens from)
     error_codes: dict[str, int] = field(default_factory=dict)  # error lines by code, duplicates included
     error_samples: list[str] = field(default_factory=list)  # the first messages
 

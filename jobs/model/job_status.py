@@ -12,6 +12,7 @@ class JobCounts(BaseModel):
     total: int | None = None  # known once the input has been read
     completed: int = 0
     failed: int = 0
+    not_processed: int = 0  # a cancelled job's records that were neither embedded nor failed
 
 
 class JobUsage(BaseModel):
@@ -25,6 +26,15 @@ class JobRates(BaseModel):
     tokens_per_s: float | None = None
     documents_per_s: float | None = None
     eta_s: float | None = None
+
+
+class JobEstimate(BaseModel):
+    """The job's tokens in all (what its ETA counts), once planned: what the records tokenized so
+    far cost, plus the characters still to go at the characters per token measured on them.
+    ``measured``: some of its text has been tokenized (else it assumes 4 characters a token)."""
+
+    tokens: int | None = None
+    measured: bool = False
 
 
 class JobProgress(BaseModel):
@@ -59,4 +69,5 @@ class JobStatus(BaseModel):
     errors_by_code: dict[str, int] = Field(default_factory=dict)  # failed records by error code
     error_samples: list[str] = Field(default_factory=list)  # the first few error messages
     in_progress: JobProgress = Field(default_factory=JobProgress)
+    estimate: JobEstimate = Field(default_factory=JobEstimate)  # done so far: usage.tokens + in_progress.tokens
     rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})

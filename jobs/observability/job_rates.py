@@ -1,4 +1,12 @@
-"""A job's pace as its status shows it: tokens/s, documents/s and the time left."""
+"""A job's pace as its status shows it: tokens/s, documents/s and the time left.
+
+The time left counts tokens, not documents: documents differ a thousandfold in length, tokens
+are what a worker spends its time on. The tokens still to go are the job's estimated total
+(``JobEstimate``: what the records tokenized so far cost, plus the characters still to go at the
+characters per token measured on them) less those done; the pace is the job's average since it
+started, running shards' progress included, so a job at a steady speed sees its estimate hold
+or fall, never jump with a shard's commit.
+"""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -14,12 +22,13 @@ def job_rates(status: JobStatus, now: datetime | None = None) -> JobRates:
     elapsed = (end - status.started_at).total_seconds()
     documents = status.counts.completed + status.counts.failed + status.in_progress.documents
     tokens = status.usage.tokens + status.in_progress.tokens
-    if elapsed <= 0 or documents == 0:
+    if elapsed <= 0 or not (documents or tokens):
         return JobRates()
-    documents_per_s = documents / elapsed
-    eta = None
+    rates = JobRates(tokens_per_s=tokens / elapsed, documents_per_s=documents / elapsed)
     if status.status.is_terminal:
-        eta = 0.0
-    elif status.counts.total is not None:
-        eta = max(0.0, (status.counts.total - documents) / documents_per_s)
-    return JobRates(tokens_per_s=tokens / elapsed, documents_per_s=documents_per_s, eta_s=eta)
+        return rates.model_copy(update={"eta_s": 0.0})
+    if tokens and status.estimate.measured and status.estimate.tokens is not None:
+        return rates.model_copy(update={"eta_s": max(0.0, (status.estimate.tokens - tokens) * elapsed / tokens)})
+    if documents and status.counts.total is not None:  # nothing embedded yet (every record carried or failed)
+        return rates.model_copy(update={"eta_s": max(0.0, (status.counts.total - documents) * elapsed / documents)})
+    return rates

@@ -72,8 +72,8 @@ def cut_section(job: JobHandle, index: int) -> SectionCut:
         if codes:
             errors.seek(0)
             ctx.store.put_chunks(planning.section_key(index, ERRORS_NAME), iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
-    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, error_codes=dict(codes),
-                                                 error_samples=samples))
+    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, characters=cutter.characters,
+                                                 error_codes=dict(codes), error_samples=samples))
 
 
 class _Positions:

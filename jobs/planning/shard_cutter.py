@@ -51,6 +51,7 @@ class ShardCutter:
         self.layout = job.layout
         self.index, self.section = index, section
         self.num_shards = 0
+        self.characters = 0  # of every record cut into this section's shards
         self.skipped = False
         self.last_query_id: str | None = None
         self.buffer = self._new_buffer()
@@ -67,6 +68,7 @@ class ShardCutter:
         if self.buffer.would_overflow(record) and not continues_query:
             self._flush()
         self.buffer.add(record, item, continues_run=not self.skipped)
+        self.characters += record.characters
         self.skipped = False
         self.last_query_id = record.query_id
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.work_units import PLAN_UNIT, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary, merge_all
@@ -26,7 +27,8 @@ def status_from_ledger(job: JobHandle) -> JobStatus | None:
         counts = manifest.counts
         return JobStatus(
             id=job.id, tenant=tenant, status=manifest.status, model=spec.model, task=spec.task_label,
-            counts=JobCounts(total=counts.total, completed=counts.completed, failed=counts.failed),
+            counts=JobCounts(total=counts.total, completed=counts.completed, failed=counts.failed,
+                             not_processed=counts.not_processed),
             usage=JobUsage(tokens=manifest.usage.tokens),
             created_at=manifest.created_at or _created_at(job),
             started_at=manifest.started_at, finished_at=manifest.finished_at,
@@ -37,11 +39,13 @@ def status_from_ledger(job: JobHandle) -> JobStatus | None:
     commits = ledger.commits() if plan else {}
     state = JobState.CANCELLING if ledger.cancel_requested() else JobState.RUNNING if plan else JobState.QUEUED
     completed = sum(c.documents for c in commits.values()) + (plan.carried_records if plan else 0)
-    failed = sum(c.errors for c in commits.values()) + (plan.plan_errors if plan else 0)
+    not_processed = sum(c.not_processed for c in commits.values())
+    failed = sum(c.errors for c in commits.values()) - not_processed + (plan.plan_errors if plan else 0)
     errors = job_errors(plan, commits)
     return JobStatus(
         id=job.id, tenant=tenant, status=state, model=spec.model, task=spec.task_label,
-        counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed),
+        counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed,
+                         not_processed=not_processed),
         usage=JobUsage(tokens=sum(c.tokens for c in commits.values())),
         created_at=_created_at(job), errors_by_code=errors.codes, error_samples=list(errors.samples),
     )
@@ -67,12 +71,15 @@ def recover_status(job: JobHandle) -> JobStatus | None:
         ledger = job.ledger
         plan = ledger.plan()
         if plan is not None:
-            units = [PLAN_UNIT, *(shard_unit(shard) for shard in ledger.committed_shards())]
+            commits = ledger.commits()
+            units = [PLAN_UNIT, *(shard_unit(shard) for shard in commits)]
             ctx.status.set_counts(
                 job.id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens,
+                not_processed=status.counts.not_processed, characters=sum(c.characters for c in commits.values()),
                 errors=ErrorSummary(status.errors_by_code, tuple(status.error_samples)),
             )
-            ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+            ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1,
+                              **{CHARACTERS_FIELD: plan.characters})
     return ctx.status.get(job.id)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from poolq.jobs.coordination.leases import LeaseStore
+from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
@@ -45,7 +46,8 @@ def dispatch_finalize(job: JobHandle) -> None:
 
 def record_plan(job: JobHandle, plan: Plan) -> None:
     """Cache the plan's figures in the status (idempotent): shards and totals, what planning counted."""
-    job.ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1)
+    job.ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1,
+                          **{CHARACTERS_FIELD: plan.characters})
     job.ctx.status.count_unit(job.id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors,
                           errors=plan.errors_summary)
 
@@ -55,7 +57,8 @@ def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
     the count that completes the job sends the finalizer."""
     ctx = job.ctx
     counted = ctx.status.count_unit(
-        job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors, tokens=commit.tokens,
+        job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors - commit.not_processed,
+        not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
         errors=commit.errors_summary,
     )
     ctx.window.release(job.id, shard)

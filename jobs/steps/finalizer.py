@@ -82,7 +82,7 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
     units = [PLAN_UNIT, *(shard_unit(shard) for shard in job.ledger.committed_shards())]
     ctx.status.set_counts(job.id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
-                          errors=manifest.errors.summary)
+                          not_processed=counts.not_processed, errors=manifest.errors.summary)
     ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
     ctx.status.remove_active(job.tenant, job.id)
     extra = {"error": manifest.error} if manifest.error else {}
@@ -99,9 +99,10 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     error_count = _write_errors(ctx, layout.plan_errors if stored_plan else None, commits, layout.errors)
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
-    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, error_count)
+    failed = error_count - sum(commit.not_processed for commit in commits.values())  # error lines, less the unrun
+    state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, failed)
     errors = job_errors(stored_plan, commits)
-    if state is JobState.FAILED and failure is None and error_count:  # every record failed: say why
+    if state is JobState.FAILED and failure is None and failed:  # every record failed: say why
         failure = f"every record failed: {errors.describe()}"
     status = ctx.status.get(job.id)
     parts = [ManifestPart(key=part.key, uri=ctx.store.uri(part.key), rows=part.rows) for part in plan.carried]
@@ -127,12 +128,13 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         dimensions=dimensions,
         output=_output_block(spec, dimensions, schema, model_spec),
         counts=ManifestCounts(
-            total=plan.total, completed=documents, failed=error_count,
-            not_processed=max(0, plan.total - documents - error_count) if cancelled else 0,
+            total=plan.total, completed=documents, failed=failed,
+            not_processed=max(0, plan.total - documents - failed) if cancelled else 0,
             carried=plan.carried_records, rows=sum(part.rows for part in parts),
         ),
         shards=ManifestShards(total=plan.num_shards, committed=len(commits),
-                              gave_up=sum(c.gave_up for c in commits.values())),
+                              gave_up=sum(c.gave_up for c in commits.values()),
+                              not_started=sorted(set(range(plan.num_shards)) - set(commits)) if cancelled else None),
         usage=ManifestUsage(tokens=tokens),
         parts=parts,
         errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count,

@@ -104,7 +104,8 @@ def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan
     plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=errors.count,
                 section_shards=tuple(cut.shards for cut in cuts), carried=decided.carried,
                 carried_records=decided.carried_records, engine=decided.engine,
-                error_codes=errors.codes, error_samples=list(errors.samples), field_types=decided.field_types)
+                error_codes=errors.codes, error_samples=list(errors.samples), field_types=decided.field_types,
+                characters=sum(cut.characters for cut in cuts))
     ledger = job.ledger
     if not ledger.write_plan(plan):
         return ledger.plan() or plan  # a concurrent planner wrote the same plan first

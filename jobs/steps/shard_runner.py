@@ -1,14 +1,14 @@
 """Running one shard: under a lease, embed its records, write this attempt's objects, commit.
 
 The commit marker (a conditional write) decides which attempt's part counts. A delivery for a
-committed, leased or cancelled shard does no model work.
+committed, leased or cancelled shard does no model work. Between two engine steps the shard
+reports its progress and looks for a cancel (``step_watch.py``): a cancel that comes while it
+runs commits what is done, and lists the rest of its records as ``not_processed``.
 """
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from dataclasses import dataclass
 
 from poolq.engine import EngineResult, RequestError
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
@@ -17,20 +17,23 @@ from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import ShardCommit
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard
+from poolq.jobs.steps.shard_attempt import (
+    GAVE_UP_CODE,
+    NOT_PROCESSED_CODE,
+    AttemptOutput,
+    commit_attempt,
+    record_attempt_metrics,
+    write_attempt,
+)
+from poolq.jobs.steps.step_watch import ShardCancelled, StepWatch
 from poolq.jobs.tasks import job_task
-from poolq.storage import RowColumns, dump_jsonl
-
-GAVE_UP_CODE = "shard_failed"
 
 log = logging.getLogger(__name__)
 
-
-class ShardCancelled(Exception):
-    """The job was cancelled while this shard ran; nothing of this attempt is committed."""
+__all__ = ["GAVE_UP_CODE", "NOT_PROCESSED_CODE", "ShardCancelled", "abandon_shard", "run_shard"]
 
 
 def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
@@ -62,6 +65,8 @@ def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
         finalize_if_ready(job)
         return None
     record_shard(job, shard, commit)
+    if commit.not_processed:  # stopped by a cancel: the job may be done with its last running shard
+        finalize_if_ready(job)
     return commit
 
 
@@ -79,27 +84,13 @@ def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
     else:
         with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
             commit = _embed(job, shard, lease, records)
-    winner = _commit(job, shard, commit)
+    winner = commit_attempt(job, shard, commit)
     if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
         raise RuntimeError(f"shard {shard} of job {job.id}: commit refused but no commit marker")
     if winner.attempt == commit.attempt:
-        _record_metrics(job, commit, time.monotonic() - started)
+        record_attempt_metrics(job, commit, time.monotonic() - started)
     if lease.crashes_before:  # earlier attempts died: whatever they wrote is not the winner's
         delete_dead_attempts(job, shard, winner.attempt)
-    return winner
-
-
-def _commit(job: JobHandle, shard: int, commit: ShardCommit) -> ShardCommit | None:
-    """Commit this attempt's outputs; returns the commit that counts (this one or an earlier one).
-
-    A refused write means the marker exists: another attempt's (drop this attempt's objects), or
-    this attempt's own, when its write landed but the answer was lost and the retry found it.
-    """
-    if job.ledger.commit(shard, commit):
-        return commit
-    winner = job.ledger.shard_commit(shard)
-    if winner is None or winner.attempt != commit.attempt:
-        _delete_attempt(job, commit)
     return winner
 
 
@@ -111,31 +102,34 @@ def _read_shard(job: JobHandle, shard: int) -> dict[str, InputRecord]:
 
 
 def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord]) -> ShardCommit:
-    """Run the shard's records through the job's task; its rows and per-record errors."""
+    """Run the shard's records through the job's task; its rows and per-record errors. A cancel
+    between two engine steps keeps what is done and lists the other records as not processed."""
     spec = job.spec
     engine = job.ctx.engines.get(spec.model)
     task = job_task(spec)
     rows = task.rows(engine)
     included = IncludedColumns(spec.output.include_fields, job.plan.field_types)
     rows.include_columns(included.arrow_types())
-    errors: list[RecordError] = []
-    tokens = documents = 0
-    cancel_check = _CancelCheck(job)
-    progress = _ProgressReport(job, shard_unit(shard))
-    for result in task.run(engine, records):
-        cancel_check()
-        record_id = _record_id(result)
-        if isinstance(result, RequestError):
-            errors.append(RecordError(record_id, records[record_id].line, result.code, result.message))
-            continue
-        record = records[record_id]
-        task.append(rows, result, record, included.values(record.fields))
-        tokens += result.processed_tokens
-        documents += 1
-        progress(documents, tokens)
-    output = _AttemptOutput(rows, errors, tokens=tokens, documents=documents, dimensions=task.dimensions(engine),
-                            engine=job.ctx.engines.identity(spec.model))
-    return _write_attempt(job, shard, lease, output)
+    output = AttemptOutput(rows, dimensions=task.dimensions(engine), engine=job.ctx.engines.identity(spec.model))
+    done: set[str] = set()
+    try:
+        for result in task.run(engine, records, on_step=StepWatch(job, shard_unit(shard))):
+            record = records[_record_id(result)]
+            done.add(record.id)
+            output.characters += record.characters
+            if isinstance(result, RequestError):
+                output.errors.append(RecordError(record.id, record.line, result.code, result.message))
+                continue
+            task.append(rows, result, record, included.values(record.fields))
+            output.tokens += result.processed_tokens
+            output.documents += 1
+    except ShardCancelled:
+        message = "the job was cancelled before this record was embedded"
+        output.errors += [RecordError(record.id, record.line, NOT_PROCESSED_CODE, message)
+                          for record in records.values() if record.id not in done]
+        log.info("shard %s stopped by a cancel: %d records done, %d not processed", shard, len(done),
+                 len(records) - len(done))
+    return write_attempt(job, shard, lease, output)
 
 
 def _record_id(result: EngineResult) -> str:
@@ -155,9 +149,9 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
         try:
             started = time.monotonic()
             commit = _give_up(job, shard, lease, _read_shard(job, shard), reason)
-            winner = _commit(job, shard, commit)
+            winner = commit_attempt(job, shard, commit)
             if winner is not None and winner.attempt == commit.attempt:
-                _record_metrics(job, commit, time.monotonic() - started)
+                record_attempt_metrics(job, commit, time.monotonic() - started)
         finally:
             ctx.leases.release(lease)
     winner = ledger.shard_commit(shard)
@@ -169,86 +163,4 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
 def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord], message: str) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
     errors = [RecordError(record.id, record.line, GAVE_UP_CODE, message) for record in records.values()]
-    return _write_attempt(job, shard, lease, _AttemptOutput(None, errors, gave_up=True))
-
-
-@dataclass(frozen=True)
-class _AttemptOutput:
-    """What one attempt of a shard produced, before it is written under the attempt's keys."""
-
-    rows: RowColumns | None  # None when nothing was embedded
-    errors: list[RecordError]
-    tokens: int = 0
-    documents: int = 0
-    dimensions: int | None = None
-    gave_up: bool = False
-    engine: str | None = None  # JobContext.engine_identity of the engine that embedded the rows
-
-
-def _write_attempt(job: JobHandle, shard: int, lease: Lease, output: _AttemptOutput) -> ShardCommit:
-    """Write the attempt's part (if any rows) and error file; the commit marker that would name them."""
-    layout, store = job.layout, job.ctx.store
-    rows = len(output.rows) if output.rows is not None else 0
-    part_key = None
-    if output.rows is not None and rows:
-        part_key = layout.attempt_part(shard, lease.attempt)
-        store.put(part_key, output.rows.to_parquet_bytes())
-    errors_key = layout.attempt_errors(shard, lease.attempt)
-    store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
-    summary = ErrorSummary.of(output.errors)
-    return ShardCommit(
-        attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=rows, documents=output.documents,
-        errors=len(output.errors), tokens=output.tokens, dimensions=output.dimensions, gave_up=output.gave_up,
-        engine=output.engine, error_codes=summary.codes, error_samples=list(summary.samples),
-    )
-
-
-def _record_metrics(job: JobHandle, commit: ShardCommit, latency_s: float) -> None:
-    """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
-    try:
-        job.ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
-    except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
-        log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)
-
-
-def _delete_attempt(job: JobHandle, commit: ShardCommit) -> None:
-    for key in (commit.part_key, commit.errors_key):
-        if key is not None:
-            job.ctx.store.delete(key)
-
-
-class _ProgressReport:
-    """Reports the shard's documents and tokens so far at most every ``progress_interval_s``, so
-    progress moves between commits; best effort (the commit's counts are the record)."""
-
-    def __init__(self, job: JobHandle, unit: str) -> None:
-        self.job, self.unit = job, unit
-        self.interval_s = job.ctx.settings.progress_interval_s
-        self.next_report = time.monotonic() + self.interval_s
-
-    def __call__(self, documents: int, tokens: int) -> None:
-        now = time.monotonic()
-        if now < self.next_report:
-            return
-        self.next_report = now + self.interval_s
-        try:
-            self.job.ctx.status.note_progress(self.job.id, self.unit, documents, tokens)
-        except Exception as exc:  # noqa: BLE001 - a lost progress report costs nothing but a still bar
-            log.debug("progress of %s/%s not reported: %s", self.job.id, self.unit, exc)
-
-
-class _CancelCheck:
-    """Looks for the job's cancel request at most every ``cancel_check_interval_s`` (between batches)."""
-
-    def __init__(self, job: JobHandle) -> None:
-        self.ledger = job.ledger
-        self.interval_s = job.ctx.settings.cancel_check_interval_s
-        self.next_check = time.monotonic() + self.interval_s
-
-    def __call__(self) -> None:
-        now = time.monotonic()
-        if now < self.next_check:
-            return
-        self.next_check = now + self.interval_s
-        if self.ledger.cancel_requested():
-            raise ShardCancelled()
+    return write_attempt(job, shard, lease, AttemptOutput(None, errors, gave_up=True))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +25,7 @@ from poolq.engine import (
     PoolingRequest,
     PoolingTask,
 )
+from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.model.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns
@@ -98,14 +99,15 @@ class JobTask(ABC):
     def params(self) -> PoolingParams:
         return PoolingParams()
 
-    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
-        """The engine's result for each record (by id), in order."""
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord],
+            on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
+        """The engine's result for each record (by id), in order; ``on_step`` sees each engine step."""
         requests = (
             PoolingRequest(key=record_id, text=record.text, task=self.pooling_task, params=self.params(),
                            chunk_spans=_spans(record.chunk_spans))
             for record_id, record in records.items()
         )
-        return engine.run(requests, self.spec.long_documents.policy())
+        return engine.run(requests, self.spec.long_documents.policy(), on_step=on_step)
 
     def dimensions(self, engine: "PoolingEngine") -> int | None:
         """The size of the job's vectors, for tasks that write fixed-size vectors."""

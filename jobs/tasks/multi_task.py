@@ -2,7 +2,7 @@
 "token_embed"]``): one row per document with each task's column group, in task order."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 import pyarrow as pa
 
@@ -17,6 +17,7 @@ from poolq.engine import (
     PoolingTask,
     check_multi_task_mode,
 )
+from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
@@ -52,11 +53,12 @@ class MultiTask(JobTask):
     def dimensions(self, engine: "PoolingEngine") -> int | None:
         return next((dims for part in self.parts if (dims := part.dimensions(engine)) is not None), None)
 
-    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord],
+            on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
         also = tuple(part.pooling_task for part in self.parts[1:])
         requests = (PoolingRequest(key=record_id, text=record.text, task=self.parts[0].pooling_task,
                                    params=self.parts[0].params(), also=also) for record_id, record in records.items())
-        return engine.run(requests, self.spec.long_documents.policy())
+        return engine.run(requests, self.spec.long_documents.policy(), on_step=on_step)
 
     def rows(self, engine: "PoolingEngine") -> MultiRows:
         return MultiRows(groups=[part.rows(engine) for part in self.parts])

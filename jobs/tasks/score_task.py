@@ -5,7 +5,7 @@ Bi-encoder modes embed each distinct query of a shard once: a rerank's query com
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,7 @@ from poolq.engine import (
     RequestError,
 )
 from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
+from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.storage import RowColumns, ScoreRows, score_schema
@@ -63,15 +64,16 @@ class ScoreTask(JobTask):
             raise OptionRejected("long_documents.mode", f"long_documents.mode={mode.value!r} does not apply to task "
                                                         "'score': pairs take 'error' or 'truncate'")
 
-    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord]) -> Iterator[EngineResult]:
+    def run(self, engine: "PoolingEngine", records: dict[str, InputRecord],
+            on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
         mode = self.mode_of(engine.spec)
         policy = self.spec.long_documents.policy()
         if mode == "cross_encoder":
             requests = (PoolingRequest(key=record_id, text=_query(record), text_pair=record.text, task=PoolingTask.CLASSIFY)
                         for record_id, record in records.items())
-            yield from engine.run(requests, policy)
+            yield from engine.run(requests, policy, on_step=on_step)
             return
-        yield from _bi_encoder_scores(engine, records, SCORE_MODE_TASKS[mode], policy)
+        yield from _bi_encoder_scores(engine, records, SCORE_MODE_TASKS[mode], policy, on_step)
 
     def rows(self, engine: "PoolingEngine") -> ScoreRows:
         return ScoreRows()
@@ -86,15 +88,15 @@ class ScoreTask(JobTask):
         return score_schema()
 
 
-def _bi_encoder_scores(engine: "PoolingEngine", records: dict[str, InputRecord], task: PoolingTask,
-                       policy) -> Iterator[EngineResult]:
+def _bi_encoder_scores(engine: "PoolingEngine", records: dict[str, InputRecord], task: PoolingTask, policy,
+                       on_step: Callable[[StepOutput], None] | None) -> Iterator[EngineResult]:
     """Each distinct query once, then each text; a pair's score from its two outputs."""
     params = PoolingParams(normalize=True)
     queries = list(dict.fromkeys(_query(record) for record in records.values()))
     requests = [PoolingRequest(key=(query, _QUERY), text=query, task=task, params=params) for query in queries]
     requests += [PoolingRequest(key=(record_id, _TEXT), text=record.text, task=task, params=params)
                  for record_id, record in records.items()]
-    results = engine.run(requests, policy)
+    results = engine.run(requests, policy, on_step=on_step)
     # Results come in request order: the queries' first, each keyed (query, _QUERY).
     embedded: dict[str, EngineResult] = {query: next(results) for query in queries}
     charged: set[str] = set()  # queries whose model run a pair's usage counted already

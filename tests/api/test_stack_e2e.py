@@ -60,7 +60,7 @@ def test_inline_job_matches_sentence_transformers(stack, s3, sample_documents, s
         manifest = client.results(job["id"])
     # Then it succeeds, in several parts, and the stored vectors equal sentence-transformers'
     assert final["status"] == "succeeded", final
-    assert final["counts"] == {"total": len(docs), "completed": len(docs), "failed": 0}
+    assert final["counts"] == {"total": len(docs), "completed": len(docs), "failed": 0, "not_processed": 0}
     assert len(manifest["parts"]) == -(-len(docs) // 8)
     ids, vectors, errors = _read_outputs(s3, stack["bucket"], manifest)
     assert sorted(ids) == sorted(d["id"] for d in docs) and errors == []
@@ -95,7 +95,7 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
     assert [(e["line"], e["code"], e["id"]) for e in errors] == [
         (6, "empty_text", "blank"), (7, "missing_id", None), (8, "invalid_utf8", None),
     ]
-    assert final["counts"] == {"total": 15, "completed": 12, "failed": 3}
+    assert final["counts"] == {"total": 15, "completed": 12, "failed": 3, "not_processed": 0}
 
 
 def test_unknown_job_404_and_bad_body_422_over_http(stack):

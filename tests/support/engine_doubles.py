@@ -17,20 +17,20 @@ class CountingEngine:
     def __getattr__(self, name):
         return getattr(self._engine, name)
 
-    def run(self, requests, policy):
+    def run(self, requests, policy, **options):
         def tap():
             for request in requests:
                 self.keys.append(request.key)
                 yield request
 
-        return self._engine.run(tap(), policy)
+        return self._engine.run(tap(), policy, **options)
 
 
 class ConstantVectorEngine(CountingEngine):
     """The engine's identity and spec (what incremental runs compare), one constant unit vector
     for every document, and the same note of what it was asked to embed."""
 
-    def run(self, requests, policy):
+    def run(self, requests, policy, **options):
         vector = np.full(self._engine.dimensions, 1 / np.sqrt(self._engine.dimensions), dtype=np.float32)
         for request in requests:
             self.keys.append(request.key)

@@ -23,7 +23,8 @@ def test_embed_writes_the_job_layout_and_reports_bad_lines(tmp_path, sample_docu
     # Then it reports a partial success and the bucket layout exists under --out
     assert result.exit_code == 0, result.output
     status = json.loads(result.output)
-    assert status["status"] == "partially_succeeded" and status["counts"] == {"total": 4, "completed": 3, "failed": 1}
+    assert status["status"] == "partially_succeeded" and status["counts"] == {
+        "total": 4, "completed": 3, "failed": 1, "not_processed": 0}
     job_dir = tmp_path / "out" / "tenants" / "local" / "jobs" / status["id"]
     assert status["result"]["manifest_uri"] == (job_dir / "manifest.json").as_uri()
     manifest = json.loads((job_dir / "manifest.json").read_text())

@@ -98,7 +98,8 @@ def test_partial_success_plain_progress_status_results_and_jobs(env, sample_docu
     status = cli("status", job_id, env=env)
     assert status.exit_code == ExitCode.PARTIAL and "manifest   s3://" in status.stdout
     assert "failed     line 6 (id 'blank'): text is empty" in status.stdout  # the first messages
-    assert json.loads(cli("status", job_id, "--json", env=env).stdout)["counts"] == {"total": 6, "completed": 5, "failed": 1}
+    assert json.loads(cli("status", job_id, "--json", env=env).stdout)["counts"] == {
+        "total": 6, "completed": 5, "failed": 1, "not_processed": 0}
     results = cli("results", job_id, "--out", str(tmp_path / "out"), env=env)
     assert results.exit_code == 0 and "(1 records)" in results.stdout
     (error,) = [json.loads(line) for line in (tmp_path / "out" / "errors.jsonl").read_text().splitlines()]

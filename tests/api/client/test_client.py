@@ -38,7 +38,7 @@ def test_submit_wait_read_numpy_and_download(poolq, tmp_path):
     seen = []
     final = poolq.wait(job["id"], poll_interval=0.01, timeout=30, on_progress=seen.append)
     assert final["status"] == "succeeded" and seen[-1] == final and poolq.get(job["id"]) == final
-    assert final["counts"] == {"total": 10, "completed": 10, "failed": 0}
+    assert final["counts"] == {"total": 10, "completed": 10, "failed": 0, "not_processed": 0}
     # read_numpy: every id once, unit vectors equal to the table's
     ids, vectors = poolq.read_numpy(job["id"])
     assert sorted(ids) == sorted(d["id"] for d in DOCS) and vectors.shape == (10, 384) and vectors.dtype == np.float32

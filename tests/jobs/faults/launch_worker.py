@@ -84,14 +84,14 @@ def _patch_engine() -> None:
     slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_S", "0"))
     poison = _ENV.get("POOLQ_FAULT_POISON_MARKER")
 
-    def run(self, requests, policy=None):
+    def run(self, requests, policy=None, **options):
         requests = list(requests)
         keys = [request.key for request in requests]
         if poison and any(poison in request.text for request in requests):
             _record("poisoned", keys=keys)
             os._exit(1)
         _record("model_runs", keys=keys)
-        for result in original_run(self, iter(requests), policy):
+        for result in original_run(self, iter(requests), policy, **options):
             if slow_s:
                 time.sleep(slow_s)
             yield result

@@ -2,7 +2,7 @@
 from datetime import datetime, timedelta, timezone
 
 from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobCounts, JobProgress, JobStatus, JobUsage
+from poolq.jobs.model.job_status import JobCounts, JobEstimate, JobProgress, JobStatus, JobUsage
 from poolq.jobs.observability.job_rates import job_rates
 
 START = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
@@ -29,3 +29,15 @@ def test_unknown_until_started_and_something_is_done_and_zero_left_once_finished
                    finished_at=START + timedelta(seconds=5))
     rates = job_rates(done, now=START + timedelta(hours=1))  # the finished time counts, not now
     assert (rates.tokens_per_s, rates.eta_s) == (10.0, 0.0)
+
+
+def test_the_time_left_counts_tokens_once_some_text_is_tokenized():
+    # Given 10 s of running: 4,000 tokens of an estimated 12,000 done, 40 of 100 documents
+    status = _status(counts=JobCounts(total=100, completed=30), usage=JobUsage(tokens=3000),
+                     in_progress=JobProgress(documents=10, tokens=1000), estimate=JobEstimate(tokens=12_000, measured=True))
+    rates = job_rates(status, now=START + timedelta(seconds=10))
+    # Then the 8,000 tokens left at 400 tokens/s take 20 s (the documents alone would say 15 s)
+    assert (rates.tokens_per_s, rates.eta_s) == (400.0, 20.0)
+    # And before any text is tokenized, the estimate (4 characters a token) is not used
+    unmeasured = status.model_copy(update={"estimate": JobEstimate(tokens=12_000, measured=False)})
+    assert job_rates(unmeasured, now=START + timedelta(seconds=10)).eta_s == 15.0

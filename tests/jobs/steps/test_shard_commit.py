@@ -10,6 +10,7 @@ from support.job_doubles import FakeClock, run_task
 from support.job_doubles import RecordingEnqueuer as StepEnqueuer
 from support.job_doubles import drain as _drain
 
+from poolq.engine import EngineConfig, PoolingEngine
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.job_handle import JobHandle
@@ -33,10 +34,10 @@ class CountingEngine:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def run(self, requests, policy=None):
+    def run(self, requests, policy=None, **options):
         self.calls += 1
         call = self.calls
-        for index, result in enumerate(self.inner.run(requests, policy)):
+        for index, result in enumerate(self.inner.run(requests, policy, **options)):
             yield result
             if index == 0 and self.after_first_result is not None:
                 self.after_first_result(call)
@@ -184,7 +185,7 @@ def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, c
     assert manifest.counts.completed == 2 and manifest.counts.failed == 4
 
 
-def test_cancel_mid_shard_stops_it_uncommitted_and_finishes_the_job_cancelled(ctx, minilm_engine):
+def test_cancel_mid_shard_keeps_its_finished_records_and_lists_the_rest_as_not_processed(ctx, minilm_engine):
     ctx.settings = ctx.settings.model_copy(update={"cancel_check_interval_s": 1e-6})
     docs = _docs(10)  # shards of 4, 4 and 2
     job_id = _submit(ctx, docs)
@@ -194,21 +195,30 @@ def test_cancel_mid_shard_stops_it_uncommitted_and_finishes_the_job_cancelled(ct
             status = cancel_job(JobHandle.bind(ctx, job_id))
             assert status.status is JobState.CANCELLING  # shard 1 is still running
 
-    ctx.engines.use(MODEL, CountingEngine(minilm_engine, after_first_result=cancel_during_the_second_shard))
+    # An engine whose steps hold one short document each: a shard runs over several steps
+    one_per_step = PoolingEngine(minilm_engine.loaded, EngineConfig(max_num_batched_tokens=16, lookahead_tokens=64))
+    ctx.engines.use(MODEL, CountingEngine(one_per_step, after_first_result=cancel_during_the_second_shard))
     # When the shards run and a cancel arrives after shard 1's first result
     _drain(ctx)
-    # Then shard 0 stays committed, shard 1 stopped without committing, shard 2 never ran
+    # Then shard 0 stays committed; shard 1 stopped at its next step and committed its first record,
+    # listing its other three as not processed; shard 2 never ran
     ledger = JobHandle.bind(ctx, job_id).ledger
-    assert sorted(ledger.commits()) == [0]
+    assert sorted(ledger.commits()) == [0, 1]
     assert _engine(ctx).calls == 2
-    parts = list(ctx.store.list(JobHandle.bind(ctx, job_id).layout.parts_prefix))
-    assert parts == [ledger.shard_commit(0).part_key]
-    # And the job ended cancelled, its manifest listing only the committed part
+    stopped = ledger.shard_commit(1)
+    assert (stopped.documents, stopped.errors, stopped.not_processed) == (1, 3, 3)
+    # And the job ended cancelled, its manifest listing the committed parts and the shard that never ran
     manifest = ledger.manifest()
     assert manifest.status is JobState.CANCELLED
-    assert [part.shard for part in manifest.parts] == [0]
+    assert [part.shard for part in manifest.parts] == [0, 1] and manifest.shards.not_started == [2]
     assert manifest.counts.model_dump() == {
-        "total": 10, "completed": 4, "failed": 0, "not_processed": 6, "carried": 0, "rows": 4}
+        "total": 10, "completed": 5, "failed": 0, "not_processed": 5, "carried": 0, "rows": 5}
     status = ctx.status.get(job_id)
-    assert (status.status, status.counts.completed, status.counts.failed) == (JobState.CANCELLED, 4, 0)
+    assert (status.status, status.counts.completed, status.counts.failed, status.counts.not_processed) == (
+        JobState.CANCELLED, 5, 0, 5)
+    # Every record is in exactly one place: a part, the error file (not_processed) or the shard that never ran
+    ids, errors = _ids_in_parts_and_errors(ctx, job_id)
+    assert {error["code"] for error in errors} == {"not_processed"}
+    not_started = [doc["id"] for doc in docs[8:]]
+    assert sorted(ids + [error["id"] for error in errors] + not_started) == sorted(doc["id"] for doc in docs)
     assert ctx.leases.live_units(job_id) == []

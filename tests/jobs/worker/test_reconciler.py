@@ -162,7 +162,7 @@ def test_a_wiped_status_store_is_rebuilt_from_the_ledger(ctx):
     # And GET through the API returns it
     api = authed_client(ctx)
     body = api.get(f"/v1/jobs/{job_id}").json()
-    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 4, "failed": 1}
+    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 4, "failed": 1, "not_processed": 0}
     # The uncommitted shards' dispatch times were lost with it: they are sent again
     assert sorted(report.resent) == [f"{job_id}/shard-00001", f"{job_id}/shard-00002"]
     # And the job finishes with each shard counted once
@@ -198,7 +198,7 @@ def test_get_recovers_a_status_redis_lost_without_a_reconcile(ctx):
     job_id = _planned(ctx)
     ctx.status = InMemoryJobStatusStore()
     body = authed_client(ctx).get(f"/v1/jobs/{job_id}").json()
-    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 0, "failed": 1}
+    assert body["status"] == "running" and body["counts"] == {"total": 11, "completed": 0, "failed": 1, "not_processed": 0}
 
 
 def test_a_committed_shard_deletes_what_its_dead_attempts_left_and_nothing_else(ctx):

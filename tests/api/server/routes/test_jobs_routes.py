@@ -37,7 +37,7 @@ def test_submit_poll_and_fetch_results(client):
     assert job["status"] == "queued" and response.headers["Location"].endswith(f"/v1/jobs/{job['id']}")
     polled = client.get(f"/v1/jobs/{job['id']}").json()
     assert polled["status"] == "succeeded"
-    assert polled["counts"] == {"total": 2, "completed": 2, "failed": 0}
+    assert polled["counts"] == {"total": 2, "completed": 2, "failed": 0, "not_processed": 0}
     assert polled["rates"]["tokens_per_s"] > 0 and polled["rates"]["eta_s"] == 0.0
     assert polled["result"]["manifest_uri"].endswith(f"{job['id']}/manifest.json")
     results = client.get(f"/v1/jobs/{job['id']}/results").json()

@@ -42,7 +42,7 @@ def test_create_list_get_run_and_delete(client, prefix):
     first = client.post(f"/v1/schedules/{schedule['id']}/run")
     assert first.status_code == 202 and first.json()["status"] == "succeeded" and first.json()["manual"]
     job = client.get(f"/v1/jobs/{first.json()['job_id']}").json()
-    assert job["counts"] == {"total": 3, "completed": 3, "failed": 0}
+    assert job["counts"] == {"total": 3, "completed": 3, "failed": 0, "not_processed": 0}
     detail = client.get(f"/v1/schedules/{schedule['id']}").json()
     assert [(run["job_id"], run["status"]) for run in detail["runs"]] == [(job["id"], "succeeded")]
     # Delete: 204, then it is gone (and a second delete is 404); its jobs stay
