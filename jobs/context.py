@@ -6,12 +6,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from poolq.engine import ModelRegistry
-from poolq.jobs.coordination.dispatch_window import DispatchWindow, InMemoryDispatchWindow, RedisDispatchWindow
 from poolq.jobs.coordination.enqueuer import Enqueuer
+from poolq.jobs.coordination.fair_share import FairShare
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
+from poolq.jobs.coordination.memory_fair_share import InMemoryFairShare
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.redis_fair_share import RedisFairShare
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.status_store import JobStatusStore
+from poolq.jobs.coordination.worker_registry import InMemoryWorkerRegistry, RedisWorkerRegistry, WorkerRegistry
 from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.job_records import WrittenOnceCache
 from poolq.jobs.ledger.job_ledger import Plan
@@ -38,7 +41,8 @@ class JobContext:
     registry: ModelRegistry
     engines: EnginePool
     metrics: JobMetrics = field(default_factory=InMemoryJobMetrics)  # work done, for /metrics
-    window: DispatchWindow = field(default_factory=InMemoryDispatchWindow)  # shard tasks in flight
+    fair: FairShare = field(default_factory=InMemoryFairShare)  # which job's shard runs next; shards in flight
+    workers: WorkerRegistry = field(default_factory=InMemoryWorkerRegistry)  # compute workers alive
     # Written once, never changed: read once per process (JobHandle reads specs and plans through them).
     tenants: WrittenOnceCache[str] = field(default_factory=lambda: WrittenOnceCache(_TENANTS_KEPT), repr=False)
     specs: WrittenOnceCache[JobSpec] = field(default_factory=WrittenOnceCache, repr=False)
@@ -78,4 +82,5 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines)
     return JobContext(settings=settings, store=settings.object_store(), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry, engines=engines,
-                      metrics=RedisJobMetrics(redis_client), window=RedisDispatchWindow(redis_client))
+                      metrics=RedisJobMetrics(redis_client), fair=RedisFairShare(redis_client),
+                      workers=RedisWorkerRegistry(redis_client))

@@ -45,8 +45,14 @@ class Settings(BaseSettings):
     max_chunks_per_document: int = Field(10_000, ge=1, description="chunk modes: a document making more chunk rows "
                                          "is a per-record error (too_many_chunks)")
 
-    dispatch_window: int = Field(8, ge=1, description="shard tasks of one job queued or running at once; refilled "
-                                 "as shards commit (Redis holds O(window) messages per job, a cancel drains fast)")
+    # Fair share (jobs/coordination/fair_share.py): as many shard tasks are out at once as compute
+    # workers are alive, so a new job's shards are next in line, not behind a backlog of another's.
+    dispatch_window: int = Field(8, ge=1, description="shard tasks out at once, over every job, while no compute "
+                                 "worker has said it is alive (in-process runs; a queue waiting for its first worker)")
+    shards_per_worker: int = Field(1, ge=1, description="shard tasks out at once per live compute worker (more "
+                                   "queue work behind a running shard)")
+    worker_heartbeat_s: float = Field(5.0, gt=0, description="how often a compute worker says it is alive; it "
+                                      "counts as gone after three missed beats")
     finished_job_ttl_s: float = Field(7 * 86400.0, gt=0, description="Redis state of a finished job expires after "
                                       "this; its status is then read back from the ledger")
     # A shard is about shard_work_s of one worker's time: its tokens, estimated from characters
@@ -54,7 +60,9 @@ class Settings(BaseSettings):
     # Unset, the throughput is what a worker of ``device`` does with a MiniLM-sized model: ~50k
     # tokens/s on a GPU (an estimate until infra/gpu/check.sh has run), ~2k on a 2-core CPU
     # (devtools/bench/scale/ measured 2,100). The document and character caps bound a shard's memory.
-    shard_work_s: float = Field(60.0, gt=0, description="seconds of one worker's work per shard")
+    # ~10 s: a worker turns to another job's shard at least that often (fair share, a small job's
+    # wait); shorter shards cost more descriptors and commits (docs/scheduling.md measures it).
+    shard_work_s: float = Field(10.0, gt=0, description="seconds of one worker's work per shard")
     shard_tokens_per_s: float | None = Field(None, gt=0, description="a worker's embedding throughput, for sizing "
                                              "shards (default: by device)")
     shard_max_documents: int = Field(20_000, ge=1)

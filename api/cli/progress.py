@@ -1,4 +1,5 @@
-"""Progress of a job while the CLI waits for it: documents done/total, tokens/s, ETA.
+"""Progress of a job while the CLI waits for it: tokens done of the job's estimate, documents,
+tokens/s and the time left (the server's, which counts tokens).
 
 On a terminal (stderr is a TTY) a rich progress bar; otherwise a plain line whenever the
 status changes and at most every ``every_s`` seconds while counts move. Both go to stderr, so
@@ -39,10 +40,14 @@ class Throughput:
             self.documents_per_s = (done - self._first[2]) / elapsed
 
     def eta_s(self, job: dict) -> float | None:
-        """Seconds left at the current document rate; 0 once finished, None while unknown."""
+        """Seconds left: the server's estimate (it counts tokens), else the documents left at the
+        current document rate; 0 once finished, None while unknown."""
         total = job["counts"].get("total")
         if job["status"] in ("succeeded", "partially_succeeded", "failed", "cancelled"):
             return 0.0
+        server = (job.get("rates") or {}).get("eta_s")
+        if server is not None:
+            return float(server)
         if total is None or not self.documents_per_s:
             return None
         return max(0.0, (total - _done(job)) / self.documents_per_s)
@@ -57,7 +62,8 @@ def format_eta(seconds: float | None) -> str:
 
 
 class RichJobProgress:
-    """A rich progress bar on stderr: ``status ━━━━━━╸━━━ 12/40 documents  1,234 tokens/s  ETA 0:00:08``."""
+    """A rich progress bar on stderr, filled by tokens (what the work is made of):
+    ``status ━━━━━━╸━━━ 12/40 documents  1,234 tokens/s  ETA 0:00:08``."""
 
     def __init__(self, console) -> None:
         from rich.progress import BarColumn, Progress, TextColumn
@@ -75,7 +81,7 @@ class RichJobProgress:
         self.rate.observe(job)
         total = job["counts"].get("total")
         self.progress.update(
-            self.task, description=job["status"], total=total, completed=_done(job),
+            self.task, description=job["status"], total=_estimated_tokens(job), completed=_tokens(job),
             done=f"{_done(job)}/{'?' if total is None else total}",
             rate=format_rate(self.rate.tokens_per_s), eta=format_eta(self.rate.eta_s(job)),
         )
@@ -96,7 +102,7 @@ class PlainJobProgress:
 
     def update(self, job: dict) -> None:
         self.rate.observe(job)
-        state = (job["status"], _done(job))
+        state = (job["status"], _tokens(job) or _done(job))  # tokens move inside one long document too
         now = self.clock()
         changed_status = self._last is None or state[0] != self._last[0]
         if changed_status or (state != self._last and now - self._last_time >= self.every_s):
@@ -104,9 +110,10 @@ class PlainJobProgress:
             self._last, self._last_time = state, now
 
     def line(self, job: dict) -> str:
-        total = job["counts"].get("total")
+        total, estimate = job["counts"].get("total"), _estimated_tokens(job)
+        tokens = f"{_tokens(job):,}" + ("" if estimate is None else f"/~{estimate:,}")
         return (f"{job['id']} {job['status']}: {_done(job)}/{'?' if total is None else total} documents, "
-                f"{format_rate(self.rate.tokens_per_s)} tokens/s, ETA {format_eta(self.rate.eta_s(job))}")
+                f"{tokens} tokens, {format_rate(self.rate.tokens_per_s)} tokens/s, ETA {format_eta(self.rate.eta_s(job))}")
 
     def close(self) -> None:
         pass
@@ -129,6 +136,12 @@ def _done(job: dict) -> int:
 
 def _tokens(job: dict) -> int:
     return job["usage"]["tokens"] + _in_progress(job).get("tokens", 0)
+
+
+def _estimated_tokens(job: dict) -> int | None:
+    """The job's tokens in all, as the server estimates them (None before it is planned)."""
+    estimated = (job.get("estimate") or {}).get("tokens")
+    return None if estimated is None else max(int(estimated), _tokens(job))
 
 
 def _in_progress(job: dict) -> dict:

@@ -84,7 +84,7 @@ class JobStatusStore(ABC):
 
     @abstractmethod
     def drop_dispatch(self, job_id: str, unit: str) -> None:
-        """``unit`` is counted: its send time no longer matters (the record stays O(window))."""
+        """``unit`` is counted: its send time no longer matters (the record stays O(shards in flight))."""
 
     @abstractmethod
     def forget(self, job_id: str) -> None:

@@ -23,6 +23,7 @@ def cancel_job(job: JobHandle) -> JobStatus:
     if status.status.is_terminal:
         raise JobAlreadyFinished(status)
     job.ledger.request_cancel()
+    job.ctx.fair.close(job.id)  # no more of its shards go out
     job.ctx.status.advance_to(job.id, JobState.CANCELLING)
     finalize_if_ready(job)  # nothing running: finish now; otherwise the last shard to stop does
     current = job.ctx.status.get(job.id)

@@ -84,5 +84,5 @@ def clean_finished_job(job: JobHandle, manifest: JobManifest) -> None:
     ctx.leases.forget(job.id)
     ctx.status.forget(job.id)
     ctx.status.expire(job.id, ctx.settings.finished_job_ttl_s)  # the ledger keeps the truth
-    ctx.window.expire(job.id, ctx.settings.finished_job_ttl_s)
+    ctx.fair.forget(job.id)  # its shards never queued free their slots
     ctx.store.delete(ctx.service_layout.active(job.id))

@@ -2,11 +2,16 @@
 
 Units of work are named ``plan``, ``plan-scan-00003`` and ``plan-cut-00003`` (a section's planning
 stages), ``shard-00007`` and ``finalize``; leases, dispatch times and counters all use these names.
+Shards go out by fair share (``coordination/fair_share.py``): a planned job joins it, and each
+slot a shard frees goes to the shard next in line, of whichever job and tenant that is.
 """
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 
+from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.fair_share import Claim
 from poolq.jobs.coordination.leases import LeaseStore
 from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
@@ -32,11 +37,39 @@ def dispatch_shards(job: JobHandle, shards: list[int]) -> None:
         job.ctx.enqueuer.run_shard(job.id, shard)
 
 
-def fill_window(job: JobHandle, num_shards: int) -> list[int]:
-    """Claim shards up to the job's dispatch window and send their tasks; returns them."""
-    claimed = job.ctx.window.claim(job.id, job.ctx.settings.dispatch_window, num_shards)
-    dispatch_shards(job, claimed)
-    return claimed
+def open_shards(job: JobHandle, plan: Plan) -> list[Claim]:
+    """The job is planned: its shards join fair share, each weighted by its estimated work (the
+    job's characters over its shards), and the free slots are handed out."""
+    job.ctx.fair.open(job.id, job.tenant, plan.num_shards, plan.characters / max(1, plan.num_shards))
+    return dispatch_waiting(job.ctx)
+
+
+def dispatch_waiting(ctx: JobContext) -> list[Claim]:
+    """Hand every free slot to the shard next in fair share and send its task; returns them."""
+    claims = ctx.fair.claim(shard_slots(ctx))
+    by_job: dict[str, list[int]] = defaultdict(list)
+    for claim in claims:
+        by_job[claim.job_id].append(claim.shard)
+    for job_id, shards in by_job.items():
+        ctx.status.note_dispatch(job_id, [shard_unit(shard) for shard in shards], time.time())
+        for shard in shards:
+            ctx.enqueuer.run_shard(job_id, shard)
+    return claims
+
+
+def shard_slots(ctx: JobContext) -> int:
+    """Shard tasks out at once, over every job: a few per live compute worker (a worker about to
+    be free finds its next task waiting, and nothing more queues up); before any worker has said
+    it is alive, ``dispatch_window``."""
+    live = ctx.workers.live()
+    return live * ctx.settings.shards_per_worker if live else ctx.settings.dispatch_window
+
+
+def release_shard(job: JobHandle, shard: int) -> None:
+    """The shard's task ends without a commit to count (its job was cancelled or finished): its
+    slot goes to the next shard in line."""
+    job.ctx.fair.release(job.id, shard)
+    dispatch_waiting(job.ctx)
 
 
 def dispatch_finalize(job: JobHandle) -> None:
@@ -53,19 +86,17 @@ def record_plan(job: JobHandle, plan: Plan) -> None:
 
 
 def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
-    """Count a committed shard once, move the dispatch window on (release it, send the next);
-    the count that completes the job sends the finalizer."""
+    """Count a committed shard once and free its slot for the next shard in line; the count that
+    completes the job sends the finalizer."""
     ctx = job.ctx
     counted = ctx.status.count_unit(
         job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors - commit.not_processed,
         not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
         errors=commit.errors_summary,
     )
-    ctx.window.release(job.id, shard)
+    ctx.fair.release(job.id, shard)
     ctx.status.drop_dispatch(job.id, shard_unit(shard))
-    num_shards = ctx.status.field(job.id, "num_shards")
-    if num_shards is not None:
-        fill_window(job, int(num_shards))
+    dispatch_waiting(ctx)
     expected = ctx.status.field(job.id, "expected_units")
     if expected is not None and counted >= int(expected):
         dispatch_finalize(job)

@@ -24,7 +24,7 @@ from poolq.jobs.planning.decide import decide
 from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
 from poolq.jobs.planning.sections import list_sections
-from poolq.jobs.steps.dispatch import dispatch_finalize, dispatch_section, fill_window, finalize_if_ready, record_plan
+from poolq.jobs.steps.dispatch import dispatch_finalize, dispatch_section, finalize_if_ready, open_shards, record_plan
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
 
 STAGE_STEPS = {SectionStage.SCAN: scan_section, SectionStage.CUT: cut_section}
@@ -114,9 +114,9 @@ def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan
 
 
 def _publish(job: JobHandle, plan: Plan) -> None:
-    """Cache the plan in the status store and send the first window of shard tasks."""
+    """Cache the plan in the status store; its shards join fair share, and the free slots go out."""
     record_plan(job, plan)
     if plan.num_shards == 0:
         dispatch_finalize(job)
         return
-    fill_window(job, plan.num_shards)  # the rest follow as shards commit
+    open_shards(job, plan)  # the rest follow, by fair share, as shards commit

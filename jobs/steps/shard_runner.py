@@ -19,7 +19,7 @@ from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_re
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
 from poolq.jobs.steps.cleanup import delete_dead_attempts
-from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard
+from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.shard_attempt import (
     GAVE_UP_CODE,
     NOT_PROCESSED_CODE,
@@ -39,11 +39,12 @@ __all__ = ["GAVE_UP_CODE", "NOT_PROCESSED_CODE", "ShardCancelled", "abandon_shar
 def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
     """Run shard ``shard`` of ``job`` unless it is done, taken or cancelled; returns its commit.
 
-    A task of a finished or cancelled job does one cheap check and nothing else: no listing, no
-    finalizer of its own, no Redis key created again (a finished job's keys expire)."""
+    A task of a finished or cancelled job does one cheap check, frees its slot and nothing else: no
+    listing, no finalizer of its own, no Redis key created again (a finished job's keys expire)."""
     ledger, ctx = job.ledger, job.ctx
     if ledger.manifest_written() or ledger.cancel_requested():
-        return None  # a cancel's finalizer is sent by the cancel or by the last running shard
+        release_shard(job, shard)  # a cancel's finalizer is sent by the cancel or by the last running shard
+        return None
     committed = ledger.shard_commit(shard)
     if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
         record_shard(job, shard, committed)
@@ -62,6 +63,7 @@ def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
     finally:
         ctx.leases.release(lease)
     if commit is None:
+        release_shard(job, shard)
         finalize_if_ready(job)
         return None
     record_shard(job, shard, commit)

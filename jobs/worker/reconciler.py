@@ -30,7 +30,7 @@ from poolq.jobs.steps.dispatch import (
     dispatch_finalize,
     dispatch_plan,
     dispatch_shards,
-    fill_window,
+    open_shards,
     ready_to_finalize,
     record_plan,
 )
@@ -143,11 +143,12 @@ def _reconcile_job(job: JobHandle, now: float, queues: QueueDepths, report: Reco
         return
     if ctx.status.field(job.id, "num_shards") is None:  # the planner wrote the plan, then lost Redis
         record_plan(job, plan)
-    # Only the window is looked at: a pass costs O(window), whatever the job's size. A lost shard
-    # that was committed meanwhile is counted by its re-sent task, at no model cost.
-    missing = [shard for shard in ctx.window.in_flight(job.id) if lost(shard_unit(shard))]
+    # Only the shards in flight are looked at: a pass costs O(workers), whatever the job's size. A
+    # lost shard that was committed meanwhile is counted by its re-sent task, at no model cost.
+    missing = [shard for shard in ctx.fair.in_flight(job.id) if lost(shard_unit(shard))]
     if missing:
         dispatch_shards(job, missing)
         report.resent += [f"{job.id}/{shard_unit(shard)}" for shard in missing]
-    refilled = fill_window(job, plan.num_shards)  # a window that Redis lost starts again
-    report.resent += [f"{job.id}/{shard_unit(shard)}" for shard in refilled]
+    # A job that Redis lost joins fair share again (from shard 0; committed shards cost no work).
+    refilled = open_shards(job, plan)
+    report.resent += [f"{claim.job_id}/{shard_unit(claim.shard)}" for claim in refilled]

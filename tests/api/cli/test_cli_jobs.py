@@ -257,8 +257,8 @@ def test_plain_progress_lines_and_rates(capsys):
     progress.update({**job, "counts": {"total": 100, "completed": 10, "failed": 0}, "usage": {"tokens": 1000}})  # t=2: too soon
     progress.update({**job, "counts": {"total": 100, "completed": 50, "failed": 0}, "usage": {"tokens": 5000}})  # t=10
     lines = capsys.readouterr().err.splitlines()
-    assert lines == ["j running: 0/100 documents, - tokens/s, ETA -:--:--",
-                     "j running: 50/100 documents, 500 tokens/s, ETA 0:00:10"]
+    assert lines == ["j running: 0/100 documents, 0 tokens, - tokens/s, ETA -:--:--",
+                     "j running: 50/100 documents, 5,000 tokens, 500 tokens/s, ETA 0:00:10"]
     assert format_eta(3725) == "1:02:05"
 
 

@@ -61,7 +61,7 @@ def test_planning_sends_one_window_and_each_commit_sends_the_next_shard(ctx):
     # When shard 0 commits, Then exactly the next shard is sent
     run_shard(JobHandle.bind(ctx, job_id), 0)
     assert ctx.enqueuer.take() == [("shard", job_id, WINDOW)]
-    assert ctx.window.in_flight(job_id) == [1, 2, 3, 4]
+    assert ctx.fair.in_flight(job_id) == [1, 2, 3, 4]
     # And a redelivery of shard 0 counts nothing again and sends nothing more
     run_shard(JobHandle.bind(ctx, job_id), 0)
     assert ctx.enqueuer.take() == []
@@ -108,8 +108,8 @@ def test_a_finished_job_drops_its_window_and_late_tasks_bring_nothing_back(ctx):
     while ctx.enqueuer.tasks:
         _run(ctx, ctx.enqueuer.tasks.pop(0))
     assert JobHandle.bind(ctx, job_id).ledger.manifest().status is JobState.SUCCEEDED
-    assert ctx.window.in_flight(job_id) == [] and ctx.window.cursor(job_id) == 0  # dropped at the finish
+    assert ctx.fair.in_flight(job_id) == [] and ctx.fair.cursor(job_id) == 0  # dropped at the finish
     # A late delivery of every shard claims nothing and sends nothing
     for shard in range(3):
         assert run_shard(JobHandle.bind(ctx, job_id), shard) is None
-    assert ctx.enqueuer.take() == [] and ctx.window.cursor(job_id) == 0
+    assert ctx.enqueuer.take() == [] and ctx.fair.cursor(job_id) == 0

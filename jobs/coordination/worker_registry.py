@@ -1,0 +1,69 @@
+"""The compute workers alive now: each compute worker process says so every few seconds, and
+fair share hands out as many shards at a time as there are such workers (``fair_share.py``).
+
+A worker that stops (or is killed) drops out once its last word is older than the time to live.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+
+_WORKERS_KEY = "poolq:compute:workers"  # sorted set: worker -> when its word runs out
+
+
+class WorkerRegistry(ABC):
+    @abstractmethod
+    def heartbeat(self, worker: str, ttl_s: float, now: float | None = None) -> bool:
+        """``worker`` is alive for ``ttl_s`` more seconds; True if it was not known (just started)."""
+
+    @abstractmethod
+    def forget(self, worker: str) -> None:
+        """``worker`` stopped."""
+
+    @abstractmethod
+    def live(self, now: float | None = None) -> int:
+        """How many workers are alive."""
+
+
+class RedisWorkerRegistry(WorkerRegistry):
+    def __init__(self, redis_client) -> None:
+        self.redis = redis_client
+
+    def heartbeat(self, worker: str, ttl_s: float, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        pipe = self.redis.pipeline()
+        pipe.zremrangebyscore(_WORKERS_KEY, "-inf", now)  # the ones whose word ran out
+        pipe.zadd(_WORKERS_KEY, {worker: now + ttl_s})
+        return bool(pipe.execute()[1])
+
+    def forget(self, worker: str) -> None:
+        self.redis.zrem(_WORKERS_KEY, worker)
+
+    def live(self, now: float | None = None) -> int:
+        return int(self.redis.zcount(_WORKERS_KEY, f"({time.time() if now is None else now}", "+inf"))
+
+
+class InMemoryWorkerRegistry(WorkerRegistry):
+    """For in-process runs and unit tests (where no worker ever registers, fair share falls back
+    to ``Settings.dispatch_window``)."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def heartbeat(self, worker: str, ttl_s: float, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        with self._lock:
+            new = self._until.get(worker, 0.0) <= now
+            self._until[worker] = now + ttl_s
+            return new
+
+    def forget(self, worker: str) -> None:
+        with self._lock:
+            self._until.pop(worker, None)
+
+    def live(self, now: float | None = None) -> int:
+        now = time.time() if now is None else now
+        with self._lock:
+            return sum(until > now for until in self._until.values())
