@@ -31,6 +31,10 @@ class ServiceError(RuntimeError):
     """
 
 
+class PortInUse(ServiceError):
+    """A server could not bind a port: another process took it between our choice and its bind."""
+
+
 def locate_executable(name: str, *, env_var: str, distribution: str) -> str:
     """Find the executable ``name``; return its absolute path.
 
@@ -193,7 +197,7 @@ def wait_until(
         if predicate():
             return
         if pid is not None and not pid_alive(pid):
-            tail = _log_tail(log_path) if log_path is not None else ""
+            tail = log_tail(log_path) if log_path is not None else ""
             raise ServiceError(f"{what} exited before becoming ready{see}{tail}")
         if time.monotonic() >= deadline:
             raise ServiceError(f"{what} did not become ready within {timeout:g}s{see}")
@@ -246,7 +250,7 @@ def _write_pid(pid_path: Path, pid: int) -> None:
     os.replace(tmp, pid_path)
 
 
-def _log_tail(log_path: Path) -> str:
+def log_tail(log_path: Path) -> str:
     """Return the last lines of ``log_path`` formatted for an error message."""
     try:
         lines = log_path.read_text(errors="replace").splitlines()
