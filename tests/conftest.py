@@ -1,18 +1,51 @@
 """Shared fixtures. No test reaches a model hub: everything loads from installed wheels."""
 from __future__ import annotations
 
+import json
 import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
 
 # Set before transformers/huggingface_hub are imported anywhere in the test process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import json
-import socket
-from pathlib import Path
 
-import pytest
+def _share_the_cpus_between_xdist_workers() -> None:
+    """Under pytest-xdist (infra/test.sh runs -n 2), give each worker process its share of the CPUs
+    for torch's threads: two processes of 2 OpenMP threads on 2 cores embed about half as fast as
+    two of one thread (the threads spin waiting for each other). Set before torch loads, so the
+    servers and workers the tests start inherit it too; an OMP_NUM_THREADS already set wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:  # a plugin imported it first: its thread pool is already sized
+        sys.modules["torch"].set_num_threads(threads)
+
+
+_share_the_cpus_between_xdist_workers()
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist, hand out the modules with slow tests first, then those with integration
+    tests, then the rest, each group in its usual order (infra/test.sh passes --no-loadscope-reorder,
+    so this order is the order of the work queue): the long CPU-bound modules start while the short
+    unit tests are left to fill the gaps at the end, instead of one of them running alone at the end."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        own = 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("integration") else 2
+        rank[module] = min(rank.get(module, 2), own)
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a module's own order stays
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
