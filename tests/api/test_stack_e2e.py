@@ -55,7 +55,7 @@ def test_inline_job_matches_sentence_transformers(stack, s3, sample_documents, s
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": {"mode": "truncate"}})
         seen = []
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600, on_progress=lambda j: seen.append(j["status"]))
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600, on_progress=lambda j: seen.append(j["status"]))
         manifest = client.results(job["id"])
     # Then it succeeds, in several parts, and the stored vectors equal sentence-transformers'
     assert final["status"] == "succeeded", final
@@ -85,7 +85,7 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
             "long_documents": {"mode": "truncate"}}
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit(spec)
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])
     # Then the bad records are in the error file, every good one is in a part, each exactly once
     assert final["status"] == "partially_succeeded", final
@@ -136,7 +136,7 @@ def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_do
     docs += [{"id": "short", "text": sample_documents[0]["text"][:300]}]
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": long_documents_option})
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])
     ids, vectors, errors = _read_outputs(s3, stack["bucket"], manifest)
     long_ids = {d["id"] for d in long_documents}
