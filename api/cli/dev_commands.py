@@ -16,6 +16,8 @@ _dir_option = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     help=f"where the stack keeps its state, data, logs and pids (env {STACK_DIR_ENV}; other commands find it there)",
 )
+# A port taken by someone else is an error; 0 can never be taken (see devtools/devstack/stack.py).
+ANY_PORT_HELP = "0: any free port (`poolq dev status --json` says which)"
 
 
 @click.group()
@@ -25,9 +27,9 @@ def dev() -> None:
 
 @dev.command()
 @_dir_option
-@click.option("--redis-port", default=6390, show_default=True, type=int)
-@click.option("--s3-port", default=8333, show_default=True, type=int)
-@click.option("--api-port", default=8000, show_default=True, type=int)
+@click.option("--redis-port", default=6390, show_default=True, type=int, help=ANY_PORT_HELP)
+@click.option("--s3-port", default=8333, show_default=True, type=int, help=ANY_PORT_HELP)
+@click.option("--api-port", default=8000, show_default=True, type=int, help=ANY_PORT_HELP)
 def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start the stack (idempotent: running services are left as they are)."""
     from poolq.devtools.devstack.process import ServiceError

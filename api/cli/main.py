@@ -63,7 +63,7 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=int, help="0: any free port (uvicorn logs which)")
 def serve(host: str, port: int) -> None:
     """Run the HTTP API (settings from POOLQ_* environment variables); logs per POOLQ_LOG_FORMAT."""
     import uvicorn
@@ -131,9 +131,9 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
 @main.command()
 @click.option("--dir", "state_dir", default=".poolq-demo", show_default=True, type=click.Path(path_type=Path))
 @click.option("--keep", is_flag=True, help="leave the stack running afterwards")
-@click.option("--redis-port", default=6390, show_default=True, type=int)
-@click.option("--s3-port", default=8333, show_default=True, type=int)
-@click.option("--api-port", default=8000, show_default=True, type=int)
+@click.option("--redis-port", default=6390, show_default=True, type=int, help="0: any free port")
+@click.option("--s3-port", default=8333, show_default=True, type=int, help="0: any free port")
+@click.option("--api-port", default=8000, show_default=True, type=int, help="0: any free port")
 def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
     from poolq.api.cli.demo_command import run_demo

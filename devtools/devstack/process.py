@@ -31,6 +31,10 @@ class ServiceError(RuntimeError):
     """
 
 
+class PortInUse(ServiceError):
+    """A server could not bind a port: another process took it between our choice and its bind."""
+
+
 def locate_executable(name: str, *, env_var: str, distribution: str) -> str:
     """Find the executable ``name``; return its absolute path.
 
@@ -97,9 +101,26 @@ def spawn(
     # that dropping the object does not warn "subprocess N is still running".
     # While this process lives, pid_alive() reaps the child once it exits.
     child.returncode = 0
+    _wait_for_exec(child.pid)
     if pid_path is not None:
         _write_pid(pid_path, child.pid)
     return child.pid
+
+
+def _wait_for_exec(pid: int, timeout: float = 5.0) -> None:
+    """Return once ``pid`` runs its new program (or has exited).
+
+    Popen returns as soon as the child's exec has let go of our memory, before the kernel has
+    set up the new program's arguments: for that moment (a few ms; seconds on a loaded machine)
+    /proc/<pid>/cmdline is empty, and stop_pid or running_pid, right after spawn, would take
+    our own process for a stranger and leave it running.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cmdline = process_cmdline(pid)
+        if cmdline is None or cmdline or _is_zombie(pid):
+            return
+        time.sleep(0.001)
 
 
 def pid_alive(pid: int) -> bool:
@@ -193,7 +214,7 @@ def wait_until(
         if predicate():
             return
         if pid is not None and not pid_alive(pid):
-            tail = _log_tail(log_path) if log_path is not None else ""
+            tail = log_tail(log_path) if log_path is not None else ""
             raise ServiceError(f"{what} exited before becoming ready{see}{tail}")
         if time.monotonic() >= deadline:
             raise ServiceError(f"{what} did not become ready within {timeout:g}s{see}")
@@ -246,7 +267,7 @@ def _write_pid(pid_path: Path, pid: int) -> None:
     os.replace(tmp, pid_path)
 
 
-def _log_tail(log_path: Path) -> str:
+def log_tail(log_path: Path) -> str:
     """Return the last lines of ``log_path`` formatted for an error message."""
     try:
         lines = log_path.read_text(errors="replace").splitlines()

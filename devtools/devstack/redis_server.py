@@ -8,6 +8,7 @@ so that queued jobs survive a restart of the stack.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from poolq.devtools.devstack.managed_server import ManagedServer
-from poolq.devtools.devstack.ports import LOOPBACK, port_is_free
-from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
+from poolq.devtools.devstack.ports import ANY_PORT, LOOPBACK, free_port, listening_ports
+from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn
 
 REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
 
@@ -39,6 +40,7 @@ class RedisConfig:
 
     ``data_dir`` holds the append-only file, ``redis.log`` and ``redis.pid``.
     ``host`` must be a loopback address: the dev stack never listens outside.
+    ``port`` may be ``ANY_PORT``: the server's ``config.port`` says which it got.
     """
 
     data_dir: Path
@@ -50,19 +52,20 @@ class RedisConfig:
     def __post_init__(self) -> None:
         if not ipaddress.ip_address(self.host).is_loopback:
             raise ValueError(f"Redis host must be a loopback address, not {self.host!r}")
-        if not 0 < self.port < 65536:
+        if not 0 <= self.port < 65536:
             raise ValueError(f"invalid Redis port {self.port}")
 
 
-class RedisServer(ManagedServer):
+class RedisServer(ManagedServer[RedisConfig]):
     """One ``redis-server`` process, started detached and tracked by a pid file.
 
     As a context manager (for tests) it starts the server and waits until it
-    answers PING on entry, and stops it on exit.
+    answers PING on entry (on fresh ports if it lost one it was not given), and
+    stops it on exit.
     """
 
     file_stem = "redis"
-    config: RedisConfig
+    program = "redis-server"
 
     @property
     def url(self) -> str:
@@ -101,28 +104,22 @@ class RedisServer(ManagedServer):
             argv += [f"--{name}", value]
         return argv
 
-    def start(self) -> int:
-        """Start the server detached; return its pid.  Does not wait for it."""
-        cfg = self.config
-        if (pid := self.running_pid()) is not None:
-            raise ServiceError(f"redis-server for {cfg.data_dir} is already running (pid {pid})")
-        if not port_is_free(cfg.port, cfg.host):
-            raise ServiceError(f"port {cfg.port} on {cfg.host} is already in use; cannot start redis-server")
-        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+    def ports(self) -> list[int]:
+        return [self.config.port]
+
+    def _with_fresh_ports(self, requested: RedisConfig) -> RedisConfig | None:
+        return dataclasses.replace(requested, port=free_port()) if requested.port == ANY_PORT else None
+
+    def _spawn(self) -> int:
         executable = self._executable or find_redis_server()
-        return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, cwd=cfg.data_dir)
+        return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, cwd=self.config.data_dir)
 
     def wait_ready(self, timeout: float = 15) -> None:
-        """Block until the server answers PING (it replays the AOF first)."""
+        """Block until this server, and no other, answers PING on the port (it replays the AOF first)."""
         cfg = self.config
-        wait_until(
-            self._answers_ping,
-            timeout,
-            0.05,
-            f"redis-server on {cfg.host}:{cfg.port}",
-            log_path=self.log_path,
-            pid=read_pid(self.pid_path),
-        )
+        pid = read_pid(self.pid_path)
+        self._wait(lambda: pid is not None and cfg.port in listening_ports(pid) and self._answers_ping(),
+                   timeout, 0.05, f"redis-server on {cfg.host}:{cfg.port}")
 
     def _answers_ping(self) -> bool:
         """One PING attempt; False while the server is not (yet) reachable."""

@@ -11,6 +11,7 @@ only source of credentials.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -24,9 +25,9 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from poolq.devtools.devstack.managed_server import ManagedServer
-from poolq.devtools.devstack.ports import LOOPBACK, port_is_free, port_is_listening
-from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn, wait_until
-from poolq.devtools.devstack.seaweed_ports import SeaweedPorts
+from poolq.devtools.devstack.ports import ANY_PORT, LOOPBACK, listening_ports
+from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn
+from poolq.devtools.devstack.seaweed_ports import SeaweedPorts, pick_port
 
 WEED_ENV = "POOLQ_WEED"
 #: Environment prefixes weed reads settings from (AWS_ACCESS_KEY_ID would add an
@@ -61,7 +62,9 @@ class SeaweedConfig:
 
     ``data_dir`` holds volumes, filer metadata, ``weed.log``, ``log/`` (weed's
     own log files), ``weed.pid`` and the S3 identities file.  ``ports`` default
-    to fresh free ports; only ``s3_port`` is what clients need to know.
+    to fresh free ports (chosen again if one is taken when weed starts); only
+    ``s3_port`` is what clients need to know, and it may be ``ANY_PORT``: the
+    server's ``config.s3_port`` says which it got.
     ``volume_size_limit_mb`` x ``max_volumes`` caps the disk used (volume
     files grow as written, nothing is preallocated).  Every bucket uses at
     least one volume, and the filer needs some for itself: too few volumes
@@ -77,10 +80,13 @@ class SeaweedConfig:
     ports: SeaweedPorts = None  # type: ignore[assignment]  # None: fresh free ports, none of them s3_port
     volume_size_limit_mb: int = 64
     max_volumes: int = 32
+    #: Whether ``ports`` were picked here (given as None): then they may be picked again.
+    ports_picked_here: bool = False
 
     def __post_init__(self) -> None:
         if self.ports is None:
             object.__setattr__(self, "ports", SeaweedPorts.free(exclude={self.s3_port}))
+            object.__setattr__(self, "ports_picked_here", True)
         if not ipaddress.ip_address(self.host).is_loopback:
             raise ValueError(f"SeaweedFS host must be a loopback address, not {self.host!r}")
         if not self.access_key or not self.secret_key:
@@ -93,15 +99,20 @@ class SeaweedConfig:
         return [self.s3_port, *asdict(self.ports).values()]
 
 
-class SeaweedServer(ManagedServer):
+class SeaweedServer(ManagedServer[SeaweedConfig]):
     """One ``weed mini`` process, started detached and tracked by a pid file.
 
     As a context manager (for tests) it starts the server, waits until S3
-    answers, and creates the bucket on entry; it stops the server on exit.
+    answers (on fresh ports if it lost one it was not given), and creates the
+    bucket on entry; it stops the server on exit.
     """
 
     file_stem = "weed"
-    config: SeaweedConfig
+    program = "SeaweedFS"
+    # weed mini checks its ports first: a taken HTTP port ends it ("Port allocation failed: port N
+    # ... is not available"), a taken gRPC port is moved elsewhere ("gRPC port N for Filer is not
+    # available, finding alternative"); a port taken after that check fails its bind.
+    bind_failure_markers = ("is not available", "address already in use")
 
     @property
     def identities_path(self) -> Path:
@@ -182,14 +193,19 @@ class SeaweedServer(ManagedServer):
             "-volume.preStopSeconds=0",  # stop in ~1 s instead of ~4 s
         ]
 
-    def start(self) -> int:
-        """Start ``weed mini`` detached; return its pid.  Does not wait for it."""
+    def ports(self) -> list[int]:
+        return self.config.all_ports()
+
+    def _with_fresh_ports(self, requested: SeaweedConfig) -> SeaweedConfig | None:
+        if requested.s3_port != ANY_PORT and not requested.ports_picked_here:
+            return None
+        if requested.s3_port == ANY_PORT and not requested.ports_picked_here:
+            return dataclasses.replace(requested, s3_port=pick_port(set(asdict(requested.ports).values())))
+        s3_port = requested.s3_port or pick_port(set())
+        return dataclasses.replace(requested, s3_port=s3_port, ports=SeaweedPorts.free(exclude={s3_port}))
+
+    def _spawn(self) -> int:
         cfg = self.config
-        if (pid := self.running_pid()) is not None:
-            raise ServiceError(f"SeaweedFS for {cfg.data_dir} is already running (pid {pid})")
-        for port in cfg.all_ports():
-            if not port_is_free(port, cfg.host):
-                raise ServiceError(f"port {port} on {cfg.host} is already in use; cannot start SeaweedFS")
         (cfg.data_dir / "log").mkdir(parents=True, exist_ok=True)  # else weed logs to /tmp
         self._write_identities()
         # weed mini saves its flags to mini.options and re-applies them on the
@@ -201,21 +217,16 @@ class SeaweedServer(ManagedServer):
         return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, env=env, cwd=cfg.data_dir)
 
     def wait_ready(self, timeout: float = 60) -> None:
-        """Block until every component listens and S3 ListBuckets succeeds.
+        """Block until this weed listens on every port it was given and S3 ListBuckets succeeds.
 
         The admin server comes up last, after S3; waiting for it too keeps a
         quick stop from hitting it mid-start (which can take seconds).
         """
         client = self.client(max_attempts=1)  # the polling loop is the retry
-        cfg = self.config
-        wait_until(
-            lambda: all(port_is_listening(p, cfg.host) for p in cfg.all_ports()) and self._lists_buckets(client),
-            timeout,
-            0.1,
-            f"SeaweedFS S3 on {self.endpoint_url}",
-            log_path=self.log_path,
-            pid=read_pid(self.pid_path),
-        )
+        pid = read_pid(self.pid_path)
+        wanted = set(self.config.all_ports())
+        self._wait(lambda: pid is not None and wanted <= listening_ports(pid) and self._lists_buckets(client),
+                   timeout, 0.1, f"SeaweedFS S3 on {self.endpoint_url}")
 
     def ensure_bucket(self) -> None:
         """Create the configured bucket unless it exists."""

@@ -36,21 +36,21 @@ class SeaweedPorts:
         """Pick distinct ports that are free on 127.0.0.1 now, none of them in ``exclude`` (the S3
         port, which the caller picked and released: the kernel may hand it out again)."""
         taken: set[int] = set(exclude)
-        admin = _pick_port(taken, grpc_offset=GRPC_PORT_OFFSET)
+        admin = pick_port(taken, grpc_offset=GRPC_PORT_OFFSET)
         return cls(
-            master=_pick_port(taken),
-            master_grpc=_pick_port(taken),
-            volume=_pick_port(taken),
-            volume_grpc=_pick_port(taken),
-            filer=_pick_port(taken),
-            filer_grpc=_pick_port(taken),
-            s3_grpc=_pick_port(taken),
+            master=pick_port(taken),
+            master_grpc=pick_port(taken),
+            volume=pick_port(taken),
+            volume_grpc=pick_port(taken),
+            filer=pick_port(taken),
+            filer_grpc=pick_port(taken),
+            s3_grpc=pick_port(taken),
             admin=admin,
             admin_grpc=admin + GRPC_PORT_OFFSET,
         )
 
 
-def _pick_port(taken: set[int], *, grpc_offset: int | None = None) -> int:
+def pick_port(taken: set[int], *, grpc_offset: int | None = None) -> int:
     """Return a free port not in ``taken`` and add it there.
 
     With ``grpc_offset``, port + offset must be free as well, and is added too.

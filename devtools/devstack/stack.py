@@ -3,6 +3,11 @@
 Redis (AOF on) + SeaweedFS (S3) + the API (uvicorn) + one Celery worker + beat (the
 reconciler and reindex schedules), all bound to
 127.0.0.1. State, logs and pids live under one directory; `down` stops only what `up` started.
+
+A port given as 0 (``ANY_PORT``) means any free one, with no race: the API binds port 0 itself
+and we read back what it got; Redis and SeaweedFS are started on ports picked for them, and
+again on fresh ones if another process took one first.  The ports each service got are in the
+state file (``poolq dev status --json``), the one place to learn them.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from typing import Callable
 
 import httpx
 
-from poolq.devtools.devstack.ports import port_is_free
+from poolq.devtools.devstack.managed_server import ManagedServer
+from poolq.devtools.devstack.ports import ANY_PORT, port_is_free, wait_listening_port
 from poolq.devtools.devstack.process import ServiceError, pid_alive, spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
@@ -35,6 +41,8 @@ DEV_TENANT = "dev"
 
 @dataclass(frozen=True)
 class StackPorts:
+    """The ports to start the services on; ``ANY_PORT`` (0): any free one."""
+
     redis: int = 6390
     s3: int = 8333
     api: int = 8000
@@ -62,7 +70,7 @@ class LocalStack:
         state = self.load() or self._new_state()
         alive = self.running(state)
         for name, port_name in (("redis", "redis"), ("seaweed", "s3"), ("api", "api")):
-            if not alive[name]:  # check every port before starting anything
+            if not alive[name] and state.ports[port_name] != ANY_PORT:  # check every port before starting anything
                 self._require_free(state.ports[port_name], name)
         started = []
         for phase in PHASES:
@@ -76,6 +84,7 @@ class LocalStack:
                 launched.append((name, ready))
             for name, ready in launched:
                 ready()
+                state.save(self.state_path)  # with the port it got and its pid (a restart changes it)
                 started.append(name)
                 log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
         if not state.api_key:
@@ -117,17 +126,13 @@ class LocalStack:
 
     # -- starting each service -------------------------------------------------------------
     def _new_state(self) -> StackState:
-        ports = self.ports
-        return StackState(
-            state_dir=str(self.state_dir),
-            api_url=f"http://127.0.0.1:{ports.api}",
-            s3_endpoint=f"http://127.0.0.1:{ports.s3}",
-            bucket=BUCKET,
-            redis_url=f"redis://127.0.0.1:{ports.redis}/0",
-            access_key_id=f"poolq{secrets.token_hex(6)}",
-            secret_access_key=secrets.token_urlsafe(30),
-            ports={"redis": ports.redis, "s3": ports.s3, "api": ports.api},
+        state = StackState(
+            state_dir=str(self.state_dir), api_url="", s3_endpoint="", bucket=BUCKET, redis_url="",
+            access_key_id=f"poolq{secrets.token_hex(6)}", secret_access_key=secrets.token_urlsafe(30), ports={},
         )
+        for name, port in (("redis", self.ports.redis), ("s3", self.ports.s3), ("api", self.ports.api)):
+            state.use_port(name, port)  # 0 until the service has one
+        return state
 
     @staticmethod
     def _where(name: str, state: StackState) -> str:
@@ -138,10 +143,11 @@ class LocalStack:
         if not port_is_free(port):
             raise ServiceError(f"port {port} on 127.0.0.1 is already in use; {service} cannot start there")
 
-    # Each starter launches its service and returns its pid and a call that waits until it is ready.
+    # Each starter launches its service and returns its pid and a call that waits until it is ready
+    # (and records the port the service got).
     def _start_redis(self, state: StackState) -> tuple[int, Callable[[], None]]:
         server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"]))
-        return server.start(), server.wait_ready
+        return self._start_store(state, "redis", server, lambda: state.use_port("redis", server.config.port))
 
     def _seaweed_config(self, state: StackState) -> SeaweedConfig:
         return SeaweedConfig(
@@ -154,37 +160,63 @@ class LocalStack:
 
     def _start_seaweed(self, state: StackState) -> tuple[int, Callable[[], None]]:
         server = SeaweedServer(self._seaweed_config(state))
+        pid, ready = self._start_store(state, "seaweed", server, lambda: state.use_port("s3", server.config.s3_port))
+
+        def ready_with_bucket() -> None:
+            ready()
+            server.ensure_bucket()
+        return pid, ready_with_bucket
+
+    def _start_store(self, state: StackState, name: str, server: ManagedServer,
+                     record_port: Callable[[], None]) -> tuple[int, Callable[[], None]]:
+        """Start ``server``; its ready call starts it again on fresh ports if it lost one it was not
+        given (the new pid is saved at once, so `down` finds it)."""
+        pid = server.start()
+        record_port()
+
+        def restarted(new_pid: int) -> None:
+            state.pids[name] = new_pid
+            record_port()
+            state.save(self.state_path)
 
         def ready() -> None:
-            server.wait_ready()
-            server.ensure_bucket()
-        return server.start(), ready
+            server.wait_ready_restarting(on_restart=restarted)
+            record_port()
+        return pid, ready
 
     def _start_api(self, state: StackState) -> tuple[int, Callable[[], None]]:
         port = state.ports["api"]
-        self._require_free(port, "the API")
+        if port != ANY_PORT:
+            self._require_free(port, "the API")
         # `poolq serve`: logs in POOLQ_LOG_FORMAT (JSON by default), like a deployed API.
         argv = [sys.executable, "-m", "poolq.api", "serve", "--host", "127.0.0.1", "--port", str(port)]
         log_path = self.state_dir / "logs" / "api.log"
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        return pid, lambda: wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=60, interval=0.3,
-                                       what="the API", log_path=log_path)
+        return pid, lambda: self._wait_api(state, pid, log_path, timeout=60)
+
+    @staticmethod
+    def _wait_api(state: StackState, pid: int, log_path: Path, timeout: float) -> None:
+        """Wait until the API listens (on port 0 uvicorn binds one the kernel picks: the one it
+        listens on is the one it got, so nobody can take it first) and answers /healthz."""
+        state.use_port("api", wait_listening_port(pid, timeout, "the API", log_path=log_path))
+        wait_until(lambda: _http_ok(f"{state.api_url}/healthz"), timeout=timeout, interval=0.1, what="the API",
+                   log_path=log_path, pid=pid)
 
     def _start_worker(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "worker.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.5,
-                                       what="the worker", log_path=log_path)
+        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.1,
+                                       what="the worker", log_path=log_path, pid=pid)
 
     def _start_beat(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "beat.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "beat"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.5,
-                                       what="beat", log_path=log_path)
+        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.1,
+                                       what="beat", log_path=log_path, pid=pid)
 
 
 def _is_ours(pid: int | None, name: str) -> bool:

@@ -6,10 +6,18 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+#: Each port of ``StackState.ports``, the URL field it is part of, and that URL's form.
+_URLS = {"redis": ("redis_url", "redis://127.0.0.1:{}/0"), "s3": ("s3_endpoint", "http://127.0.0.1:{}"),
+         "api": ("api_url", "http://127.0.0.1:{}")}
+
 
 @dataclass
 class StackState:
-    """Endpoints, credentials and pids of a local stack. Written to ``<state_dir>/stack.json``."""
+    """Endpoints, credentials and pids of a local stack. Written to ``<state_dir>/stack.json``.
+
+    ``ports`` are the ports the services listen on (0 until a service asked for any port has
+    one); the URLs follow them (``use_port``).
+    """
 
     state_dir: str
     api_url: str
@@ -27,6 +35,12 @@ class StackState:
         if not path.exists():
             return None
         return cls(**json.loads(path.read_text(encoding="utf-8")))
+
+    def use_port(self, name: str, port: int) -> None:
+        """Record that service port ``name`` (redis, s3, api) is ``port``, in ``ports`` and its URL."""
+        field_name, url = _URLS[name]
+        self.ports[name] = port
+        setattr(self, field_name, url.format(port))
 
     def save(self, path: Path) -> None:
         """Readable by its owner only: it holds the stack's admin API key and S3 secret."""

@@ -96,7 +96,7 @@ def test_a_parquet_prefix_job_row_by_row(stack, sample_documents, st_minilm):
             "output": {"include_fields": list(TYPES)}}
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit(spec)
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])
     kept, expected_errors = _expected(objects)
     # Then every row is in one part or in the error file, exactly once

@@ -23,7 +23,7 @@ def finished(tmp_path_factory, sample_documents):
         with PoolqClient(stack["api_url"], stack["api_key"]) as client:
             job = client.submit({"input": {"documents": documents}, "long_documents": {"mode": "truncate"},
                                  "output": {"include_fields": ["title", "rank"]}})
-            assert client.wait(job["id"], poll_interval=0.5, timeout=600)["status"] == "succeeded"
+            assert client.wait(job["id"], poll_interval=0.2, timeout=600)["status"] == "succeeded"
             manifest = client.results(job["id"])["manifest"]
         yield stack, manifest, documents
 

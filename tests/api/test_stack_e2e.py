@@ -10,7 +10,6 @@ import pytest
 from support.dev_stack import dev_stack, poolq
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
-from poolq.devtools.devstack.ports import free_port
 from poolq.storage import S3Config, make_s3_client
 
 pytestmark = pytest.mark.integration
@@ -56,7 +55,7 @@ def test_inline_job_matches_sentence_transformers(stack, s3, sample_documents, s
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": {"mode": "truncate"}})
         seen = []
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600, on_progress=lambda j: seen.append(j["status"]))
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600, on_progress=lambda j: seen.append(j["status"]))
         manifest = client.results(job["id"])
     # Then it succeeds, in several parts, and the stored vectors equal sentence-transformers'
     assert final["status"] == "succeeded", final
@@ -86,7 +85,7 @@ def test_s3_job_with_bad_records_partially_succeeds(stack, s3, sample_documents)
             "long_documents": {"mode": "truncate"}}
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit(spec)
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])
     # Then the bad records are in the error file, every good one is in a part, each exactly once
     assert final["status"] == "partially_succeeded", final
@@ -110,14 +109,13 @@ def test_unknown_job_404_and_bad_body_422_over_http(stack):
 
 def test_a_taken_port_fails_with_a_clear_message(stack, tmp_path):
     result = poolq("dev", "up", "--dir", str(tmp_path / "other"), "--api-port", str(stack["ports"]["api"]),
-                   "--redis-port", str(free_port()), "--s3-port", str(free_port()))
+                   "--redis-port", "0", "--s3-port", "0")
     assert result.returncode == 2
     assert f"port {stack['ports']['api']} on 127.0.0.1 is already in use" in result.stderr
 
 
 def test_a_missing_binary_fails_with_a_clear_message(tmp_path):
-    result = poolq("dev", "up", "--dir", str(tmp_path / "nobin"), "--redis-port", str(free_port()),
-                   "--s3-port", str(free_port()), "--api-port", str(free_port()),
+    result = poolq("dev", "up", "--dir", str(tmp_path / "nobin"), "--redis-port", "0", "--s3-port", "0", "--api-port", "0",
                    env={"POOLQ_REDIS_SERVER": str(tmp_path / "no-such-redis-server")})
     assert result.returncode == 2 and "no-such-redis-server" in result.stderr
 
@@ -138,7 +136,7 @@ def test_every_long_document_mode_over_http(stack, s3, long_documents, sample_do
     docs += [{"id": "short", "text": sample_documents[0]["text"][:300]}]
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit({"input": {"documents": docs}, "long_documents": long_documents_option})
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])
     ids, vectors, errors = _read_outputs(s3, stack["bucket"], manifest)
     long_ids = {d["id"] for d in long_documents}

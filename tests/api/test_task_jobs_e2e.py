@@ -61,7 +61,7 @@ def _run(stack, spec: dict) -> tuple[dict, list[dict]]:
     s3 = make_s3_client(S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"]))
     with PoolqClient(stack["api_url"], stack["api_key"]) as client:
         job = client.submit(spec)
-        final = client.wait(job["id"], poll_interval=0.5, timeout=600)
+        final = client.wait(job["id"], poll_interval=0.2, timeout=600)
         manifest = client.results(job["id"])["manifest"]
     assert final["status"] == "succeeded", final
     rows = []

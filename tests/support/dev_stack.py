@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from poolq.devtools.devstack.ports import free_port
 from poolq.devtools.devstack.process import pid_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +24,10 @@ def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subproce
 
 @contextmanager
 def dev_stack(state_dir: Path, env: dict | None = None) -> Iterator[dict]:
-    """`poolq dev up` on free ports; yields `poolq dev status --json` (+ "dir"); `down` afterwards,
+    """`poolq dev up` on free ports (port 0: each service gets one nobody else can take first);
+    yields `poolq dev status --json` (+ "dir"), whose "ports" and URLs say which; `down` afterwards,
     checking that nothing it started is left running."""
-    ports = [str(free_port()) for _ in range(3)]
-    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", ports[0], "--s3-port", ports[1],
-               "--api-port", ports[2], env=env)
+    up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", "0", "--s3-port", "0", "--api-port", "0", env=env)
     info: dict = {"pids": {}}
     try:
         assert up.returncode == 0, up.stdout + up.stderr

@@ -17,7 +17,8 @@ from typing import Iterator
 import httpx
 
 from poolq.api.server.app import create_app
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import wait_listening_port
+from poolq.devtools.devstack.process import ServiceError
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.settings import Settings
@@ -50,17 +51,21 @@ def create_app_from_env():
 @contextmanager
 def uvicorn_server(env: dict[str, str], log_path: Path, *extra_args: str) -> Iterator[str]:
     """Serve ``create_app_from_env`` with a real uvicorn on a free loopback port; yields its base URL.
-    stdout and stderr (access log included) go to ``log_path``."""
-    port = free_port()
+    stdout and stderr (access log included) go to ``log_path``. uvicorn binds port 0 itself: the
+    port it listens on is the one it got, which no other process could take first."""
     argv = [sys.executable, "-m", "uvicorn", "support.security_app:create_app_from_env", "--factory",
-            "--host", "127.0.0.1", "--port", str(port), *extra_args]
+            "--host", "127.0.0.1", "--port", "0", *extra_args]
     pythonpath = os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
     with log_path.open("wb") as log:
         process = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                    env={**os.environ, "PYTHONPATH": pythonpath, **env})
-    base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
+        try:
+            port = wait_listening_port(process.pid, 60, "uvicorn", log_path=log_path)
+        except ServiceError as exc:
+            raise RuntimeError(f"uvicorn did not listen: {exc}") from exc
+        base_url = f"http://127.0.0.1:{port}"
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"uvicorn exited with {process.returncode}: {log_path.read_text(errors='replace')[-3000:]}")
@@ -71,7 +76,7 @@ def uvicorn_server(env: dict[str, str], log_path: Path, *extra_args: str) -> Ite
                 pass
             if time.monotonic() > deadline:
                 raise RuntimeError(f"uvicorn did not answer in 60 s: {log_path.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.2)
+            time.sleep(0.05)
         yield base_url
     finally:
         process.terminate()

@@ -69,13 +69,13 @@ class _Run:
 
     def make_stack(self) -> None:
         """The stack, not started yet, with SeaweedFS sized for the corpus."""
-        from poolq.devtools.devstack.ports import free_port
+        from poolq.devtools.devstack.ports import ANY_PORT
         from poolq.devtools.devstack.stack import StackPorts
 
         args = self.args
         threads = str(args.threads_per_worker)
         self.stack = bench_stack_class()(
-            self.run_dir / "stack", StackPorts(redis=free_port(), s3=free_port(), api=free_port()),
+            self.run_dir / "stack", StackPorts(redis=ANY_PORT, s3=ANY_PORT, api=ANY_PORT),
             env={f"POOLQ_{name.upper()}": value for name, value in args.settings.items()},
             worker_env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads},
             counts_dir=self.counts_dir, seaweed_volumes=self.volumes(), start_timeout_s=args.start_timeout)

@@ -12,18 +12,10 @@ def _log_says(path: Path, needle: bytes) -> bool:
     return path.exists() and needle in path.read_bytes()
 
 
-def _http_ok(url: str) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def bench_stack_class():
     """``LocalStack`` whose API, worker and beat run through ``--counted`` (same commands otherwise),
     with extra environment (POOLQ_* settings, torch threads) and a SeaweedFS sized for the run."""
+    from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.process import spawn, stop_pid, wait_until
     from poolq.devtools.devstack.seaweed import SeaweedConfig
     from poolq.devtools.devstack.stack import LocalStack
@@ -54,12 +46,19 @@ def bench_stack_class():
 
         def _start_api(self, state):  # (pid, a call that waits until it is ready), as LocalStack's
             port = state.ports["api"]
-            self._require_free(port, "the API")
+            if port != ANY_PORT:
+                self._require_free(port, "the API")
             log_path = self.state_dir / "logs" / "api.log"
             argv = counted_argv("api", self.counts_dir, ["serve", "--host", "127.0.0.1", "--port", str(port)])
             pid = spawn(argv, log_path=log_path, pid_path=None, env=self.env_for(state))
-            return pid, self._ready_call(pid, "serve", lambda: _http_ok(f"{state.api_url}/healthz"), "the API", log_path,
-                                         0.3)
+
+            def ready() -> None:  # LocalStack's wait (it records the port the API got); stops the API if it fails
+                try:
+                    self._wait_api(state, pid, log_path, timeout=self.start_timeout_s)
+                except BaseException:
+                    stop_pid(pid, expect_in_cmdline="serve")
+                    raise
+            return pid, ready
 
         def start_worker(self, state, name: str, wait: bool = True) -> tuple[int, Path]:
             log_path = self.state_dir / "logs" / f"{name}.log"

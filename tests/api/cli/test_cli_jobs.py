@@ -19,7 +19,6 @@ from poolq.api.cli.main import main
 from poolq.api.cli.output import ExitCode, error_message, exit_code_for
 from poolq.api.cli.progress import PlainJobProgress, Throughput, format_eta
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
-from poolq.devtools.devstack.ports import free_port
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 JOB_ID = re.compile(r"\b[0-9a-f]{32}\b")
@@ -124,7 +123,7 @@ def test_submit_a_uri_with_output_options_then_wait_json(stack, env, sample_docu
 
 
 @pytest.mark.integration
-def test_refusals_have_clear_messages_and_exit_codes(stack, env, tmp_path):
+def test_refusals_have_clear_messages_and_exit_codes(stack, env, tmp_path, closed_port):
     missing = cli("status", "0" * 32, env=env)
     assert missing.exit_code == ExitCode.NOT_FOUND and missing.stderr == f"error: HTTP 404: job {'0' * 32!r} not found\n"
     invalid = cli("submit", "s3://elsewhere/x.jsonl", "--long-documents", '{"mode": "squash"}', env=env)
@@ -137,7 +136,7 @@ def test_refusals_have_clear_messages_and_exit_codes(stack, env, tmp_path):
     assert no_key.exit_code == ExitCode.REFUSED and "set POOLQ_API_KEY or pass --api-key" in no_key.stderr
     not_admin = cli("schedules", "list", "--api-key", _tenant_key(stack, admin=False), env=env)
     assert not_admin.exit_code == ExitCode.REFUSED and "HTTP 403: this needs an admin key" in not_admin.stderr
-    unreachable = cli("jobs", "--api-url", f"http://127.0.0.1:{free_port()}", env=env)
+    unreachable = cli("jobs", "--api-url", f"http://127.0.0.1:{closed_port}", env=env)
     assert unreachable.exit_code == ExitCode.UNAVAILABLE and "cannot reach the poolq API" in unreachable.stderr
     assert cli("results", "0" * 32, env=env).exit_code == ExitCode.NOT_FOUND  # --out defaults to ./<job id>/
     no_file = cli("submit", str(tmp_path / "nope.jsonl"), env=env)
@@ -184,9 +183,9 @@ def test_keys_and_client_verbs_find_the_local_stack_by_themselves(stack, tmp_pat
     assert f"API key (tenant dev, admin): {stack['api_key']}" in status.stdout
 
 
-def test_store_errors_are_one_line_naming_what_was_tried(tmp_path):
+def test_store_errors_are_one_line_naming_what_was_tried(tmp_path, closed_port):
     env = {name: value for name, value in os.environ.items() if not name.startswith("POOLQ_")}
-    endpoint = f"http://127.0.0.1:{free_port()}"
+    endpoint = f"http://127.0.0.1:{closed_port}"
     env.update(POOLQ_STORE="s3", POOLQ_S3_ENDPOINT_URL=endpoint, POOLQ_S3_ACCESS_KEY_ID="x", POOLQ_S3_SECRET_ACCESS_KEY="y",
                POOLQ_DEV_DIR=str(tmp_path / "no-stack"), POOLQ_S3_MAX_ATTEMPTS="1")
     listed = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "list"], cwd=tmp_path, env=env,

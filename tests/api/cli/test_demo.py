@@ -1,4 +1,4 @@
-"""`poolq demo`, the README's first command, run for real on free ports."""
+"""`poolq demo`, the README's first command, run for real on free ports (port 0: any)."""
 import os
 import re
 import subprocess
@@ -6,7 +6,6 @@ import sys
 
 import pytest
 
-from poolq.devtools.devstack.ports import free_port
 from poolq.devtools.devstack.process import pid_alive
 from poolq.devtools.devstack.stack_state import StackState
 
@@ -15,10 +14,9 @@ pytestmark = pytest.mark.integration
 
 def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     state_dir = tmp_path / "demo"
-    ports = [str(free_port()) for _ in range(3)]
     result = subprocess.run(
         [sys.executable, "-m", "poolq.api", "demo", "--dir", str(state_dir),
-         "--redis-port", ports[0], "--s3-port", ports[1], "--api-port", ports[2]],
+         "--redis-port", "0", "--s3-port", "0", "--api-port", "0"],  # any free ports, no race for them
         capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "80"},
     )
     assert result.returncode == 0, result.stdout + result.stderr

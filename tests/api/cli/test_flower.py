@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import wait_listening_port
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
@@ -75,13 +75,13 @@ def _eventually(probe, timeout: float, what: str, logs=lambda: ""):
 
 
 def test_flower_lists_the_worker_and_its_tasks(started):
-    port = free_port()
-    started.start("flower", "flower", "--port", str(port))
+    flower = started.start("flower", "flower", "--port", "0")  # port 0: one nobody can take first
     worker = started.start("worker", "worker", "--hostname", "flowertest@%h", "--queues", CONTROL_QUEUE)
 
     def logs() -> str:
         return "\n".join(f"--- {name} ---\n{started.log(name)[-2000:]}" for name in started.procs)
 
+    port = wait_listening_port(flower.pid, 30, "Flower", log_path=started.logs / "flower.err")
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
 
     _eventually(lambda: http.get("/healthcheck").text == "OK", 30, "Flower to answer", logs)

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import wait_listening_port
 from poolq.jobs.job_handle import JobHandle
 
 pytestmark = pytest.mark.integration
@@ -88,19 +88,20 @@ def cap_api(tmp_path_factory, seaweed, redis_url):
 
     env = {**os.environ, **{f"POOLQ_{name.upper()}": str(value) for name, value in values.items()},
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    port = free_port()
     log_path = tmp_path_factory.mktemp("cap-api") / "uvicorn.log"
+    # port 0: uvicorn's main process binds one the kernel picks (no other process can take it first)
+    # and hands the socket to its workers; the port it listens on is the one it got.
     argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
-            "--host", "127.0.0.1", "--port", str(port), "--workers", "2"]
+            "--host", "127.0.0.1", "--port", "0", "--workers", "2"]
     with log_path.open("wb") as log:
         process = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)
-    base_url = f"http://127.0.0.1:{port}"
 
     def log_tail() -> str:
         return log_path.read_text(errors="replace")[-4000:]
 
     try:
+        base_url = f"http://127.0.0.1:{wait_listening_port(process.pid, 90, 'uvicorn', log_path=log_path)}"
         deadline = time.monotonic() + 90
         while True:
             assert process.poll() is None, f"uvicorn exited with {process.returncode}:\n{log_tail()}"

@@ -5,7 +5,6 @@ from fastapi.testclient import TestClient
 
 from poolq.api.server.app import create_app
 from poolq.api.server.services import api_services
-from poolq.devtools.devstack.ports import free_port
 from poolq.jobs.settings import Settings
 
 
@@ -16,8 +15,8 @@ def _client(tmp_path, redis_url: str) -> TestClient:
                                  auth_failures=services.auth_failures, checks=services.checks))
 
 
-def test_readyz_is_503_when_redis_is_unreachable(tmp_path):
-    client = _client(tmp_path, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+def test_readyz_is_503_when_redis_is_unreachable(tmp_path, closed_port):
+    client = _client(tmp_path, f"redis://127.0.0.1:{closed_port}/0")  # nothing listens there
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "redis": "error: ConnectionError", "store": "ok"}

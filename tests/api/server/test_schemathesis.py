@@ -212,7 +212,7 @@ def test_deep_paths_answer_on_schema(stack, api, sample_documents):
     deadline = time.monotonic() + 300
     while client.get(f"/v1/jobs/{job['id']}").json()["status"] not in ("succeeded", "partially_succeeded", "failed"):
         assert time.monotonic() < deadline, "the job did not finish in 300 s"
-        time.sleep(0.5)
+        time.sleep(0.2)
     final = _validated(schema, "GET", "/v1/jobs/{job_id}", key=key, expect=200, path_parameters={"job_id": job["id"]})
     assert final["status"] == "succeeded", final
     results = _validated(schema, "GET", "/v1/jobs/{job_id}/results", key=key, expect=200,

@@ -1,7 +1,8 @@
 """Integration tests: the dev stack's real Redis and SeaweedFS processes.
 
-Every server runs on free loopback ports in a tmp_path directory and is
-stopped by a context manager, so a failing test still cleans up.
+Every server runs on free loopback ports (ANY_PORT: chosen when it starts) in a
+tmp_path directory and is stopped by a context manager, so a failing test still
+cleans up.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from botocore.exceptions import ClientError
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from poolq.devtools.devstack.ports import free_port, port_is_free
+from poolq.devtools.devstack.ports import ANY_PORT, port_is_free
 from poolq.devtools.devstack.process import ServiceError, pid_alive, read_pid, spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
@@ -69,7 +70,7 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
 
 
 def redis_config(data_dir: Path, **kwargs: object) -> RedisConfig:
-    return RedisConfig(data_dir=data_dir, port=free_port(), **kwargs)  # type: ignore[arg-type]
+    return RedisConfig(data_dir=data_dir, port=ANY_PORT, **kwargs)  # type: ignore[arg-type]
 
 
 def test_redis_starts_on_free_port_and_answers_ping(tmp_path: Path) -> None:
@@ -148,7 +149,7 @@ def test_wait_until_fails_fast_when_the_process_dies(tmp_path: Path) -> None:
 def seaweed_config(data_dir: Path) -> SeaweedConfig:
     return SeaweedConfig(
         data_dir=data_dir,
-        s3_port=free_port(),
+        s3_port=ANY_PORT,
         access_key="poolq-test-key",
         secret_key="poolq-test-secret",
         bucket=BUCKET,

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import ANY_PORT, wait_listening_port
 from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.jobs.job_handle import JobHandle
@@ -303,10 +303,12 @@ class Deployment:
     def start_api(self) -> str:
         import httpx
 
-        port = free_port()
+        # Port 0: uvicorn binds one the kernel picks (no other process can take it first); it is the
+        # one its process listens on.
         argv = [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port)]
+                "--host", "127.0.0.1", "--port", "0"]
         proc = self.spawn_process("api", argv, "uvicorn")
+        port = wait_listening_port(proc.pid, 60, "the API", log_path=proc.log_path)
         self.api_url = f"http://127.0.0.1:{port}"
 
         def healthy() -> bool:
@@ -600,7 +602,7 @@ def deployment(request, tmp_path, fault_bucket, standby_workers):
     """A fresh deployment; ``@pytest.mark.settings(...)`` overrides BASE_SETTINGS for a test."""
     marker = request.node.get_closest_marker("settings")
     overrides = dict(marker.kwargs) if marker else {}
-    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=free_port()))
+    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
     with server:
         prefix = f"faults/{request.node.name[:40].replace('[', '-').strip(']')}-{uuid.uuid4().hex[:8]}"
         stack = Deployment(tmp_path, server, fault_bucket, prefix, standby_workers, overrides)

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import ANY_PORT
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.storage import S3Config
@@ -239,7 +239,7 @@ def _stopped_for(what: str, traffic: Traffic, stop, start, wait_ready) -> None:
 @pytest.fixture
 def chaos_seaweed(tmp_path):
     """A SeaweedFS of this test's own (with the suite's bucket): this test stops and starts it."""
-    config = SeaweedConfig(data_dir=tmp_path / "seaweed", s3_port=free_port(), access_key="poolqchaos",
+    config = SeaweedConfig(data_dir=tmp_path / "seaweed", s3_port=ANY_PORT, access_key="poolqchaos",
                            secret_key="poolq-chaos-secret", bucket=BUCKET)
     server = SeaweedServer(config)
     with server:
@@ -250,7 +250,7 @@ def chaos_seaweed(tmp_path):
 def chaos_deployment(tmp_path, chaos_seaweed, standby_workers):
     """Like the suite's ``deployment``, on ``chaos_seaweed`` and with ``OVERRIDES``."""
     s3_config = S3Config(chaos_seaweed.endpoint_url, chaos_seaweed.config.access_key, chaos_seaweed.config.secret_key)
-    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=free_port()))
+    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
     with server:
         stack = Deployment(tmp_path, server, s3_config, "faults/chaos", standby_workers, dict(OVERRIDES))
         try:

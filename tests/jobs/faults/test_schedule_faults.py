@@ -33,7 +33,7 @@ from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf
 
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import ANY_PORT, wait_listening_port
 from poolq.devtools.devstack.process import spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
@@ -97,7 +97,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(seaweed, tmp_path_factory):
     root = tmp_path_factory.mktemp("schedule-stack")
-    with RedisServer(RedisConfig(data_dir=root / "redis", port=free_port())) as redis_server:
+    with RedisServer(RedisConfig(data_dir=root / "redis", port=ANY_PORT)) as redis_server:
         prefix = f"schedule-faults-{uuid.uuid4().hex[:8]}"
         config = seaweed.s3_config
         values = {
@@ -114,10 +114,11 @@ def stack(seaweed, tmp_path_factory):
         stack = Stack(root, {**os.environ, **values}, settings, input_prefix=f"{prefix}/inputs")
         try:
             stack.start("worker", [sys.executable, "-m", "poolq.api", "worker", "--hostname", "sched@%h"], " ready.")
-            port = free_port()
-            stack.api_url = f"http://127.0.0.1:{port}"
             stack.start("api", [sys.executable, "-m", "uvicorn", "poolq.api.server.app:create_app", "--factory",
-                                "--host", "127.0.0.1", "--port", str(port)], "Application startup complete")
+                                "--host", "127.0.0.1", "--port", "0"], "Application startup complete")
+            # port 0: the kernel picked it as uvicorn bound it (nobody took it first); its process says which
+            port = wait_listening_port(stack.pids["api"], 30, "the API", log_path=stack.log("api"))
+            stack.api_url = f"http://127.0.0.1:{port}"
             # Two beats: the first takes RedBeat's lock; the second starts and waits on the lock
             stack.start("beat-a", [sys.executable, "-m", "poolq.api", "beat"], "beat: Acquired lock")
             stack.start("beat-b", [sys.executable, "-m", "poolq.api", "beat"], "beat: Starting")

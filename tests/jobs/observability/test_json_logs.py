@@ -109,17 +109,17 @@ def test_poolq_serve_logs_json_and_keeps_uvicorns_hands_off(restore_logging, mon
 def test_an_api_key_never_reaches_the_logs(local_ctx, caplog, capsys):
     """Real uvicorn (access and error logs) at DEBUG, with requests that succeed, fail and are refused."""
     from poolq.api.server.app import create_app
-    from poolq.devtools.devstack.ports import free_port
 
     app = create_app(local_ctx.settings, local_ctx)
     key, _ = app.state.keys.create("local", admin=True)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level="debug"))
+    # port 0: the kernel picks one as uvicorn binds it (no other process can take it first)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, log_level="debug"))
     thread = threading.Thread(target=server.run, daemon=True)
     caplog.set_level(logging.DEBUG)
     thread.start()
     try:
         _wait_until(lambda: server.started, 10)
+        port = server.servers[0].sockets[0].getsockname()[1]
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"}) as http:
             job = http.post("/v1/jobs", json={"input": {"documents": [{"id": "a", "text": "hello"}]}}).json()
             assert http.get(f"/v1/jobs/{job['id']}").json()["status"] == "succeeded"

@@ -11,7 +11,7 @@ import pytest
 import redis
 from redbeat.schedulers import acquire_distributed_beat_lock
 
-from poolq.devtools.devstack.ports import free_port
+from poolq.devtools.devstack.ports import ANY_PORT
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE
 from poolq.jobs.settings import Settings
@@ -25,7 +25,7 @@ INTERVAL_S = 0.2
 
 @pytest.fixture
 def redis_server(tmp_path):
-    with RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=free_port())) as server:
+    with RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT)) as server:
         yield server
 
 

@@ -99,12 +99,10 @@ def test_a_requeue_left_pending_on_a_closed_channel_leaves_the_message_unacked(r
 
 @pytest.mark.integration
 @pytest.mark.parametrize("settle", ["ack", "reject"])
-def test_a_settlement_on_a_closed_channel_while_the_broker_is_down_again_is_skipped(redis_url, caplog, settle):
+def test_a_settlement_on_a_closed_channel_while_the_broker_is_down_again_is_skipped(redis_url, caplog, settle, closed_port):
     # Given a message of a closed channel, and a broker that is unreachable again
-    from poolq.devtools.devstack.ports import free_port
-
     connection, channel, message = _closed_with_its_messages_unacked(redis_url, f"down-{settle}")
-    channel._server_params = {**channel._server_params, "port": free_port()}  # nothing listens there
+    channel._server_params = {**channel._server_params, "port": closed_port}  # nothing listens there
     # When the settlement runs
     with caplog.at_level(logging.WARNING):
         getattr(message, settle)()

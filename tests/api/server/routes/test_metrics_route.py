@@ -89,12 +89,10 @@ def test_each_app_has_its_own_registry(local_ctx):
     assert first.get("/metrics").status_code == second.get("/metrics").status_code == 200
 
 
-def test_metrics_answer_503_when_redis_is_unreachable(local_ctx):
+def test_metrics_answer_503_when_redis_is_unreachable(local_ctx, closed_port):
     import redis
 
-    from poolq.devtools.devstack.ports import free_port
-
-    local_ctx.metrics = RedisJobMetrics(redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0"))
+    local_ctx.metrics = RedisJobMetrics(redis.Redis.from_url(f"redis://127.0.0.1:{closed_port}/0"))
     response = authed_client(local_ctx).get("/metrics")
     assert response.status_code == 503 and "ConnectionError" in response.text
 

@@ -49,7 +49,7 @@ def _wait(client, batch_id: str, timeout: float = 600):
         batch = client.batches.retrieve(batch_id)
         if batch.status in ENDED:
             return batch
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"batch {batch_id} did not end: {batch}")
 
 
