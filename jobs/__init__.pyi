@@ -32,6 +32,8 @@ from .context import (
     build_context as build_context,
 )
 from .coordination.enqueuer import (
+    CONTROL_QUEUE as CONTROL_QUEUE,
+    GPU_QUEUE as GPU_QUEUE,
     CeleryEnqueuer as CeleryEnqueuer,
 )
 from .job_handle import (
@@ -131,6 +133,6 @@ from .worker.celery_app import (
 )
 from .worker.worker_startup import (
     WorkerOptions as WorkerOptions,
-    run_gpu_workers as run_gpu_workers,
     run_worker as run_worker,
+    run_worker_set as run_worker_set,
 )

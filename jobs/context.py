@@ -71,12 +71,14 @@ class JobContext:
         return json.loads(self.store.get(self.service_layout.job_index(job_id)))["tenant"]
 
 
-def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.Redis | None" = None) -> JobContext:
+def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.Redis | None" = None, *,
+                  loads_models: bool = True) -> JobContext:
     """The one way a process gets its context. With ``redis_client`` (the API, workers, beat) the
     status cache, leases and counters are shared in Redis; without it (a job run in this process)
-    they live in memory. Either way the store is the ledger."""
+    they live in memory. Either way the store is the ledger. ``loads_models=False``: a process that
+    must never load a model (a control worker)."""
     registry = ModelRegistry.with_packaged_models(settings.models)
-    engines = EnginePool(registry, settings.engine_config())
+    engines = EnginePool(registry, settings.engine_config(), loads_models)
     if redis_client is None:
         return JobContext(settings=settings, store=settings.object_store(), status=InMemoryJobStatusStore(),
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines)

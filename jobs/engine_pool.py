@@ -10,12 +10,19 @@ if TYPE_CHECKING:
     from poolq.engine import PoolingEngine
 
 
-class EnginePool:
-    """Loaded engines by model name, their identities, and the models this process refused to serve."""
+class ModelsNotServedHere(RuntimeError):
+    """A process that serves no model (a control worker, the API) was asked for an engine."""
 
-    def __init__(self, registry: ModelRegistry, config: EngineConfig) -> None:
+
+class EnginePool:
+    """Loaded engines by model name, their identities, and the models this process refused to serve.
+    ``loads_models=False`` (a control worker: planning, finalizing, the reconciler): asking for an
+    engine is a bug, refused rather than paying a model's memory and load time."""
+
+    def __init__(self, registry: ModelRegistry, config: EngineConfig, loads_models: bool = True) -> None:
         self.registry = registry
         self.config = config
+        self.loads_models = loads_models
         self._engines: dict[str, "PoolingEngine"] = {}
         self._identities: dict[str, str] = {}
         # model -> why it cannot be served here: a verdict of the model's own (int8's quality gate),
@@ -35,6 +42,9 @@ class EnginePool:
                 refused = self._refusals[model]
                 raise type(refused)(*refused.args)  # a new one: re-raising one instance grows its traceback
             if model not in self._engines:
+                if not self.loads_models:
+                    raise ModelsNotServedHere(f"this process serves no model (a control worker); {model!r} is loaded by "
+                                              "compute workers, which consume the gpu queue")
                 self._engines[model] = self._load(model)
             return self._engines[model]
 

@@ -51,6 +51,8 @@ class Settings(BaseSettings):
                                  "worker has said it is alive (in-process runs; a queue waiting for its first worker)")
     shards_per_worker: int = Field(1, ge=1, description="shard tasks out at once per live compute worker (more "
                                    "queue work behind a running shard)")
+    control_concurrency: int = Field(2, ge=1, description="pool processes of the control worker (planning, "
+                                     "finalizing, the reconciler) that `poolq worker` starts beside the compute one")
     worker_heartbeat_s: float = Field(5.0, gt=0, description="how often a compute worker says it is alive; it "
                                       "counts as gone after three missed beats")
     finished_job_ttl_s: float = Field(7 * 86400.0, gt=0, description="Redis state of a finished job expires after "

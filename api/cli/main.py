@@ -77,29 +77,34 @@ def serve(host: str, port: int) -> None:
 
 
 @main.command()
-@click.option("--concurrency", default=1, show_default=True, type=int)
+@click.option("--concurrency", default=1, show_default=True, type=int, help="pool processes of the compute worker")
 @click.option("--hostname", default=None, help="Celery node name")
-@click.option("--queues", default="control,gpu", show_default=True, help="comma-separated queues to consume")
-@click.option("--gpus", default=None, help="e.g. 0,1: one worker per GPU (CUDA_VISIBLE_DEVICES), concurrency 1 each")
+@click.option("--queues", default=None, help="comma-separated queues (control, gpu): one plain worker on them (one per "
+              "GPU with --gpus), instead of a control worker and a compute worker")
+@click.option("--gpus", default=None, help="e.g. 0,1: one compute worker per GPU (CUDA_VISIBLE_DEVICES), concurrency 1 each")
 @click.option("--max-tasks-per-child", default=None, type=int, help="replace a pool child after this many tasks")
 @click.option("--loglevel", default="INFO", show_default=True)
-def worker(concurrency: int, hostname: str | None, queues: str, gpus: str | None, max_tasks_per_child: int | None,
+def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str | None, max_tasks_per_child: int | None,
            loglevel: str) -> None:
-    """Run Celery worker(s) on the control and gpu queues (settings from POOLQ_* env)."""
-    from poolq.jobs import Settings, WorkerOptions, run_gpu_workers, run_worker
+    """Run poolq's workers (settings from POOLQ_* env): a control worker (planning, finalizing,
+    the reconciler; it never loads a model) and a compute worker (shards and the interactive lane)."""
+    from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker, run_worker_set
     from poolq.storage import StorageError
 
-    queue_names = tuple(name.strip() for name in queues.split(",") if name.strip())
     settings = Settings()
+    queue_names = (GPU_QUEUE,) if queues is None else tuple(name.strip() for name in queues.split(",") if name.strip())
     try:
-        if gpus is None:
-            options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
-            sys.exit(run_worker(settings, options))
-        gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
-        if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
-            raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")
-        options = WorkerOptions(1, loglevel, hostname, queue_names, max_tasks_per_child or 100)
-        sys.exit(run_gpu_workers(settings, gpu_ids, options))
+        if gpus is None and queues is not None:  # one plain worker
+            sys.exit(run_worker(settings, WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)))
+        gpu_ids = None
+        if gpus is not None:
+            gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
+            if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
+                raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")
+            max_tasks_per_child = max_tasks_per_child or 100
+        options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
+        # --queues with --gpus: those queues' workers, one per GPU, and no control worker beside them
+        sys.exit(run_worker_set(settings, options, gpu_ids, control=queues is None))
     except StorageError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(3)

@@ -205,10 +205,11 @@ class LocalStack:
     def _start_worker(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "worker.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
-        argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}@%h"]
+        # `poolq worker`: a control worker and a compute worker under one supervisor; both say "ready."
+        argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}"]
         pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
-        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready."), timeout=120, interval=0.1,
-                                       what="the worker", log_path=log_path, pid=pid)
+        return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready.", times=2), timeout=120,
+                                       interval=0.1, what="the workers", log_path=log_path, pid=pid)
 
     def _start_beat(self, state: StackState) -> tuple[int, Callable[[], None]]:
         log_path = self.state_dir / "logs" / "beat.log"
@@ -235,9 +236,9 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-def _log_says(path: Path, offset: int, needle: bytes) -> bool:
+def _log_says(path: Path, offset: int, needle: bytes, times: int = 1) -> bool:
     if not path.exists():
         return False
     with path.open("rb") as handle:
         handle.seek(offset)
-        return needle in handle.read()
+        return handle.read().count(needle) >= times

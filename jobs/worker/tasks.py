@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from typing import Callable
 
@@ -42,21 +43,24 @@ from poolq.jobs.worker.reconciler import reconcile
 log = logging.getLogger(__name__)
 
 
-def build_worker_context(app: Celery, settings: Settings) -> JobContext:
-    return build_context(settings, CeleryEnqueuer(app), redis.Redis.from_url(settings.redis_url))
+def build_worker_context(app: Celery, settings: Settings, loads_models: bool = True) -> JobContext:
+    return build_context(settings, CeleryEnqueuer(app), redis.Redis.from_url(settings.redis_url), loads_models=loads_models)
 
 
-def register_tasks(app: Celery, settings: Settings) -> None:
-    """Register poolq's tasks on ``app``; the context is built lazily in the worker process.
+def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -> Callable[[], JobContext]:
+    """Register poolq's tasks on ``app``; returns how the worker process gets its context, built
+    lazily there (``loads_models=False``: a control worker, which never loads a model).
 
     ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
     also attach them to every app made later in the process, where the first registration wins."""
     holder: dict[str, JobContext] = {}
+    holder_lock = threading.Lock()  # the task and the compute worker's presence thread may both ask first
 
     def context() -> JobContext:
-        if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
-            holder["ctx"] = build_worker_context(app, settings)
-        return holder["ctx"]
+        with holder_lock:
+            if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
+                holder["ctx"] = build_worker_context(app, settings, loads_models)
+            return holder["ctx"]
 
     def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], object],
             unit: str | None = None, **ids: object) -> None:
@@ -133,6 +137,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         report = reconcile(context())
         if report.recovered or report.resent or report.aborted_uploads:
             log.info("reconcile: %s", report)
+
+    return context
 
 
 def note_retry_sent(ctx: JobContext, job_id: str, unit: str) -> None:

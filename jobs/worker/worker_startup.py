@@ -1,10 +1,14 @@
-"""Starting poolq's Celery worker processes: one worker, or one per GPU.
+"""Starting poolq's Celery worker processes.
 
-``--gpus 0,1`` starts one prefork worker per GPU, each with ``CUDA_VISIBLE_DEVICES`` set to its
-GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's GPU memory is returned now and
-then). CUDA is first touched in the pool child, when the first shard loads its model. A worker
-that dies is started again (``worker_supervisor``); SIGTERM is passed to every worker, which
-finishes its current shard (Celery's warm shutdown) and exits.
+``poolq worker`` runs two kinds of worker, as separate processes under one supervisor: a control
+worker (the ``control`` queue: planning, finalizing, the reconciler, schedules, batches), which
+never loads a model and so never waits behind a shard, and a compute worker (the ``gpu`` queue:
+shards, and the interactive lane). ``--gpus 0,1`` starts one compute worker per GPU, each with
+``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's
+GPU memory is returned now and then). ``--queues`` runs one plain worker on the queues it names
+(a deployment that runs each kind on its own). CUDA is first touched in the pool child, when the
+first shard loads its model. A worker that dies is started again (``worker_supervisor``);
+SIGTERM is passed to every worker, which finishes its current shard (Celery's warm shutdown).
 """
 from __future__ import annotations
 
@@ -13,14 +17,18 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Callable
 
+from celery.signals import worker_process_init, worker_process_shutdown
 from celery.utils.nodenames import default_nodename, host_format
 
 from poolq.engine.hardware import noted_flags
+from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.jobs.worker.compute_presence import ComputePresence
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 from poolq.storage import verify_conditional_writes
@@ -35,6 +43,11 @@ class WorkerOptions:
     hostname: str | None = None
     queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE)
     max_tasks_per_child: int | None = None
+
+    @property
+    def computes(self) -> bool:
+        """It consumes the shards (and loads models); a control-only worker never does."""
+        return GPU_QUEUE in self.queues
 
 
 def check_store(settings: Settings) -> None:
@@ -51,7 +64,9 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, settings.compute_dtype,
              settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
-    register_tasks(app, settings)
+    context = register_tasks(app, settings, loads_models=options.computes)
+    if options.computes:
+        _say_alive_from_each_pool_child(context)
     worker = app.Worker(
         hostname=host_format(default_nodename(options.hostname)),
         pool_cls="prefork",
@@ -68,25 +83,57 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     return int(worker.exitcode or 0)
 
 
-def gpu_worker_commands(gpus: list[str], options: WorkerOptions, executable: str = sys.executable,
-                        environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
-    """The command line and environment of each per-GPU worker (``environ`` plus its GPU)."""
-    commands = []
-    for gpu in gpus:
-        argv = [executable, "-m", "poolq.api", "worker", "--concurrency", "1", "--queues", ",".join(options.queues),
-                "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-gpu{gpu}@%h"]
-        if options.max_tasks_per_child:
-            argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
-        env = {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}
-        commands.append(WorkerCommand(f"gpu{gpu}", argv, env))
-    return commands
+def _say_alive_from_each_pool_child(context: Callable[[], JobContext]) -> None:
+    """Each pool child of a compute worker counts as one compute slot while it lives (fair share
+    hands out that many shards at a time)."""
+    presences: list[ComputePresence] = []
+
+    def start(**_: object) -> None:
+        presences.append(ComputePresence(context).start())
+
+    def stop(**_: object) -> None:
+        for presence in presences:
+            presence.stop()
+
+    worker_process_init.connect(start, weak=False)
+    worker_process_shutdown.connect(stop, weak=False)
 
 
-def run_gpu_workers(settings: Settings, gpus: list[str], options: WorkerOptions,
-                    policy: RestartPolicy = RestartPolicy()) -> int:
-    """Start one worker per GPU and keep them running (``WorkerSupervisor``); returns the exit code."""
+def _worker_argv(executable: str, options: WorkerOptions, name: str, queues: tuple[str, ...],
+                 concurrency: int) -> list[str]:
+    argv = [executable, "-m", "poolq.api", "worker", "--concurrency", str(concurrency), "--queues", ",".join(queues),
+            "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-{name}@%h"]
+    if options.max_tasks_per_child:
+        argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
+    return argv
+
+
+def control_worker_command(options: WorkerOptions, control_concurrency: int, executable: str = sys.executable,
+                           environ: Mapping[str, str] = os.environ) -> WorkerCommand:
+    """The control worker: never loads a model, so planning and finalizing never wait behind a shard."""
+    argv = _worker_argv(executable, options, "control", (CONTROL_QUEUE,), control_concurrency)
+    return WorkerCommand("control", argv, dict(environ))
+
+
+def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = None, executable: str = sys.executable,
+                            environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
+    """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU
+    (``environ`` plus its GPU), or one on ``device`` with ``options.concurrency`` pool children."""
+    if gpus is None:
+        argv = _worker_argv(executable, options, "compute", options.queues, options.concurrency)
+        return [WorkerCommand("compute", argv, dict(environ))]
+    return [WorkerCommand(f"gpu{gpu}", _worker_argv(executable, options, f"gpu{gpu}", options.queues, 1),
+                          {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}) for gpu in gpus]
+
+
+def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] | None = None, *, control: bool = True,
+                   policy: RestartPolicy = RestartPolicy()) -> int:
+    """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker too)
+    and keep them running (``WorkerSupervisor``); returns the exit code."""
     check_store(settings)
     configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
-    supervisor = WorkerSupervisor(gpu_worker_commands(gpus, options), policy)
+    commands = [control_worker_command(options, settings.control_concurrency)] if control else []
+    commands += compute_worker_commands(options, gpus)
+    supervisor = WorkerSupervisor(commands, policy)
     supervisor.install_signal_handlers()
     return supervisor.run()

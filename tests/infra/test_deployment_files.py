@@ -140,7 +140,7 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
     settings = _settings_from({**_dockerfile_env("worker.Dockerfile"), **env}, monkeypatch)
     assert settings.store == "s3" and settings.s3_endpoint_url == "http://seaweedfs:8333"
     assert settings.redis_url.startswith("redis://:placeholder@redis:6379/")
-    for name in ("api", "worker", "beat"):
+    for name in ("api", "worker", "control-worker", "beat"):
         assert compose["services"][name]["environment"] == compose["x-poolq-env"], name  # one configuration
     # SeaweedFS creates the bucket the services use
     seaweed = " ".join(_compose_command(compose["services"]["seaweedfs"]))
@@ -154,7 +154,7 @@ def test_k8s_settings_parse(monkeypatch):
     settings = _settings_from({**config, **secret, **worker_env}, monkeypatch)
     assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "float16"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
-    for name in ("poolq-api", "poolq-worker", "poolq-beat"):  # every process loads the same values
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):  # every process: the same values
         env_from = _container(_k8s("Deployment", name))["envFrom"]
         sources = {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
         assert sources == {"poolq-config", "poolq-secrets"}, name
@@ -164,8 +164,8 @@ def test_k8s_settings_parse(monkeypatch):
 
 def _commands() -> dict[str, list[str]]:
     compose = _compose()["services"]
-    commands = {f"compose {name}": _compose_command(compose[name]) for name in ("api", "worker", "beat")}
-    for name in ("poolq-api", "poolq-worker", "poolq-beat"):
+    commands = {f"compose {name}": _compose_command(compose[name]) for name in ("api", "worker", "control-worker", "beat")}
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):
         container = _container(_k8s("Deployment", name))
         commands[f"k8s {name}"] = [*container.get("command", []), *container.get("args", [])]
     commands.update({f"image {name}": _dockerfile_cmd(name) for name in DOCKERFILES})
@@ -205,6 +205,12 @@ def test_every_command_parses_with_the_cli_it_names():
     assert commands["compose worker"][:4] == ["poolq", "worker", "--gpus", "0"]
     assert commands["k8s poolq-worker"][:4] == ["poolq", "worker", "--gpus", "0"]
     assert commands["compose beat"] == commands["k8s poolq-beat"] == ["poolq", "beat"]
+    # Control work runs apart from the compute workers, in both deployments
+    assert "--queues" in commands["compose worker"] and "--queues" in commands["k8s poolq-worker"]
+    for where in ("compose worker", "k8s poolq-worker"):
+        assert commands[where][commands[where].index("--queues") + 1] == "gpu", where
+    for where in ("compose control-worker", "k8s poolq-control-worker"):
+        assert commands[where][:5] == ["poolq", "worker", "--queues", "control", "--concurrency"], where
     assert commands["k8s poolq-api"][:3] == ["uvicorn", "poolq.api.server.app:create_app", "--factory"]
     for where, argv in commands.items():
         try:
@@ -393,6 +399,8 @@ class NotInTheImage:  # wraps every finder: a blocked module is found by none of
 
 sys.meta_path[:] = [NotInTheImage(finder) for finder in sys.meta_path]
 import poolq.api.server.app, poolq.api.cli.main, poolq.jobs.worker.beat, redbeat.schedulers
+# the control worker runs from the API image too
+import poolq.jobs.worker.worker_startup, poolq.jobs.worker.tasks
 import uvicorn.main, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.on, uvicorn.loops.asyncio
 from poolq.jobs.settings import Settings
 settings = Settings(redis_url="redis://127.0.0.1:9/0", store="s3", s3_endpoint_url="http://127.0.0.1:9",

@@ -68,7 +68,7 @@ def test_lines_inside_log_context_carry_the_job_and_shard(json_lines):
 
 def test_a_task_body_logs_with_its_job_and_shard(json_lines, monkeypatch):
     app = Celery("poolq-test", broker="memory://")
-    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: bindable_context())
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings, *_: bindable_context())
     monkeypatch.setattr(tasks_module, "run_shard", lambda job, shard: logging.getLogger("jobs.x").info("working"))
     monkeypatch.setattr(tasks_module, "plan_job", lambda job: logging.getLogger("jobs.x").info("planning"))
     tasks_module.register_tasks(app, Settings())

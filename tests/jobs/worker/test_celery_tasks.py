@@ -28,7 +28,7 @@ def test_a_retried_shard_is_noted_as_sent_again_so_the_reconciler_leaves_it_alon
             raise ConnectionError("S3 endpoint restarting")
 
     app = Celery("poolq-test", broker="memory://")
-    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: bindable_context(status=status))
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings, *_: bindable_context(status=status))
     monkeypatch.setattr(tasks_module, "run_shard", flaky_run_shard)
     tasks_module.register_tasks(app, Settings(task_retry_backoff_s=0.01, task_retry_backoff_max_s=0.01))
     # When it runs (eagerly: the retry runs at once)
@@ -74,7 +74,7 @@ def test_a_batch_step_that_fails_for_good_is_handed_to_the_batch_give_up(monkeyp
         raise ValueError("a bug")
 
     app = Celery("poolq-test", broker="memory://")
-    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings: SimpleNamespace())
+    monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings, *_: SimpleNamespace())
     monkeypatch.setattr(tasks_module, "advance_batch", failing_advance)
     monkeypatch.setattr(tasks_module, "give_up_batch",
                         lambda tenant, batch_id, exc, ctx: given_up.append((tenant, batch_id, str(exc))))

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from poolq.api.cli.main import main
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker import worker_startup as worker_module
-from poolq.jobs.worker.worker_startup import WorkerOptions, check_store, gpu_worker_commands
+from poolq.jobs.worker.worker_startup import WorkerOptions, check_store, compute_worker_commands, control_worker_command
 from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore, make_s3_client
 
 
@@ -78,7 +78,7 @@ def test_the_worker_command_exits_3_with_a_clear_message(store_without_condition
 
 def test_gpu_workers_get_one_gpu_each_and_concurrency_1(monkeypatch):
     options = WorkerOptions(concurrency=8, loglevel="DEBUG", queues=("gpu",), max_tasks_per_child=50)
-    commands = gpu_worker_commands(["0", "1"], options, executable="/venv/bin/python", environ={"PATH": "/bin"})
+    commands = compute_worker_commands(options, ["0", "1"], executable="/venv/bin/python", environ={"PATH": "/bin"})
     assert [command.env for command in commands] == [
         {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"} for gpu in ("0", "1")]
     hostnames = set()
@@ -142,3 +142,27 @@ def test_a_worker_that_celery_stopped_on_an_unrecoverable_error_exits_non_zero(r
     output = done.stdout + done.stderr
     assert "Unrecoverable error" in output, output[-3000:]
     assert done.returncode == 1, output[-3000:]
+
+
+def test_the_worker_set_is_a_control_worker_that_loads_no_model_and_a_compute_worker():
+    options = WorkerOptions(concurrency=2, loglevel="INFO", queues=("gpu",))
+    control = control_worker_command(options, control_concurrency=3, executable="py", environ={})
+    (compute,) = compute_worker_commands(options, executable="py", environ={})
+    assert control.argv[control.argv.index("--queues") + 1] == "control"
+    assert control.argv[control.argv.index("--concurrency") + 1] == "3"
+    assert compute.argv[compute.argv.index("--queues") + 1] == "gpu"
+    assert compute.argv[compute.argv.index("--concurrency") + 1] == "2"
+    assert not WorkerOptions(queues=("control",)).computes and WorkerOptions(queues=("gpu",)).computes
+
+
+def test_a_control_worker_refuses_to_load_a_model(tmp_path):
+    from support.job_doubles import RecordingEnqueuer
+
+    from poolq.jobs.context import build_context
+    from poolq.jobs.engine_pool import ModelsNotServedHere
+
+    settings = Settings(store="local", local_store_root=tmp_path)
+    ctx = build_context(settings, RecordingEnqueuer(), loads_models=False)
+    with pytest.raises(ModelsNotServedHere, match="control worker"):
+        ctx.engines.get("all-MiniLM-L6-v2")
+    assert ctx.engines.identity("all-MiniLM-L6-v2")  # naming a model's files needs no model loaded
