@@ -101,8 +101,8 @@ def test_a_parquet_prefix_job_row_by_row(stack, sample_documents, st_minilm):
     kept, expected_errors = _expected(objects)
     # Then every row is in one part or in the error file, exactly once
     assert final["status"] == "partially_succeeded", final
-    assert final["counts"] == {"total": 13, "completed": len(kept), "failed": len(expected_errors)} == {
-        "total": 13, "completed": 9, "failed": 4}
+    assert final["counts"] == {"total": 13, "completed": len(kept), "failed": len(expected_errors), "not_processed": 0} == {
+        "total": 13, "completed": 9, "failed": 4, "not_processed": 0}
     table = pa.concat_tables([pq.read_table(io.BytesIO(s3.get_object(Bucket=stack["bucket"], Key=part["key"])["Body"].read()))
                               for part in manifest["parts"]])
     rows = table.to_pylist()
