@@ -194,6 +194,8 @@ def token_estimate(fields: dict[str, str]) -> JobEstimate:
     total_chars = fields.get(CHARACTERS_FIELD)
     if total_chars is None:  # not planned yet
         return JobEstimate()
+    if fields.get("status") in TERMINAL_STATES:  # what it took, exactly
+        return JobEstimate(tokens=int(fields.get("tokens", 0)), measured=True)
     running = _running(fields)
     committed_tokens, committed_chars = int(fields.get("tokens", 0)), int(fields.get("characters", 0))
     done = committed_tokens + sum(unit[1] for unit in running)
