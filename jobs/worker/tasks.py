@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from typing import Callable
 
@@ -46,17 +47,20 @@ def build_worker_context(app: Celery, settings: Settings) -> JobContext:
     return build_context(settings, CeleryEnqueuer(app), redis.Redis.from_url(settings.redis_url))
 
 
-def register_tasks(app: Celery, settings: Settings) -> None:
+def register_tasks(app: Celery, settings: Settings) -> Callable[[], JobContext]:
     """Register poolq's tasks on ``app``; the context is built lazily in the worker process.
+    Returns how the process gets that context (the interactive lane's thread shares it).
 
     ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
     also attach them to every app made later in the process, where the first registration wins."""
     holder: dict[str, JobContext] = {}
+    building = threading.Lock()  # a task and the lane's thread may ask first at once: one context, one EnginePool
 
     def context() -> JobContext:
-        if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
-            holder["ctx"] = build_worker_context(app, settings)
-        return holder["ctx"]
+        with building:
+            if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
+                holder["ctx"] = build_worker_context(app, settings)
+            return holder["ctx"]
 
     def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], object],
             unit: str | None = None, **ids: object) -> None:
@@ -133,6 +137,8 @@ def register_tasks(app: Celery, settings: Settings) -> None:
         report = reconcile(context())
         if report.recovered or report.resent or report.aborted_uploads:
             log.info("reconcile: %s", report)
+
+    return context
 
 
 def note_retry_sent(ctx: JobContext, job_id: str, unit: str) -> None:
