@@ -13,7 +13,7 @@ from poolq.engine import PoolingRequest, RequestError
 from poolq.engine.step import StepOutput
 from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.lane.embedding_lane import TakenRequest
-from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest, InputError
+from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest, InputError, LaneInput
 from poolq.jobs.tasks import EmbedTask
 from poolq.jobs.tasks.job_task import as_dense
 
@@ -46,15 +46,16 @@ def _embed(pool: Callable[[], EnginePool], request: EmbeddingRequest, deadline: 
     engines = pool()
     engine = engines.get(spec.model)  # loaded here if no shard loaded it yet
     _check_deadline(deadline)
+    inputs: list[LaneInput] = list(request.inputs)
     vocabulary = int(getattr(engine.loaded.hf_config, "vocab_size", 0) or 0)
-    refused = [error for index, item in enumerate(request.inputs) if (error := _token_error(index, item, vocabulary))]
+    refused = [error for index, item in enumerate(inputs) if (error := _token_error(index, item, vocabulary))]
     if refused:
         return EmbeddingReply(errors=refused)
     params = task.params()
     requests = (
         PoolingRequest(key=index, text=item, task=task.pooling_task, params=params) if isinstance(item, str) else
         PoolingRequest(key=index, text=f"input {index}", task=task.pooling_task, params=params, token_ids=tuple(item))
-        for index, item in enumerate(request.inputs)
+        for index, item in enumerate(inputs)
     )
     vectors: list[np.ndarray] = []
     errors: list[InputError] = []
@@ -85,7 +86,7 @@ def _check_deadline(deadline: float) -> None:
         raise DeadlinePassed()
 
 
-def _token_error(index: int, item: str | list[int], vocabulary: int) -> InputError | None:
+def _token_error(index: int, item: LaneInput, vocabulary: int) -> InputError | None:
     """Token ids outside the model's vocabulary would index past its embedding table (on a GPU, an
     error that poisons the whole process): refused here, per input."""
     if isinstance(item, str) or not vocabulary:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from poolq.engine import LongDocumentPolicy, LongDocumentMode, PoolingRequest
+from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingRequest
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.lane.embedding_lane import TakenRequest
 from poolq.jobs.lane.lane_embedder import embed_taken
