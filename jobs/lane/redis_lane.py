@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 NAMESPACE = "poolq:lane"
 # A reply outlives its request's deadline by this much: the caller may be a moment late to read it.
 REPLY_GRACE_MS = 5_000
+# One BLPOP waits at most this long, and at most a quarter of the client's socket timeout (redis-py's
+# default is 5 s; Redis ends blocking waits on its 100 ms timer): a long wait is several short
+# ones, and a dead connection is still noticed.
+WAIT_SLICE_S = 1.0
+_REDIS_DEFAULT_SOCKET_TIMEOUT_S = 5.0
 
 # KEYS: queue, request key. ARGV: ttl_ms, request JSON, request id. One round trip, all or nothing.
 _SEND = """
@@ -47,6 +52,8 @@ class RedisEmbeddingLane(EmbeddingLane):
         self._client = client
         self._namespace = namespace
         self._send = client.register_script(_SEND)
+        socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout", _REDIS_DEFAULT_SOCKET_TIMEOUT_S)
+        self._slice_s = min(WAIT_SLICE_S, socket_timeout / 4) if socket_timeout else WAIT_SLICE_S
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "RedisEmbeddingLane":
@@ -70,21 +77,26 @@ class RedisEmbeddingLane(EmbeddingLane):
         ttl_ms = max(1, math.ceil(timeout_s * 1000))
         self._send(keys=[self.queue_key, self.request_key(request_id)],
                    args=[ttl_ms, request.model_dump_json(), request_id])
-        left = deadline - time.monotonic()
-        # BLPOP's timeout 0 would mean "forever": wait at least a millisecond.
-        popped = self._client.blpop([self.reply_key(request_id)], timeout=max(left, 0.001)) if left > 0 else None
-        if popped is None:
+        payload = self._pop(self.reply_key(request_id), deadline)
+        if payload is None:
+            self._client.delete(self.request_key(request_id))  # not taken yet: now no worker will run it
             raise LaneTimeout(f"no worker answered within {timeout_s:g} s")
-        return EmbeddingReply.model_validate_json(popped[1])
+        return EmbeddingReply.model_validate_json(payload)
+
+    def _pop(self, key: str, deadline: float) -> bytes | None:
+        """The first item of list ``key``, waiting for one until ``deadline`` (time.monotonic())."""
+        while (left := deadline - time.monotonic()) > 0:
+            # BLPOP's timeout 0 would mean "forever": wait at least a millisecond.
+            popped = self._client.blpop([key], timeout=min(max(left, 0.001), self._slice_s))
+            if popped is not None:
+                return popped[1]
+        return None
 
     # -- a worker's side -----------------------------------------------------------------------
     def take(self, wait_s: float) -> TakenRequest | None:
         end = time.monotonic() + wait_s
-        while (left := end - time.monotonic()) > 0:
-            popped = self._client.blpop([self.queue_key], timeout=max(left, 0.001))
-            if popped is None:
-                return None
-            request_id = _text(popped[1])
+        while (popped := self._pop(self.queue_key, end)) is not None:
+            request_id = _text(popped)
             pipe = self._client.pipeline(transaction=True)
             pipe.pttl(self.request_key(request_id))
             pipe.getdel(self.request_key(request_id))

@@ -58,3 +58,21 @@ def test_a_request_this_worker_cannot_read_is_answered_with_a_failure(lane, clie
         assert lane.take(0.5) is None
         # Then the caller hears a failure at once, not at its deadline
         assert call.result().failure == "the worker cannot read this request"
+
+
+def test_waits_longer_than_the_clients_socket_timeout_are_fine(redis_url):
+    # Given a lane over a client whose reads time out after 1 s (redis-py's default is 5 s)
+    namespace = f"test-lane:{uuid.uuid4().hex}"
+    lane = RedisEmbeddingLane(redis.Redis.from_url(redis_url, socket_timeout=1.0), namespace=namespace)
+    # Then a caller waits past it for nothing and hears LaneTimeout, not a socket error
+    with pytest.raises(LaneTimeout):
+        lane.call(EmbeddingRequest(model="m", inputs=["q"]), 2.5)
+    # and a worker waits past it for a request that comes late
+    sender = RedisEmbeddingLane(redis.Redis.from_url(redis_url), namespace=namespace)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        taken = pool.submit(lane.take, 30)
+        time.sleep(2.5)
+        call = pool.submit(sender.call, EmbeddingRequest(model="m", inputs=["late"]), 30)
+        got = taken.result()
+        lane.reply(got, EmbeddingReply(failure="answered"))
+        assert got.request.inputs == ["late"] and call.result().failure == "answered"
