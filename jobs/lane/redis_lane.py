@@ -83,7 +83,7 @@ class RedisEmbeddingLane(EmbeddingLane):
             raise LaneTimeout(f"no worker answered within {timeout_s:g} s")
         return EmbeddingReply.model_validate_json(payload)
 
-    def _pop(self, key: str, deadline: float) -> bytes | None:
+    def _pop(self, key: str, deadline: float) -> bytes | str | None:
         """The first item of list ``key``, waiting for one until ``deadline`` (time.monotonic())."""
         while (left := deadline - time.monotonic()) > 0:
             # BLPOP's timeout 0 would mean "forever": wait at least a millisecond.
