@@ -151,7 +151,8 @@ class EngineLoop:
             return [], 0, 0
         self._planning = None
         self._exhausted = planned.exhausted
-        errors, tokens = [], 0
+        errors: list[EngineResult] = []
+        tokens = 0
         for request, plan in zip(planned.requests, planned.plans):
             index, self._next_index = self._next_index, self._next_index + 1
             if isinstance(plan, RequestError):
@@ -242,7 +243,7 @@ class EngineLoop:
         return plan
 
     def _finish(self, lives: list[_Live]) -> list[EngineResult]:
-        results = []
+        results: list[EngineResult] = []
         for live in lives:
             del self._live[live.index]
             result = live.plan.output(live.request.key)

@@ -39,6 +39,23 @@ from .coordination.enqueuer import (
 from .job_handle import (
     JobHandle as JobHandle,
 )
+from .lane.embedding_lane import (
+    EmbeddingLane as EmbeddingLane,
+    LaneTimeout as LaneTimeout,
+)
+from .lane.lane_messages import (
+    EmbeddingReply as EmbeddingReply,
+    EmbeddingRequest as EmbeddingRequest,
+    InputError as InputError,
+    LaneInput as LaneInput,
+    estimated_tokens as estimated_tokens,
+)
+from .lane.memory_lane import (
+    InMemoryEmbeddingLane as InMemoryEmbeddingLane,
+)
+from .lane.redis_lane import (
+    RedisEmbeddingLane as RedisEmbeddingLane,
+)
 from .ledger.manifest import (
     JobManifest as JobManifest,
     ManifestCounts as ManifestCounts,
@@ -57,6 +74,7 @@ from .model.job_ids import (
 from .model.job_spec import (
     JobSpec as JobSpec,
     JobTaskName as JobTaskName,
+    LongDocuments as LongDocuments,
 )
 from .model.job_state import (
     JobState as JobState,

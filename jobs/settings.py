@@ -107,6 +107,17 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(512 << 20, ge=1024, description="POST /v1/files (OpenAI batch inputs): larger "
                                 "uploads are refused (413) as soon as they pass it")
 
+    # The interactive lane (POST /v1/embeddings, docs/embeddings.md): a request is answered by a
+    # compute worker between two steps of its batch work, or refused with 503 after the timeout.
+    embeddings_timeout_s: float = Field(20.0, gt=0, description="how long the API waits for a compute worker's "
+                                        "answer; past it the request is dropped and the caller gets 503")
+    embeddings_max_inputs: int = Field(2048, ge=1, description="inputs per request (OpenAI's limit); more: 413")
+    embeddings_max_request_tokens: int | None = Field(
+        None, ge=1, description="estimated tokens (characters / 4, or token ids) per request; more: 413 (one input "
+        "over it alone: 422). Default: what a worker embeds in a quarter of embeddings_timeout_s")
+    embeddings_max_waiting: int = Field(64, ge=1, description="requests one API process waits on at once (each "
+                                        "holds a thread); more: 503 at once")
+
     # Operations: GET /metrics without a key (aggregates only, no tenant data) or only with an admin key.
     metrics_public: bool = True
     log_format: Literal["json", "text"] = Field("json", description="API and worker logs: one JSON object per line, or text")
@@ -146,10 +157,23 @@ class Settings(BaseSettings):
         return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket, self.s3_config())
 
     @property
+    def worker_tokens_per_s(self) -> float:
+        """A worker's embedding throughput: ``shard_tokens_per_s``, else the estimate for ``device``."""
+        return self.shard_tokens_per_s or (50_000.0 if self.device.startswith("cuda") else 2_000.0)
+
+    @property
     def shard_token_budget(self) -> int:
         """Estimated tokens per shard: ``shard_work_s`` of work at ``shard_tokens_per_s``."""
-        throughput = self.shard_tokens_per_s or (50_000.0 if self.device.startswith("cuda") else 2_000.0)
-        return max(1, int(self.shard_work_s * throughput))
+        return max(1, int(self.shard_work_s * self.worker_tokens_per_s))
+
+    @property
+    def embeddings_request_tokens(self) -> int:
+        """The most estimated tokens one ``/v1/embeddings`` request may hold: ``embeddings_max_request_tokens``,
+        else a quarter of ``embeddings_timeout_s`` at a worker's throughput (so a request the limit lets
+        through is answered well before its deadline, even while the worker runs a shard)."""
+        if self.embeddings_max_request_tokens is not None:
+            return self.embeddings_max_request_tokens
+        return max(512, int(self.embeddings_timeout_s / 4 * self.worker_tokens_per_s))
 
     @property
     def compute_dtype(self) -> str:

@@ -36,7 +36,7 @@ FLOORS = {
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
-        ("job_handle",),  # a job bound once: id, tenant, layout, ledger, spec, plan
+        ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
         ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up

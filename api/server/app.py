@@ -3,17 +3,18 @@ from __future__ import annotations
 
 from typing import Callable
 
+import anyio
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import install_unavailable_handlers
-from poolq.jobs import ApiKeyStore, JobContext, Settings, SystemGauges, gauges_for
+from poolq.jobs import ApiKeyStore, EmbeddingLane, InMemoryEmbeddingLane, JobContext, Settings, SystemGauges, gauges_for
 
 Check = tuple[str, Callable[[], object]]
 
@@ -26,15 +27,18 @@ def create_app(
     auth_failures: RateLimiter | None = None,
     checks: list[Check] | None = None,
     gauges: SystemGauges | None = None,
+    lane: EmbeddingLane | None = None,
 ) -> FastAPI:
-    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``, the limiters, ``checks`` and
-    ``gauges`` replace the Redis-backed defaults (in-process use and tests)."""
+    """The API for ``settings`` (default: from POOLQ_* env). ``ctx``, the limiters, ``checks``,
+    ``gauges`` and ``lane`` replace the Redis-backed defaults (in-process use and tests; a ``ctx``
+    without a ``lane`` gets one nobody serves: /v1/embeddings answers 503)."""
     settings = settings or Settings()
     if ctx is None:
         from poolq.api.server.services import api_services
 
         services = api_services(settings)
         ctx, limiter, auth_failures, checks = services.ctx, services.limiter, services.auth_failures, services.checks
+        lane = services.lane
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
     app.state.ctx = ctx
     app.state.keys = ApiKeyStore(ctx.store, settings.output_prefix, cache_s=settings.api_key_cache_s)
@@ -47,6 +51,9 @@ def create_app(
     app.include_router(schedules.router)
     app.include_router(openai_files.router)
     app.include_router(openai_batches.router)
+    app.include_router(embeddings.router)
+    app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
+                                           anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,
                        limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))

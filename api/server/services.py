@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import redis
 
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
-from poolq.jobs import CeleryEnqueuer, JobContext, Settings, build_context, create_celery_app
+from poolq.jobs import CeleryEnqueuer, EmbeddingLane, JobContext, RedisEmbeddingLane, Settings, build_context, create_celery_app
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class ApiServices:
     limiter: RateLimiter  # per tenant
     auth_failures: RateLimiter  # failed authentications per client address
     checks: list  # (name, probe) pairs for /readyz
+    lane: EmbeddingLane  # POST /v1/embeddings to the compute workers
 
 
 def api_services(settings: Settings) -> ApiServices:
@@ -28,4 +29,5 @@ def api_services(settings: Settings) -> ApiServices:
         auth_failures=RedisRateLimiter(client, settings.auth_failure_rate_per_s, settings.auth_failure_burst,
                                        namespace="authfail"),
         checks=[("redis", client.ping), ("store", lambda: store.exists("_readyz"))],
+        lane=RedisEmbeddingLane(client),
     )

@@ -49,12 +49,13 @@ def build_worker_context(app: Celery, settings: Settings, loads_models: bool = T
 
 def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -> Callable[[], JobContext]:
     """Register poolq's tasks on ``app``; returns how the worker process gets its context, built
-    lazily there (``loads_models=False``: a control worker, which never loads a model).
+    lazily there (``loads_models=False``: a control worker, which never loads a model); the
+    interactive lane's thread and the compute presence share it.
 
     ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
     also attach them to every app made later in the process, where the first registration wins."""
     holder: dict[str, JobContext] = {}
-    holder_lock = threading.Lock()  # the task and the compute worker's presence thread may both ask first
+    holder_lock = threading.Lock()  # a task, the lane's thread and the presence thread may ask at once: one context, one EnginePool
 
     def context() -> JobContext:
         with holder_lock:

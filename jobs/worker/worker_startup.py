@@ -29,6 +29,7 @@ from poolq.jobs.observability.log_format import configure_logging, use_celery_lo
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.compute_presence import ComputePresence
+from poolq.jobs.worker.lane_startup import lane_in_pool_children
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 from poolq.storage import verify_conditional_writes
@@ -79,7 +80,8 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     )
     # The worker itself, not Celery's command line: app.start drops the exit code click hands it
     # back (a worker stopped by an unrecoverable error exited 0, and a supervisor left it down).
-    worker.start()
+    with lane_in_pool_children(settings, context, options.queues):  # compute workers serve /v1/embeddings
+        worker.start()
     return int(worker.exitcode or 0)
 
 

@@ -98,7 +98,7 @@ def _operations(schema):
             "POST /v1/schedules/{schedule_id}/run", "GET /healthz", "GET /readyz", "POST /v1/files", "GET /v1/files",
             "GET /v1/files/{file_id}", "GET /v1/files/{file_id}/content", "DELETE /v1/files/{file_id}",
             "POST /v1/batches", "GET /v1/batches", "GET /v1/batches/{batch_id}",
-            "POST /v1/batches/{batch_id}/cancel"} <= labels, labels
+            "POST /v1/batches/{batch_id}/cancel", "POST /v1/embeddings"} <= labels, labels
     return operations
 
 

@@ -117,8 +117,9 @@ register_tasks = worker_startup.register_tasks
 
 
 def register_and_break(app, settings):
-    register_tasks(app, settings)
+    context = register_tasks(app, settings)
     app.steps["consumer"].add(Broken)
+    return context
 
 
 worker_startup.register_tasks = register_and_break

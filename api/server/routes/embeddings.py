@@ -1,0 +1,83 @@
+"""``POST /v1/embeddings``: OpenAI's embeddings endpoint, answered by a compute worker over the
+interactive lane (``poolq.jobs.lane``) with the vectors a job would write for the same inputs,
+model and options. The API checks the request as a job submission is checked, sends it, and waits
+for the reply; it never loads a model (docs/embeddings.md)."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import anyio
+from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.embeddings_body import EmbeddingsBody, check_limits
+from poolq.api.server.embeddings_response import EmbeddingList, embedding_list
+from poolq.api.server.schemas import ErrorBody
+from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.strict_json import StrictJsonRoute, strict_body
+from poolq.api.server.unavailable import RETRY_AFTER_S
+from poolq.jobs import EmbeddingLane, EmbeddingRequest, JobContext, JobRejected, LaneTimeout, Settings, validate_spec
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/v1/embeddings", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
+# A job's field that the check of a request's job spec names -> the request's own field.
+_FIELDS = {"task": ("model",), "output.dimensions": ("dimensions",)}
+
+
+@dataclass(frozen=True)
+class LaneAccess:
+    """The app's lane, and the threads that wait on it: a pool of their own, so requests waiting for
+    a worker never hold the threads the other routes run on."""
+
+    lane: EmbeddingLane
+    waiting: anyio.CapacityLimiter
+    settings: Settings  # the app's: limits and timeout
+
+
+def _unavailable(message: str) -> HTTPException:
+    return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"{message}; try again in {RETRY_AFTER_S} s",
+                         headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+@router.post("", response_model=EmbeddingList, responses={
+    413: {"model": ErrorBody, "description": "too many inputs, or too many tokens in all"},
+    503: {"model": ErrorBody, "description": "no compute worker answered in time (or one failed); retry later",
+          "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
+})
+async def create_embeddings(body: EmbeddingsBody, request: Request, ctx: Context, principal: Caller,
+                            _strict: None = strict_body(EmbeddingsBody)) -> JSONResponse:
+    """One vector per input, computed by a compute worker between two steps of its batch work,
+    equal to what an embed job with the same model, ``dimensions`` and ``long_documents`` writes.
+    A per-input failure (say ``document_too_long``) is a 422 naming the input."""
+    access: LaneAccess = request.app.state.lane
+    if access.waiting.available_tokens < 1:
+        raise _unavailable("this API process has too many embeddings requests waiting for a worker")
+    return await anyio.to_thread.run_sync(_answer, body, ctx, access, limiter=access.waiting)
+
+
+def _answer(body: EmbeddingsBody, ctx: JobContext, access: LaneAccess) -> JSONResponse:
+    settings = access.settings
+    check_limits(body.input, settings)
+    request = EmbeddingRequest(model=body.model, inputs=body.input, dimensions=body.dimensions,
+                               long_documents=body.long_documents)
+    try:
+        validate_spec(request.job_spec(), ctx)  # the checks of a job submission: model, task, dimensions, policy
+    except JobRejected as exc:
+        where = _FIELDS.get(exc.field, tuple(exc.field.split(".")))
+        raise RequestValidationError([{"loc": ("body", *where), "type": "value_error", "msg": str(exc)}]) from None
+    try:
+        reply = access.lane.call(request, settings.embeddings_timeout_s)
+    except LaneTimeout:
+        raise _unavailable(f"no compute worker answered within {settings.embeddings_timeout_s:g} s") from None
+    if reply.failure is not None:
+        log.error("POST /v1/embeddings: the worker failed: %s", reply.failure)
+        raise _unavailable("the compute worker failed to embed the request")
+    if reply.errors:
+        raise RequestValidationError([{"loc": ("body", "input", error.index), "type": error.code,
+                                       "msg": f"input {error.index}: {error.message}"} for error in reply.errors])
+    return JSONResponse(embedding_list(reply, body.model, body.encoding_format),
+                        headers={"X-Poolq-Engine": reply.engine})  # model files and dtype, as a job's manifest names them
