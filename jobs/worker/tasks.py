@@ -55,7 +55,8 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
     ``shared=False``: the tasks close over this app's settings. Celery's default (shared) would
     also attach them to every app made later in the process, where the first registration wins."""
     holder: dict[str, JobContext] = {}
-    holder_lock = threading.Lock()  # a task, the lane's thread and the presence thread may ask at once: one context, one EnginePool
+    # A task, the lane's thread and the presence thread may ask at once: one context, one EnginePool.
+    holder_lock = threading.Lock()
 
     def context() -> JobContext:
         with holder_lock:
