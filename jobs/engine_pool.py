@@ -30,6 +30,11 @@ class EnginePool:
         self._refusals: dict[str, ValueError] = {}
         self._loading_lock = threading.Lock()  # one load per model, however many threads ask at once
 
+    @property
+    def loaded(self) -> frozenset[str]:
+        """The models this process has loaded (or been handed) so far."""
+        return frozenset(self._engines)
+
     def use(self, model: str, engine: "PoolingEngine") -> None:
         """Serve ``model`` with an engine loaded elsewhere (tests and embedding callers share one)."""
         self._engines[model] = engine

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
 
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
+    warm_default_model: bool = Field(True, description="compute workers load default_model as they start, not in "
+                                     "their first shard or interactive request")
     device: str = "cpu"
     # auto: bfloat16 on Ampere+ GPUs and on CPUs with AMX or AVX-512-BF16, float16 on older GPUs, float32 on
     # other CPUs (engine/hardware.py);

@@ -6,8 +6,8 @@ never loads a model and so never waits behind a shard, and a compute worker (the
 shards, and the interactive lane). ``--gpus 0,1`` starts one compute worker per GPU, each with
 ``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's
 GPU memory is returned now and then). ``--queues`` runs one plain worker on the queues it names
-(a deployment that runs each kind on its own). CUDA is first touched in the pool child, when the
-first shard loads its model. A worker that dies is started again (``worker_supervisor``);
+(a deployment that runs each kind on its own). CUDA is first touched in the pool child, which
+loads the default model as it starts (``model_warmup``). A worker that dies is started again (``worker_supervisor``);
 SIGTERM is passed to every worker, which finishes its current shard (Celery's warm shutdown).
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.compute_presence import ComputePresence
 from poolq.jobs.worker.lane_startup import lane_in_pool_children
+from poolq.jobs.worker.model_warmup import warm_default_model
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 from poolq.storage import verify_conditional_writes
@@ -68,6 +69,8 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     context = register_tasks(app, settings, loads_models=options.computes)
     if options.computes:
         _say_alive_from_each_pool_child(context)
+        if settings.warm_default_model:
+            _warm_each_pool_child(context)
     worker = app.Worker(
         hostname=host_format(default_nodename(options.hostname)),
         pool_cls="prefork",
@@ -99,6 +102,15 @@ def _say_alive_from_each_pool_child(context: Callable[[], JobContext]) -> None:
 
     worker_process_init.connect(start, weak=False)
     worker_process_shutdown.connect(stop, weak=False)
+
+
+def _warm_each_pool_child(context: Callable[[], JobContext]) -> None:
+    """Each pool child of a compute worker loads the default model when it starts (model_warmup)."""
+
+    def start(**_: object) -> None:
+        warm_default_model(context)
+
+    worker_process_init.connect(start, weak=False)
 
 
 def _worker_argv(executable: str, options: WorkerOptions, name: str, queues: tuple[str, ...],

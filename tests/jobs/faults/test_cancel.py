@@ -25,7 +25,8 @@ def test_cancel_mid_job_over_http(deployment, documents, reference):
     # and the manifest lists exactly the committed parts; the counts add up with not_processed
     manifest = deployment.check_outcome(job_id, documents, reference, state="cancelled")
     committed = ledger.commits()
-    assert sorted(part["key"] for part in manifest["parts"]) == sorted(c.part_key for c in committed.values())
+    # (a shard cancelled before any of its records finished commits with no part: all its records not_processed)
+    assert sorted(part["key"] for part in manifest["parts"]) == sorted(c.part_key for c in committed.values() if c.part_key)
     counts = manifest["counts"]
     assert 0 < counts["completed"] < len(documents) and counts["not_processed"] > 0
     assert counts["completed"] + counts["failed"] + counts["not_processed"] == counts["total"] == len(documents)

@@ -6,10 +6,11 @@ from poolq.jobs import JobHandle
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.settings(shard_max_documents=12, progress_interval_s=0.05,
+@pytest.mark.settings(shard_max_documents=12, progress_interval_s=0.05, max_num_batched_tokens=512,
                       task_soft_time_limit_s=30, task_time_limit_s=35, visibility_timeout_s=80)
 def test_a_running_shard_reports_its_documents_and_tokens_between_commits(deployment, documents):
-    # Given a worker taking ~0.2 s per document and a job of one shard of 12 documents
+    # Given a worker taking ~0.2 s per document, steps of about two documents (512 tokens; the
+    # documents are truncated to 256) and a job of one shard of 12 documents
     deployment.start_worker("w1", slow_s=0.2)
     job_id = deployment.submit(documents)
     seen: set[tuple[int, int]] = set()

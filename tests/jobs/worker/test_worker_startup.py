@@ -116,8 +116,8 @@ class Broken(bootsteps.StartStopStep):
 register_tasks = worker_startup.register_tasks
 
 
-def register_and_break(app, settings):
-    context = register_tasks(app, settings)
+def register_and_break(app, settings, **options):
+    context = register_tasks(app, settings, **options)
     app.steps["consumer"].add(Broken)
     return context
 
