@@ -107,7 +107,8 @@ def _progress_gaps(client: PoolqClient, job_id: str, seconds: float = 20.0) -> l
     return [b - a for a, b in zip(changes, changes[1:])]
 
 
-def _rates(first: PoolqClient, first_id: str, second: PoolqClient, second_id: str, seconds: float = 30.0):
+def _rates(first: PoolqClient, first_id: str, second: PoolqClient, second_id: str, seconds: float = 90.0):
+    """Tokens/s of each job over the same window: several shards of each (fair share hands out whole shards)."""
     a0, b0, started = _done(first.get(first_id)), _done(second.get(second_id)), time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - started

@@ -33,3 +33,9 @@ def test_the_compute_dtype_is_read_under_either_name(monkeypatch, variable):
     settings = Settings()
     assert settings.dtype == "int8" and settings.engine_config().dtype == "int8"
     assert Settings(dtype="bfloat16").compute_dtype == "bfloat16"  # and given directly, by its field name
+
+
+def test_an_engine_step_is_about_a_second_of_work_on_the_device_unless_set():
+    assert Settings(device="cpu").engine_config().max_num_batched_tokens == 2048
+    assert Settings(device="cuda").engine_config().max_num_batched_tokens == 8192
+    assert Settings(device="cpu", max_num_batched_tokens=4096).engine_config().max_num_batched_tokens == 4096
