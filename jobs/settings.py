@@ -49,10 +49,11 @@ class Settings(BaseSettings):
     redis_connect_timeout_s: float = Field(2.0, gt=0, description="connecting to Redis (and the broker)")
     redis_api_timeout_s: float = Field(2.0, gt=0, description="the API waits this long for a Redis answer")
     redis_worker_timeout_s: float = Field(10.0, gt=0, description="workers and beat wait this long for a Redis answer")
-    redis_retries: int = Field(1, ge=0, description="retries of a Redis command that timed out or lost its connection")
-    redis_health_check_interval_s: int = Field(15, ge=0, description="workers and beat check (PING) a connection idle "
-                                               "this long before using it again (the API does not: a check is one "
-                                               "more deadline to wait out on a stalled Redis)")
+    redis_retries: int = Field(1, ge=0, description="retries of a Redis command that lost its connection (in workers "
+                               "and beat also of one that timed out; the API answers 503 at the first deadline)")
+    redis_health_check_interval_s: int = Field(30, ge=0, description="workers and beat check (PING) a connection idle "
+                                               "this long before using it again; the API does not: on a stalled Redis "
+                                               "the check and its retries come on top of the command's")
 
     def redis_timeout_s(self, role: Role = "worker") -> float:
         return self.redis_api_timeout_s if role == "api" else self.redis_worker_timeout_s
@@ -66,7 +67,9 @@ class Settings(BaseSettings):
             "socket_connect_timeout": self.redis_connect_timeout_s,
             "socket_timeout": self.redis_timeout_s(role),
             "health_check_interval": self.redis_health_check_interval(role),
-            "retry": Retry(ExponentialBackoff(cap=0.5, base=0.1), self.redis_retries),
+            "retry": Retry(ExponentialBackoff(cap=0.5, base=0.1), self.redis_retries, supported_errors=(
+                (redis.exceptions.ConnectionError,) if role == "api" else
+                (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError))),
         }
 
     def redis_client(self, role: Role = "worker") -> redis.Redis:

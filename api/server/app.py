@@ -13,7 +13,7 @@ from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
-from poolq.api.server.unavailable import install_unavailable_handlers
+from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
 from poolq.jobs import ApiKeyStore, EmbeddingLane, InMemoryEmbeddingLane, JobContext, Settings, SystemGauges, gauges_for
 
 Check = tuple[str, Callable[[], object]]
@@ -69,10 +69,12 @@ def create_app(
 
     @app.get("/readyz", tags=["ops"], responses={503: {"description": "a dependency is unreachable"}})
     def readyz() -> JSONResponse:
-        """Redis and the object store answer."""
+        """Redis and the object store answer (each probe within its client's deadline)."""
         results = {name: _probe(check) for name, check in readiness}
-        ready = all(result == "ok" for result in results.values())
-        return JSONResponse({"status": "ok" if ready else "unavailable", **results}, status_code=200 if ready else 503)
+        if all(result == "ok" for result in results.values()):
+            return JSONResponse({"status": "ok", **results})
+        return JSONResponse({"status": "unavailable", **results}, status_code=503,
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
 
     return app
 

@@ -60,7 +60,7 @@ def test_the_apis_store_calls_give_up_on_a_stalled_store_within_seconds(stalled_
     # 2 tries of a 2 s read deadline, and botocore's backoff between them
     assert isinstance(error, StorageError) and is_retryable(error), error
     assert "timeout" in str(error).lower(), error
-    assert elapsed < 5.5, elapsed
+    assert elapsed < 7, elapsed  # on a loaded machine; botocore's default is 60 s a try
 
 
 def test_a_workers_store_calls_wait_longer_and_still_end(stalled_port):
@@ -74,15 +74,17 @@ def test_a_workers_store_calls_wait_longer_and_still_end(stalled_port):
 def test_the_apis_redis_calls_give_up_on_a_stalled_redis_within_seconds(stalled_port):
     client = _settings(stalled_port).redis_client("api")
     error, elapsed = _failure_after(client.ping)
-    # 2 tries of a 2 s deadline
+    # one 2 s deadline: a timeout is not retried on the request path (a lost connection is)
     assert isinstance(error, redis.exceptions.TimeoutError) and is_retryable(error), error
-    assert elapsed < 5, elapsed
+    assert elapsed < 3, elapsed
 
 
 def test_a_workers_redis_calls_have_their_own_longer_deadline(stalled_port):
-    client = _settings(stalled_port, redis_worker_timeout_s=0.5, redis_retries=0).redis_client("worker")
+    client = _settings(stalled_port, redis_worker_timeout_s=0.5, redis_retries=2,
+                       redis_health_check_interval_s=0).redis_client("worker")
     error, elapsed = _failure_after(client.ping)
-    assert isinstance(error, redis.exceptions.TimeoutError) and elapsed < 2, (error, elapsed)
+    # 3 tries of 0.5 s: a worker retries a timeout
+    assert isinstance(error, redis.exceptions.TimeoutError) and 1.4 < elapsed < 3, (error, elapsed)
     assert Settings().redis_timeout_s("worker") > Settings().redis_timeout_s("api")
 
 
