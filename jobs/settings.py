@@ -55,6 +55,11 @@ class Settings(BaseSettings):
                                                "this long before using it again; the API does not: on a stalled Redis "
                                                "the check and its retries come on top of the command's")
 
+    # Behind a load balancer (README): X-Forwarded-For is read only from these peers; empty, never.
+    trusted_proxies: str = Field("", description="comma-separated addresses or CIDR networks of the proxies in front "
+                                 "of the API; the client address (failed-authentication limit) is then the rightmost "
+                                 "X-Forwarded-For hop that is not one of them")
+
     def redis_timeout_s(self, role: Role = "worker") -> float:
         return self.redis_api_timeout_s if role == "api" else self.redis_worker_timeout_s
 

@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
+from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
@@ -56,6 +57,8 @@ def create_app(
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,
                        limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
+    # The client address every limit keys on: X-Forwarded-For counts only from POOLQ_TRUSTED_PROXIES.
+    app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.trusted_proxies))
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
     # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,
