@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
+from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
@@ -61,6 +62,7 @@ def create_app(
     app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.trusted_proxies))
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
+    install_disconnect_handler(app)
     # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,
     # and this one is for RequestValidationError alone.
     app.exception_handler(RequestValidationError)(answer_validation_error)
