@@ -132,6 +132,8 @@ from .steps.submit import (
     IdempotencyConflict as IdempotencyConflict,
     JobRejected as JobRejected,
     TooManyActiveJobs as TooManyActiveJobs,
+    check_active_cap as check_active_cap,
+    check_job as check_job,
     submit_job as submit_job,
     validate_spec as validate_spec,
 )

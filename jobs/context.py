@@ -22,7 +22,7 @@ from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.model.job_ids import is_job_id
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
-from poolq.jobs.settings import Settings
+from poolq.jobs.settings import Role, Settings
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 if TYPE_CHECKING:
@@ -72,17 +72,18 @@ class JobContext:
 
 
 def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.Redis | None" = None, *,
-                  loads_models: bool = True) -> JobContext:
+                  loads_models: bool = True, role: Role = "worker") -> JobContext:
     """The one way a process gets its context. With ``redis_client`` (the API, workers, beat) the
     status cache, leases and counters are shared in Redis; without it (a job run in this process)
     they live in memory. Either way the store is the ledger. ``loads_models=False``: a process that
-    must never load a model (a control worker)."""
+    must never load a model (a control worker). ``role``: whose deadlines the store's calls have
+    (``Settings.s3_config``)."""
     registry = ModelRegistry.with_packaged_models(settings.models)
     engines = EnginePool(registry, settings.engine_config(), loads_models)
     if redis_client is None:
-        return JobContext(settings=settings, store=settings.object_store(), status=InMemoryJobStatusStore(),
+        return JobContext(settings=settings, store=settings.object_store(role), status=InMemoryJobStatusStore(),
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines)
-    return JobContext(settings=settings, store=settings.object_store(), status=RedisJobStatusStore(redis_client),
+    return JobContext(settings=settings, store=settings.object_store(role), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry, engines=engines,
                       metrics=RedisJobMetrics(redis_client), fair=RedisFairShare(redis_client),
                       workers=RedisWorkerRegistry(redis_client))

@@ -4,12 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import redis
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
 from poolq.engine.hardware import resolve_dtype
 from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
+
+# Whose calls a client makes: the API's (a request waits on them: short deadlines) or a worker's,
+# beat's or the CLI's (long parts stream through them: longer deadlines).
+Role = Literal["api", "worker"]
 
 
 class Settings(BaseSettings):
@@ -30,6 +37,49 @@ class Settings(BaseSettings):
     s3_multipart_threshold_bytes: int = Field(64 << 20, ge=5 << 20)
     s3_max_attempts: int = Field(5, ge=0, description="botocore's retries.max_attempts: retries of an S3 request")
     presign_expires_s: int = Field(900, ge=1, le=900)
+
+    # Deadlines of every call to a dependency (README, "Deadlines"). A stalled store or Redis is an
+    # error after these, classified retryable (jobs/steps/failures.py): on the API's request path a
+    # 503 with Retry-After within ~5 s; in a worker a retry, as for an outage.
+    s3_connect_timeout_s: float = Field(2.0, gt=0, description="connecting to the object store")
+    s3_api_read_timeout_s: float = Field(2.0, gt=0, description="the API waits this long for the store's next bytes")
+    s3_api_max_attempts: int = Field(1, ge=0, description="retries of an S3 request on the API's request path")
+    s3_worker_read_timeout_s: float = Field(30.0, gt=0, description="workers (and beat, the CLI) wait this long for "
+                                            "the store's next bytes; their retries: s3_max_attempts")
+    redis_connect_timeout_s: float = Field(2.0, gt=0, description="connecting to Redis (and the broker)")
+    redis_api_timeout_s: float = Field(2.0, gt=0, description="the API waits this long for a Redis answer")
+    redis_worker_timeout_s: float = Field(10.0, gt=0, description="workers and beat wait this long for a Redis answer")
+    redis_retries: int = Field(1, ge=0, description="retries of a Redis command that lost its connection (in workers "
+                               "and beat also of one that timed out; the API answers 503 at the first deadline)")
+    redis_health_check_interval_s: int = Field(30, ge=0, description="workers and beat check (PING) a connection idle "
+                                               "this long before using it again; the API does not: on a stalled Redis "
+                                               "the check and its retries come on top of the command's")
+
+    # Behind a load balancer (README): X-Forwarded-For is read only from these peers; empty, never.
+    trusted_proxies: str = Field("", description="comma-separated addresses or CIDR networks of the proxies in front "
+                                 "of the API; the client address (failed-authentication limit) is then the rightmost "
+                                 "X-Forwarded-For hop that is not one of them")
+
+    def redis_timeout_s(self, role: Role = "worker") -> float:
+        return self.redis_api_timeout_s if role == "api" else self.redis_worker_timeout_s
+
+    def redis_health_check_interval(self, role: Role = "worker") -> int:
+        return 0 if role == "api" else self.redis_health_check_interval_s
+
+    def redis_options(self, role: Role = "worker") -> dict:
+        """redis-py's connection options for ``role``: deadlines, bounded retries, health checks."""
+        return {
+            "socket_connect_timeout": self.redis_connect_timeout_s,
+            "socket_timeout": self.redis_timeout_s(role),
+            "health_check_interval": self.redis_health_check_interval(role),
+            "retry": Retry(ExponentialBackoff(cap=0.5, base=0.1), self.redis_retries, supported_errors=(
+                (redis.exceptions.ConnectionError,) if role == "api" else
+                (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, TimeoutError))),
+        }
+
+    def redis_client(self, role: Role = "worker") -> redis.Redis:
+        """A client of ``redis_url`` whose every command has a deadline (``redis_options``)."""
+        return redis.Redis.from_url(self.redis_url, **self.redis_options(role))
 
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
@@ -146,7 +196,8 @@ class Settings(BaseSettings):
                 f"{self.task_soft_time_limit_s}, {self.task_time_limit_s}, {self.visibility_timeout_s}"
             )
 
-    def s3_config(self) -> S3Config:
+    def s3_config(self, role: Role = "worker") -> S3Config:
+        """How ``role``'s processes reach the store: its deadlines and retries."""
         return S3Config(
             endpoint_url=self.s3_endpoint_url,
             access_key_id=self.s3_access_key_id,
@@ -154,13 +205,16 @@ class Settings(BaseSettings):
             region=self.s3_region,
             multipart_threshold_bytes=self.s3_multipart_threshold_bytes,
             multipart_part_bytes=min(16 << 20, self.s3_multipart_threshold_bytes),
-            max_attempts=self.s3_max_attempts,
+            max_attempts=self.s3_api_max_attempts if role == "api" else self.s3_max_attempts,
+            connect_timeout_s=self.s3_connect_timeout_s,
+            read_timeout_s=self.s3_api_read_timeout_s if role == "api" else self.s3_worker_read_timeout_s,
         )
 
-    def object_store(self) -> ObjectStore:
+    def object_store(self, role: Role = "worker") -> ObjectStore:
         if self.store == "local":
             return LocalObjectStore(self.local_store_root)
-        return S3ObjectStore(make_s3_client(self.s3_config()), self.bucket, self.s3_config())
+        config = self.s3_config(role)
+        return S3ObjectStore(make_s3_client(config), self.bucket, config)
 
     @property
     def worker_tokens_per_s(self) -> float:

@@ -63,6 +63,14 @@ class ParquetInput:
         self.row_groups: list[RowGroup] = groups
         self.num_rows = first
 
+    def require_columns(self, names: Iterable[str]) -> None:
+        """MissingColumnError naming the object and the first of ``names`` it has no column of."""
+        schema = self.file.schema_arrow
+        for name in names:
+            if schema.get_field_index(name) < 0:
+                raise MissingColumnError(f"{self.uri} has no column {name!r}, which every row needs (its columns: "
+                                         f"{', '.join(map(repr, schema.names[:20]))}{', ...' if len(schema.names) > 20 else ''})")
+
     def column_types(self, names: Iterable[str]) -> dict[str, pa.DataType]:
         """The Arrow types of those of ``names`` that are top-level columns of the object."""
         schema = self.file.schema_arrow
@@ -118,6 +126,11 @@ def _python_values(column: pa.Array) -> list:
         return column.to_pylist()
     except (ValueError, OverflowError, pa.ArrowException):
         return [value if value.is_valid else None for value in column]
+
+
+class MissingColumnError(ValueError):
+    """A Parquet object lacks a column its every row must have (the job's id or text column):
+    the object fails once, not each of its rows."""
 
 
 class NotParquetError(ValueError):

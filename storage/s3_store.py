@@ -26,14 +26,18 @@ class S3Config:
     access_key_id: str | None = None
     secret_access_key: str | None = None
     region: str = "us-east-1"
-    max_attempts: int = 5
+    max_attempts: int = 5  # botocore's retries.max_attempts: retries after the first try
+    # Every request has a deadline: connecting, and then each wait for the server's next bytes (a
+    # stalled store is an error after read_timeout_s, retried up to max_attempts times, not a hang).
+    connect_timeout_s: float = 2.0
+    read_timeout_s: float = 60.0
     # Bodies above this are sent as multipart uploads (unconditional writes only).
     multipart_threshold_bytes: int = 64 << 20
     multipart_part_bytes: int = 16 << 20
 
 
 def make_s3_client(config: S3Config) -> Any:
-    """A boto3 S3 client: path-style addressing, botocore ``standard`` retries."""
+    """A boto3 S3 client: path-style addressing, botocore ``standard`` retries, connect and read deadlines."""
     import boto3
     from botocore.config import Config
 
@@ -47,6 +51,8 @@ def make_s3_client(config: S3Config) -> Any:
             s3={"addressing_style": "path"},
             signature_version="s3v4",
             retries={"mode": "standard", "max_attempts": config.max_attempts},
+            connect_timeout=config.connect_timeout_s,
+            read_timeout=config.read_timeout_s,
         ),
     )
     client.meta.events.register("before-send.s3.PutObject", _no_expect_for_empty_body)
@@ -242,7 +248,8 @@ class _BodyReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        data = self._body.read(len(buffer))
+        with _as_storage_error("reading an object's body"):  # a stalled store times out mid-body too
+            data = self._body.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 

@@ -73,7 +73,10 @@ def serve(host: str, port: int) -> None:
     configure_logging(Settings().log_format, "INFO")
     # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
     # (client, method, path, status), never headers: API keys do not reach the log.
-    uvicorn.run("poolq.api.server.app:create_app", factory=True, host=host, port=port, log_level="info", log_config=None)
+    # proxy_headers=False: uvicorn would believe X-Forwarded-For from 127.0.0.1 (any local process,
+    # a sidecar); the app reads it only from POOLQ_TRUSTED_PROXIES (api/server/client_address.py).
+    uvicorn.run("poolq.api.server.app:create_app", factory=True, host=host, port=port, log_level="info", log_config=None,
+                proxy_headers=False)
 
 
 @main.command()

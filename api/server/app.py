@@ -9,11 +9,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
+from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
+from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
-from poolq.api.server.unavailable import install_unavailable_handlers
+from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
 from poolq.jobs import ApiKeyStore, EmbeddingLane, InMemoryEmbeddingLane, JobContext, Settings, SystemGauges, gauges_for
 
 Check = tuple[str, Callable[[], object]]
@@ -56,8 +58,11 @@ def create_app(
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,
                        limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
+    # The client address every limit keys on: X-Forwarded-For counts only from POOLQ_TRUSTED_PROXIES.
+    app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.trusted_proxies))
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
     install_unavailable_handlers(app)
+    install_disconnect_handler(app)
     # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,
     # and this one is for RequestValidationError alone.
     app.exception_handler(RequestValidationError)(answer_validation_error)
@@ -69,10 +74,12 @@ def create_app(
 
     @app.get("/readyz", tags=["ops"], responses={503: {"description": "a dependency is unreachable"}})
     def readyz() -> JSONResponse:
-        """Redis and the object store answer."""
+        """Redis and the object store answer (each probe within its client's deadline)."""
         results = {name: _probe(check) for name, check in readiness}
-        ready = all(result == "ok" for result in results.values())
-        return JSONResponse({"status": "ok" if ready else "unavailable", **results}, status_code=200 if ready else 503)
+        if all(result == "ok" for result in results.values()):
+            return JSONResponse({"status": "ok", **results})
+        return JSONResponse({"status": "unavailable", **results}, status_code=503,
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
 
     return app
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
-
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
 from poolq.jobs import CeleryEnqueuer, EmbeddingLane, JobContext, RedisEmbeddingLane, Settings, build_context, create_celery_app
 
@@ -20,8 +18,8 @@ class ApiServices:
 
 def api_services(settings: Settings) -> ApiServices:
     """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
-    client = redis.Redis.from_url(settings.redis_url)
-    ctx = build_context(settings, CeleryEnqueuer(create_celery_app(settings)), client)
+    client = settings.redis_client("api")  # every call with the API's deadlines: a stall is a 503, not a hang
+    ctx = build_context(settings, CeleryEnqueuer(create_celery_app(settings, "api")), client, role="api")
     store = ctx.store
     return ApiServices(
         ctx=ctx,

@@ -17,4 +17,5 @@ RUN pip install --no-cache-dir --no-deps .
 
 ENV HF_HUB_OFFLINE=1
 EXPOSE 8000
-CMD ["uvicorn", "poolq.api.server.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000"]
+# `poolq serve`: uvicorn with its proxy headers off; X-Forwarded-For counts only from POOLQ_TRUSTED_PROXIES.
+CMD ["poolq", "serve", "--host", "0.0.0.0", "--port", "8000"]

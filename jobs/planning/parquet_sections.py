@@ -16,6 +16,11 @@ from poolq.storage import JsonlProgress, ObjectInfo, ObjectStore
 from poolq.storage.parquet_input import ParquetInput, ParquetRow, RowGroup
 
 
+def require_parquet_columns(store: ObjectStore, key: str, info: ObjectInfo, names: Iterable[str]) -> None:
+    """MissingColumnError (naming the column and the object) if the object lacks one of ``names``."""
+    ParquetInput(store, key, info.size).require_columns(names)
+
+
 def parquet_sections(store: ObjectStore, key: str, info: ObjectInfo, name: str | None,
                      section_bytes: int) -> list[InputSection]:
     runs: list[list[RowGroup]] = [[]]

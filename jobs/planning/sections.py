@@ -19,7 +19,12 @@ from poolq.jobs.inputs.shard_input import InputChanged, InputFields
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.planning.input_objects import input_objects
 from poolq.jobs.planning.jsonl_sections import jsonl_field_types, jsonl_items, jsonl_sections
-from poolq.jobs.planning.parquet_sections import parquet_field_types, parquet_items, parquet_sections
+from poolq.jobs.planning.parquet_sections import (
+    parquet_field_types,
+    parquet_items,
+    parquet_sections,
+    require_parquet_columns,
+)
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 
 __all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
@@ -46,18 +51,25 @@ def list_sections(job: JobHandle, section_bytes: int) -> list[InputSection]:
 
     A score job's objects stay whole: a query's consecutive pairs are ranked together, so no
     section boundary may fall inside a run of them."""
-    if InputFields.of(job.spec).groups_pairs:
+    fields = InputFields.of(job.spec)
+    if fields.groups_pairs:
         section_bytes = sys.maxsize
+    # Columns every record needs: a Parquet object without one fails the job once, naming it.
+    required = tuple(name for name in (fields.id_field, fields.text_field, fields.query_field) if name is not None)
     sections: list[InputSection] = []
     for store, key, named in input_objects(job):
-        sections += _object_sections(store, key, named, section_bytes)
+        sections += _object_sections(store, key, named, section_bytes, required)
     return sections
 
 
-def _object_sections(store: ObjectStore, key: str, named: bool, section_bytes: int) -> list[InputSection]:
+def _object_sections(store: ObjectStore, key: str, named: bool, section_bytes: int,
+                     required: tuple[str, ...] = ()) -> list[InputSection]:
     info = store.stat(key)
     name = store.uri(key) if named else None
-    return _FORMATS[object_format(store, key)].sections(store, key, info, name, section_bytes)
+    input_format = object_format(store, key)
+    if input_format is InputFormat.PARQUET:
+        require_parquet_columns(store, key, info, required)
+    return _FORMATS[input_format].sections(store, key, info, name, section_bytes)
 
 
 def _opened(section: InputSection, ctx: JobContext) -> tuple[ObjectStore, str, ObjectInfo]:

@@ -10,7 +10,7 @@ from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.schedules.beat_entries import beat_for
 from poolq.jobs.schedules.schedule import Schedule, ScheduleRequest
 from poolq.jobs.schedules.schedule_store import ScheduleStore
-from poolq.jobs.steps.submit import JobRejected, check_submission, validate_spec
+from poolq.jobs.steps.submit import JobRejected, check_job
 
 _SCHEDULE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -36,8 +36,7 @@ def create_schedule(
     )
     try:
         spec = schedule.job_spec(incremental_from=None)
-        validate_spec(spec, ctx)
-        check_submission(spec, tenant, ctx)
+        check_job(spec, ctx, tenant)  # what each run's submission will check
     except JobRejected as exc:
         field = exc.field if exc.field.startswith("input") else f"template.{exc.field}"
         raise JobRejected(field, str(exc)) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 
+import botocore.exceptions
 import kombu.exceptions
 import redis.exceptions
 
@@ -13,11 +14,15 @@ from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectN
 
 log = logging.getLogger(__name__)
 
-# Transient: the same call may succeed later (throttling, a restarting service, the network).
-# Redis' and kombu's (the broker's) errors are their own classes, not the built-in ones.
+# Transient: the same call may succeed later (throttling, a restarting service, the network, a
+# stalled service whose deadline passed). Redis', kombu's (the broker's) and botocore's errors are
+# their own classes, not the built-in ones; the store wraps botocore's in StorageError, and its
+# timeouts are listed too for a call that reaches botocore directly.
 RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     StorageError, ConnectionError, TimeoutError,
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
+    botocore.exceptions.ConnectTimeoutError, botocore.exceptions.ReadTimeoutError,
+    botocore.exceptions.EndpointConnectionError,
 )
 # Permanent even though they are StorageErrors: retrying reads the same missing/invalid input.
 FATAL_ERRORS: tuple[type[BaseException], ...] = (ObjectNotFoundError, InvalidURIError, ConditionalWritesUnsupported)

@@ -82,8 +82,7 @@ def submit_job(
     With ``idempotency_key`` the same key returns the same job, however often it is sent, even
     if an earlier submission died half-way (it is completed now). Keys are per tenant.
     """
-    validate_spec(spec, ctx)
-    check_submission(spec, tenant, ctx)
+    check_job(spec, ctx, tenant)
     body = spec.model_dump(mode="json")
     job_id = new_job_id()
     if idempotency_key is not None:
@@ -98,6 +97,29 @@ def submit_job(
             return existing
     _reserve_active_slot(job)
     return _persist_and_queue(job, spec, body)
+
+
+def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT) -> None:
+    """Every check of a submission before anything is written, JobRejected naming the field: the
+    spec against this server (model, task, options, inline count), then what ``tenant`` may ask
+    for (input URIs, document sizes, its own earlier run). ``submit_job`` and ``POST
+    /v1/jobs/validate`` both run exactly this; the active-job cap comes after it in both
+    (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot)."""
+    validate_spec(spec, ctx)
+    check_submission(spec, tenant, ctx)
+
+
+def check_active_cap(tenant: str, ctx: JobContext) -> None:
+    """TooManyActiveJobs if ``tenant`` has its cap of unfinished jobs now (nothing is reserved)."""
+    cap = ctx.settings.max_active_jobs_per_tenant
+    states = [ctx.status.field(job_id, "status") for job_id in ctx.status.active_ids(tenant)]
+    unfinished = sum(1 for state in states if state is None or not JobState(state).is_terminal)
+    if unfinished >= cap:
+        raise TooManyActiveJobs(_at_cap(tenant, unfinished))
+
+
+def _at_cap(tenant: str, active: int) -> str:
+    return f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
 
 
 def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
@@ -125,9 +147,7 @@ def _reserve_active_slot(job: JobHandle) -> None:
     cap = job.ctx.settings.max_active_jobs_per_tenant
     active = job.ctx.status.reserve_active(job.tenant, job.id, cap, time.time())
     if active is not None:
-        raise TooManyActiveJobs(
-            f"tenant {job.tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
-        )
+        raise TooManyActiveJobs(_at_cap(job.tenant, active))
 
 
 def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -> str:

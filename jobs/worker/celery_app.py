@@ -4,13 +4,14 @@ from __future__ import annotations
 from celery import Celery
 
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
-from poolq.jobs.settings import Settings
+from poolq.jobs.settings import Role, Settings
 
 
-def create_celery_app(settings: Settings) -> Celery:
-    """A Celery app for ``settings``; producers and workers must build it from the same values."""
+def create_celery_app(settings: Settings, role: Role = "worker") -> Celery:
+    """A Celery app for ``settings``; producers and workers must build it from the same values
+    (``role`` sets only the deadlines of its broker connections: the API's are short)."""
     app = Celery("poolq", broker=settings.redis_url, backend=None)
-    transport = {"visibility_timeout": settings.visibility_timeout_s}
+    transport = {"visibility_timeout": settings.visibility_timeout_s, **_broker_deadlines(settings, role)}
     app.conf.update(
         task_serializer="json",
         result_serializer="json",
@@ -40,7 +41,8 @@ def create_celery_app(settings: Settings) -> Celery:
         beat_scheduler="poolq.jobs.worker.beat_scheduler.PoolqBeatScheduler",
         redbeat_redis_url=settings.redis_url,
         redbeat_key_prefix="poolq:redbeat:",
-        redbeat_redis_options={"health_check_interval": 30},
+        redbeat_redis_options={"health_check_interval": 30, "socket_timeout": settings.redis_worker_timeout_s,
+                               "socket_connect_timeout": settings.redis_connect_timeout_s},
         redbeat_lock_timeout=max(30, int(settings.reconcile_interval_s * 5)),
         beat_max_loop_interval=min(5.0, settings.reconcile_interval_s),
         beat_schedule={
@@ -51,5 +53,17 @@ def create_celery_app(settings: Settings) -> Celery:
             }
         },
     )
+    if role == "api":  # a send that fails is retried this often, not Celery's default 3 times, within the request
+        app.conf.task_publish_retry_policy = {"max_retries": settings.redis_retries, "interval_start": 0,
+                                              "interval_step": 0.2, "interval_max": 0.5}
     app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE)
     return app
+
+
+def _broker_deadlines(settings: Settings, role: Role) -> dict:
+    """kombu's Redis transport options: without them its connections wait for ever on a stalled broker."""
+    return {
+        "socket_connect_timeout": settings.redis_connect_timeout_s,
+        "socket_timeout": settings.redis_timeout_s(role),
+        "health_check_interval": settings.redis_health_check_interval(role),
+    }

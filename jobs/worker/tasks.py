@@ -11,7 +11,6 @@ import threading
 import time
 from typing import Callable
 
-import redis
 from celery import Celery, Task
 from celery.exceptions import Reject
 
@@ -44,7 +43,7 @@ log = logging.getLogger(__name__)
 
 
 def build_worker_context(app: Celery, settings: Settings, loads_models: bool = True) -> JobContext:
-    return build_context(settings, CeleryEnqueuer(app), redis.Redis.from_url(settings.redis_url), loads_models=loads_models)
+    return build_context(settings, CeleryEnqueuer(app), settings.redis_client("worker"), loads_models=loads_models)
 
 
 def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -> Callable[[], JobContext]:

@@ -2,6 +2,9 @@
 functions; every route is authenticated and sees only its caller's tenant (others' jobs: 404)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
@@ -18,10 +21,11 @@ from poolq.jobs import (
     JobStatus,
     TooManyActiveJobs,
     cancel_job,
+    check_active_cap,
+    check_job,
     current_status,
     list_jobs,
     submit_job,
-    validate_spec,
 )
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
@@ -39,6 +43,19 @@ def _invalid(loc: tuple, message: str) -> RequestValidationError:
     return RequestValidationError([{"loc": loc, "msg": message, "type": "value_error"}])
 
 
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A submission's refusals as HTTP answers, the same for ``POST /v1/jobs`` and ``/validate``."""
+    try:
+        yield
+    except JobRejected as exc:
+        raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
+    except IdempotencyConflict as exc:
+        raise _invalid(("header", "idempotency-key"), str(exc)) from None
+    except TooManyActiveJobs as exc:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
+
+
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
              responses={413: {"model": ErrorBody, "description": "body too large"},
                         429: {"model": ErrorBody, "description": "rate or active-job limit"}})
@@ -51,26 +68,22 @@ def create_job(
     _strict: None = strict_body(JobSpec),
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
-    try:
+    with _refusals():
         job = submit_job(spec, ctx, idempotency_key=idempotency_key, tenant=principal.tenant)
-    except JobRejected as exc:
-        raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
-    except IdempotencyConflict as exc:
-        raise _invalid(("header", "idempotency-key"), str(exc)) from None
-    except TooManyActiveJobs as exc:
-        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
     response.headers["Location"] = str(request.url_for("get_job", job_id=job.id))
     return job
 
 
-@router.post("/validate", response_model=SpecValidation)
+@router.post("/validate", response_model=SpecValidation,
+             responses={429: {"model": ErrorBody, "description": "rate or active-job limit"}})
 def validate(spec: JobSpec, ctx: Context, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
-    """The checks ``POST /v1/jobs`` makes on a body (model, task, options), submitting nothing:
-    422 names what is wrong. The input is checked for its form only (not read, not its access)."""
-    try:
-        validate_spec(spec, ctx)
-    except JobRejected as exc:
-        raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
+    """Exactly the checks ``POST /v1/jobs`` makes before it writes anything (model, task, options,
+    sizes, access to the input URI, the caller's earlier run), then its active-job cap as it stands
+    now; submits nothing. A refusal is the answer ``POST /v1/jobs`` would give: 422 naming the
+    field, or 429. The input object itself is not read (planning reads it)."""
+    with _refusals():
+        check_job(spec, ctx, principal.tenant)
+        check_active_cap(principal.tenant, ctx)
     return SpecValidation(valid=True)
 
 

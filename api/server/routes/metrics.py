@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from poolq.api.server.schemas import OpenApiResponses
 from poolq.api.server.security import admin_caller
+from poolq.api.server.unavailable import RETRY_AFTER_S
 from poolq.jobs import LATENCY_BUCKETS_S, JobMetrics, JobState, MetricsTotals, Settings, SystemGauges
 
 FINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
@@ -101,5 +102,6 @@ def install_metrics(app: FastAPI, settings: Settings, metrics: JobMetrics, gauge
         try:
             body = encode(registry)
         except Exception as exc:  # noqa: BLE001 - a failed read means no scrape; say which
-            return Response(f"metrics unavailable: {type(exc).__name__}\n", status_code=503, media_type="text/plain")
+            return Response(f"metrics unavailable: {type(exc).__name__}\n", status_code=503, media_type="text/plain",
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
         return Response(body, headers={"Content-Type": content_type})

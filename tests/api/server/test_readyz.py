@@ -18,10 +18,11 @@ def _client(tmp_path, redis_url: str) -> TestClient:
 def test_readyz_is_503_when_redis_is_unreachable(tmp_path, closed_port):
     client = _client(tmp_path, f"redis://127.0.0.1:{closed_port}/0")  # nothing listens there
     response = client.get("/readyz")
-    assert response.status_code == 503
+    assert response.status_code == 503 and response.headers["Retry-After"].isdigit()
     assert response.json() == {"status": "unavailable", "redis": "error: ConnectionError", "store": "ok"}
     assert client.get("/healthz").status_code == 200
-    assert client.get("/metrics").status_code == 503  # the gauges read the same Redis
+    metrics = client.get("/metrics")  # the gauges read the same Redis
+    assert metrics.status_code == 503 and metrics.headers["Retry-After"].isdigit()
 
 
 @pytest.mark.integration

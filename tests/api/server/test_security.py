@@ -20,6 +20,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from support.refusals import FOREIGN_URIS, GRANTED, OWN
 from support.security_app import holding_context, uvicorn_server
 
 from poolq.api.server.app import create_app
@@ -270,42 +271,6 @@ def test_the_openapi_spec_documents_every_auth_answer(tmp_path):
 
 # -- input URIs: only the tenant's uploads area and prefixes granted to it ---------------------------
 
-GRANTED = "s3://shared/corpus/"
-OWN = f"s3://bucket/jobs/tenants/{TENANT_A}/uploads"
-FOREIGN_URIS = [
-    f"{OWN}/../../{TENANT_B}/uploads/x.jsonl",  # traversal into another tenant
-    f"{OWN}/./x.jsonl",
-    f"{OWN}/a//x.jsonl",
-    f"{OWN}/..\\..\\{TENANT_B}\\uploads\\x.jsonl",
-    "s3://bucket//etc/passwd",
-    "s3://other-bucket/x.jsonl",
-    f"s3://bucket/jobs/tenants/{TENANT_B}/uploads/x.jsonl",  # another tenant's uploads
-    f"s3://bucket/jobs/tenants/{TENANT_B}/uploads/",
-    f"s3://bucket/jobs/tenants/{TENANT_A}-evil/uploads/x.jsonl",
-    f"s3://bucket/jobs/tenants/{TENANT_A}/jobs/{UNKNOWN_ID}/spec.json",  # own tenant, but not its uploads
-    f"s3://bucket/jobs/tenants/{TENANT_A}/uploads",  # the area's name without the separator
-    "s3://bucket/jobs/_auth/keys/0000000000000000.json",  # the key store
-    f"s3://{TENANT_A}@bucket/jobs/tenants/{TENANT_A}/uploads/x.jsonl",
-    "s3://shared/corpus/../private/x.jsonl",
-    "s3://shared/corpus-private/x.jsonl",
-    "file:///etc/passwd",
-    "file://localhost/etc/passwd",
-    "http://169.254.169.254/latest/meta-data",
-    "https://bucket.s3.amazonaws.com/x.jsonl",
-    f"{OWN}/x\n.jsonl",  # control characters (urlparse would silently drop \t \r \n)
-    f"{OWN}/x\r\n.jsonl",
-    f"{OWN}/x\t.jsonl",
-    f"s3://buck\tet/jobs/tenants/{TENANT_A}/uploads/x.jsonl",
-    f"{OWN}/x\x00.jsonl",
-    f"{OWN}/x\x1b[2J.jsonl",
-    f"{OWN}/x\x7f.jsonl",
-    f"{OWN}/x.jsonl?versionId=1",
-    f"{OWN}/x.jsonl#fragment",
-    "s3://bucket",
-    "s3:///x.jsonl",
-    "",
-    f"jobs/tenants/{TENANT_A}/uploads/x.jsonl",
-]
 ALLOWED_URIS = [f"{OWN}/x.jsonl", f"{OWN}/batch/", f"{GRANTED}part-1.jsonl", GRANTED]
 
 

@@ -34,7 +34,9 @@ import pytest
 from poolq.devtools.devstack.ports import ANY_PORT, wait_listening_port
 from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.jobs.job_handle import JobHandle
+from poolq.storage import S3Config
 
 LAUNCHER = Path(__file__).with_name("launch_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -502,6 +504,16 @@ class Deployment:
         return manifest
 
 
+@pytest.fixture
+def chaos_seaweed(tmp_path):
+    """A SeaweedFS of the test's own (with the suite's bucket), for tests that stop, start or stall it."""
+    config = SeaweedConfig(data_dir=tmp_path / "seaweed", s3_port=ANY_PORT, access_key="poolqchaos",
+                           secret_key="poolq-chaos-secret", bucket=BUCKET)
+    server = SeaweedServer(config)
+    with server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def fault_bucket(seaweed):
     """A bucket of the session's SeaweedFS for this suite (each test works under its own prefix)."""
@@ -609,6 +621,20 @@ def deployment(request, tmp_path, fault_bucket, standby_workers):
     with server:
         prefix = f"faults/{request.node.name[:40].replace('[', '-').strip(']')}-{uuid.uuid4().hex[:8]}"
         stack = Deployment(tmp_path, server, fault_bucket, prefix, standby_workers, overrides)
+        try:
+            yield stack
+        finally:
+            stack.shutdown()
+
+
+@pytest.fixture
+def own_store_deployment(request, tmp_path, chaos_seaweed, standby_workers):
+    """Like ``deployment``, on ``chaos_seaweed`` (a SeaweedFS the test may stop or stall)."""
+    marker = request.node.get_closest_marker("settings")
+    s3_config = S3Config(chaos_seaweed.endpoint_url, chaos_seaweed.config.access_key, chaos_seaweed.config.secret_key)
+    server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
+    with server:
+        stack = Deployment(tmp_path, server, s3_config, "faults/own", standby_workers, dict(marker.kwargs) if marker else {})
         try:
             yield stack
         finally:

@@ -28,7 +28,6 @@ import pytest
 
 from poolq.devtools.devstack.ports import ANY_PORT
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
-from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.storage import S3Config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -234,16 +233,6 @@ def _stopped_for(what: str, traffic: Traffic, stop, start, wait_ready) -> None:
     start()
     wait_ready()
     traffic.phase = f"{what}-back"
-
-
-@pytest.fixture
-def chaos_seaweed(tmp_path):
-    """A SeaweedFS of this test's own (with the suite's bucket): this test stops and starts it."""
-    config = SeaweedConfig(data_dir=tmp_path / "seaweed", s3_port=ANY_PORT, access_key="poolqchaos",
-                           secret_key="poolq-chaos-secret", bucket=BUCKET)
-    server = SeaweedServer(config)
-    with server:
-        yield server
 
 
 @pytest.fixture

@@ -203,3 +203,28 @@ def test_an_object_named_parquet_that_is_not_fails_the_job_naming_it(tmp_path, l
     (tmp_path / "in" / "a.parquet").write_bytes(b'{"id": "a", "text": "JSONL under a Parquet name"}\n')
     status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "in").as_uri() + "/"}}), local_ctx)
     assert status.status is JobState.FAILED and "a.parquet cannot be read as Parquet" in status.error
+
+
+@pytest.mark.parametrize("columns, missing", [
+    ({"id": ["a", "b"], "body": ["one", "two"]}, "text"),
+    ({"key": ["a", "b"], "text": ["one", "two"]}, "id"),
+])
+def test_a_parquet_object_without_the_id_or_text_column_fails_the_job_once_naming_both(tmp_path, local_ctx, columns,
+                                                                                        missing):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _write(folder / "a.parquet", {"id": ["x"], "text": ["a good object first"]}, 1)
+    _write(folder / "b.parquet", columns, 1)
+    status = run_job_locally(JobSpec.model_validate({"input": {"uri": folder.as_uri() + "/"}}), local_ctx)
+    # One failure of the job, naming the object and the column; not an error per row
+    assert status.status is JobState.FAILED, status
+    assert f"b.parquet has no column {missing!r}" in status.error and "MissingColumnError" in status.error
+    assert status.counts.failed == 0 and status.errors_by_code == {} and status.error_samples == [], status
+
+
+def test_a_score_jobs_parquet_object_needs_its_query_column_too(tmp_path, local_ctx):
+    _write(tmp_path / "pairs.parquet", {"id": ["a"], "text": ["a passage"]}, 1)
+    spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "pairs.parquet").as_uri()}, "task": "score",
+                                   "model": "all-MiniLM-L6-v2"})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.FAILED and "pairs.parquet has no column 'query'" in status.error, status
