@@ -23,6 +23,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.jobs.settings import Settings
 
@@ -339,7 +340,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     assert service.prefix == prefix
     layout = service.job(tenant, job)
     store = LocalObjectStore(tmp_path)
-    _, record = ApiKeyStore(store, prefix).create(tenant)
+    _, record = ApiKeyStore(store, prefix, signing_secret=TEST_KEY_SIGNING_SECRET).create(tenant)
     built = {
         service.active(job), service.idempotency(digest), service.schedule(schedule),
         service.schedule_run(schedule, slot_name(slot)), service.job_index(job),

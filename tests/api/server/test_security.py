@@ -20,6 +20,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 from support.security_app import holding_context, uvicorn_server
 
 from poolq.api.server.app import create_app
@@ -505,7 +506,7 @@ def live_server(tmp_path_factory):
     """uvicorn serving the API (body limit ``SERVER_LIMIT``), access log on, at trace level; keys
     are made here, in the store it reads."""
     root = tmp_path_factory.mktemp("live")
-    keys = ApiKeyStore(LocalObjectStore(root / "store"), "jobs")
+    keys = ApiKeyStore(LocalObjectStore(root / "store"), "jobs", signing_secret=TEST_KEY_SIGNING_SECRET)
     good, _ = keys.create(TENANT_A, admin=True)
     revoked, record = keys.create(TENANT_A)
     keys.revoke(record.key_id)
