@@ -3,13 +3,13 @@ local client without credentials, its master, volume, filer and admin ports (HTT
 no object, take no write, hand out no volume assignment and speak no gRPC. A real ``weed mini``."""
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 import httpx
 import pytest
 from botocore.exceptions import ClientError
 from support.open_doors import http_get, http_put, serves_tls_without_a_client_certificate, speaks_plain_grpc
+from support.private_tree import assert_private_tree
 
 from poolq.devtools.devstack.ports import ANY_PORT, listening_ports
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
@@ -82,11 +82,3 @@ def test_its_data_keys_and_logs_are_its_owners_alone(weed):
     assert not (root / "security" / "ca.key").exists()  # the CA signs one certificate, then its key is gone
     assert_private_tree(root)
 
-
-def assert_private_tree(root: Path) -> None:
-    """Every directory under ``root`` is 0700 and every file 0600: weed, run under umask 077,
-    creates nothing others may read. Except its ``.vif`` files (a volume's format and size, no
-    data), which weed makes 0644 whatever the umask, in directories no one else may enter."""
-    modes = {path: stat.S_IMODE(path.lstat().st_mode) for path in [root, *root.rglob("*")] if not path.is_symlink()}
-    assert {p: oct(m) for p, m in modes.items() if p.is_dir() and m != 0o700} == {}
-    assert {p: oct(m) for p, m in modes.items() if p.is_file() and m & 0o077 and p.suffix != ".vif"} == {}
