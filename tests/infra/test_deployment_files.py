@@ -121,9 +121,12 @@ def test_every_poolq_variable_named_is_a_setting():
     assert unknown == {}, f"not fields of poolq.jobs.settings.Settings (env prefix POOLQ_): {unknown}"
 
 
-def test_compose_interpolates_only_settings_and_the_redis_password():
+SEAWEED_KEYS = {"SEAWEED_JWT_KEY", "SEAWEED_JWT_READ_KEY", "SEAWEED_FILER_JWT_KEY", "SEAWEED_FILER_JWT_READ_KEY"}
+
+
+def test_compose_interpolates_only_settings_the_redis_password_and_seaweedfs_keys():
     names = {name for s in _strings(_compose()) for name in _interpolated(s)}
-    assert names - SETTING_NAMES == {"REDIS_PASSWORD"}, names
+    assert names - SETTING_NAMES == {"REDIS_PASSWORD", *SEAWEED_KEYS}, names
 
 
 def _settings_from(env: dict[str, str], monkeypatch) -> Settings:
@@ -141,8 +144,11 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
     settings = _settings_from({**_dockerfile_env("worker.Dockerfile"), **env}, monkeypatch)
     assert settings.store == "s3" and settings.s3_endpoint_url == "http://seaweedfs:8333"
     assert settings.redis_url.startswith("redis://:placeholder@redis:6379/")
-    for name in ("api", "worker", "control-worker", "beat"):
+    for name in ("worker", "control-worker", "beat"):
         assert compose["services"][name]["environment"] == compose["x-poolq-env"], name  # one configuration
+    for name in ("api", "flower"):  # the same, and a secret of their own
+        environment = compose["services"][name]["environment"]
+        assert environment.items() >= compose["x-poolq-env"].items() and len(environment) == len(compose["x-poolq-env"]) + 1
     # SeaweedFS creates the bucket the services use
     seaweed = " ".join(_compose_command(compose["services"]["seaweedfs"]))
     assert f"-bucket={settings.bucket}" in seaweed
@@ -155,18 +161,24 @@ def test_k8s_settings_parse(monkeypatch):
     settings = _settings_from({**config, **secret, **worker_env}, monkeypatch)
     assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "float16"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):  # every process: the same values
-        env_from = _container(_k8s("Deployment", name))["envFrom"]
-        sources = {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
-        assert sources == {"poolq-config", "poolq-secrets"}, name
+    own = {"poolq-api": {"poolq-api-secrets"}, "poolq-flower": {"poolq-flower-secrets"}}
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):  # the same values
+        sources = _env_sources(name)
+        assert sources == {"poolq-config", "poolq-secrets", *own.get(name, ())}, name
+
+
+def _env_sources(deployment: str) -> set[str]:
+    env_from = _container(_k8s("Deployment", deployment))["envFrom"]
+    return {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
 
 
 # -- commands --------------------------------------------------------------------------------------------
 
 def _commands() -> dict[str, list[str]]:
     compose = _compose()["services"]
-    commands = {f"compose {name}": _compose_command(compose[name]) for name in ("api", "worker", "control-worker", "beat")}
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):
+    commands = {f"compose {name}": _compose_command(compose[name])
+                for name in ("api", "worker", "control-worker", "beat", "flower")}
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):
         container = _container(_k8s("Deployment", name))
         commands[f"k8s {name}"] = [*container.get("command", []), *container.get("args", [])]
     commands.update({f"image {name}": _dockerfile_cmd(name) for name in DOCKERFILES})
@@ -292,6 +304,72 @@ def test_probes_hit_real_routes_on_the_port_the_api_listens_on(tmp_path):
     image_cmd = _dockerfile_cmd("api.Dockerfile")
     assert int(image_cmd[image_cmd.index("--port") + 1]) == port
     assert _compose()["services"]["api"]["ports"] == [f"{port}:{port}"]
+
+
+# -- trust boundaries: networks, secrets, logins -----------------------------------------------------------
+
+def test_compose_publishes_the_api_alone_and_keeps_the_rest_on_an_internal_network():
+    compose = _compose()
+    assert compose["networks"]["backend"]["internal"] is True
+    default = {name: service for name, service in compose["services"].items() if not service.get("profiles")}
+    assert {name for name, service in default.items() if service.get("ports")} == {"api"}
+    for name, service in default.items():
+        assert service["networks"] == (["backend", "edge"] if name == "api" else ["backend"]), name
+    flower = compose["services"]["flower"]  # opt-in (--profile ops), on the host's loopback only
+    assert flower["profiles"] == ["ops"] and all(port.startswith("127.0.0.1:") for port in flower["ports"])
+
+
+def test_compose_seaweedfs_serves_data_on_s3_alone_with_keys():
+    seaweed = _compose()["services"]["seaweedfs"]
+    command = " ".join(_compose_command(seaweed))
+    for flag in ("-disableHttp", "-s3.config=", "-s3.iam=false", "-admin.ui=false", "-webdav=false"):
+        assert flag in command, flag
+    jwt = {"WEED_JWT_SIGNING_KEY", "WEED_JWT_SIGNING_READ_KEY", "WEED_JWT_FILER_SIGNING_KEY", "WEED_JWT_FILER_SIGNING_READ_KEY"}
+    environment = seaweed["environment"]
+    assert jwt <= environment.keys()
+    assert {name for key in jwt for name in _interpolated(environment[key])} == SEAWEED_KEYS
+    assert all(":?" in environment[key] for key in jwt)  # compose refuses to start without them
+
+
+def test_the_key_signing_secret_is_the_apis_alone(monkeypatch):
+    compose = _compose()["services"]
+    holders = {name for name, service in compose.items() if "POOLQ_KEY_SIGNING_SECRET" in service.get("environment", {})}
+    assert holders == {"api"} and ":?" in compose["api"]["environment"]["POOLQ_KEY_SIGNING_SECRET"]
+    readers = {doc["metadata"]["name"] for doc in _k8s_documents() if doc["kind"] == "Deployment"
+               and "poolq-api-secrets" in _env_sources(doc["metadata"]["name"])}
+    assert readers == {"poolq-api"}
+    secret = _k8s("Secret", "poolq-api-secrets")["stringData"]
+    settings = _settings_from(secret, monkeypatch)
+    assert len(settings.key_signing_secret.get_secret_value()) >= 32
+    assert "POOLQ_KEY_SIGNING_SECRET" not in _k8s("Secret", "poolq-secrets")["stringData"]  # workers never see it
+
+
+def test_flower_asks_for_a_login_in_both_deployments(monkeypatch):
+    compose = _compose()["services"]["flower"]
+    assert ":?" in compose["environment"]["POOLQ_FLOWER_BASIC_AUTH"]
+    login = _k8s("Secret", "poolq-flower-secrets")["stringData"]
+    user, _, password = _settings_from(login, monkeypatch).flower_basic_auth.get_secret_value().partition(":")
+    assert user and password
+    assert "poolq-flower-secrets" in _env_sources("poolq-flower")
+    assert not [doc for doc in _k8s_documents() if doc["kind"] == "Ingress"]
+
+
+def test_network_policies_admit_the_api_port_and_redis_from_poolqs_processes_only():
+    policies = {doc["metadata"]["name"]: doc["spec"] for doc in _k8s_documents() if doc["kind"] == "NetworkPolicy"}
+    deny = policies["default-deny-ingress"]
+    assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"] and not deny.get("ingress")
+    labels = {name: _k8s("Deployment", name)["spec"]["template"]["metadata"]["labels"]["app"]
+              for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower")}
+    admitted = {spec["podSelector"]["matchLabels"]["app"]: spec["ingress"] for spec in policies.values() if spec.get("ingress")}
+    assert admitted.keys() == {"poolq-api", "redis"}  # workers, beat, Flower: no way in
+    api_port = _container(_k8s("Deployment", "poolq-api"))["ports"][0]["containerPort"]
+    assert admitted["poolq-api"] == [{"ports": [{"port": api_port, "protocol": "TCP"}]}]
+    [rule] = admitted["redis"]
+    [selector] = rule["from"]
+    [expression] = selector["podSelector"]["matchExpressions"]
+    assert expression["key"] == "app" and set(expression["values"]) == set(labels.values())
+    assert rule["ports"] == [{"port": 6379, "protocol": "TCP"}]
+    assert _k8s("StatefulSet", "redis")["spec"]["template"]["metadata"]["labels"] == {"app": "redis"}
 
 
 # -- docs/storage.md ---------------------------------------------------------------------------------------
