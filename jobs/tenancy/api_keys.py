@@ -123,10 +123,6 @@ class ApiKeyStore:
             return None
         return _parse(key_id, fields)
 
-    def list(self) -> list[ApiKeyRecord]:
-        """Every record with a valid tag."""
-        return [record for key_id in self._ids() if (record := self.get(key_id)) is not None]
-
     def unsigned(self) -> list[str]:
         """Ids of records that exist but have no valid tag (refused by ``authenticate``)."""
         return [key_id for key_id in self._ids()
@@ -194,6 +190,11 @@ class ApiKeyStore:
         with self._lock:
             self._cache[key_id] = (now + self.cache_s, record)
         return record
+
+    # Last: below it, ``list`` in the class body names this method, not the builtin.
+    def list(self) -> list[ApiKeyRecord]:
+        """Every record with a valid tag."""
+        return [record for key_id in self._ids() if (record := self.get(key_id)) is not None]
 
 
 def _parse(key_id: str, fields: dict) -> ApiKeyRecord | None:
