@@ -19,25 +19,33 @@ PRIVATE_FILE_MODE = 0o600
 
 
 def private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents, each 0700) if needed, and make it 0700."""
-    missing = [parent for parent in (path, *path.parents) if not parent.exists()]
-    for directory in reversed(missing):
-        directory.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    """Create ``path`` (and missing parents, each 0700) if needed, and make it 0700: for directories
+    the stack owns (its state directory, a server's data directory)."""
+    _make_missing(path)
     os.chmod(path, PRIVATE_DIR_MODE)
     return path
 
 
+def _make_missing(path: Path) -> None:
+    """Create ``path`` and its missing parents, each 0700; existing ones are left as they are."""
+    missing = [parent for parent in (path, *path.parents) if not parent.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+
+
 def open_private_append(path: Path) -> int:
-    """A file descriptor appending to ``path``, created 0600 (an existing file is made 0600)."""
-    private_dir(path.parent)
+    """A file descriptor appending to ``path``, created 0600 (an existing file is made 0600); missing
+    parents are made 0700."""
+    _make_missing(path.parent)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
     os.fchmod(descriptor, PRIVATE_FILE_MODE)
     return descriptor
 
 
 def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``, readable by its owner only (written aside, then renamed in)."""
-    private_dir(path.parent)
+    """Replace ``path`` with ``text``, readable by its owner only (written aside, then renamed in);
+    missing parents are made 0700."""
+    _make_missing(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
     os.fchmod(descriptor, PRIVATE_FILE_MODE)  # an existing file keeps its mode through O_CREAT

@@ -39,6 +39,8 @@ SERVICES = tuple(name for phase in PHASES for name in phase)
 # What each service's command line contains: `down` never signals a pid that lacks it.
 CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "serve", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
+#: What the stack keeps in its state directory: its state file, logs, and each store's data.
+STATE_ENTRIES = ("stack.json", "logs", "redis", "seaweed")
 DEV_TENANT = "dev"
 
 
@@ -70,7 +72,7 @@ class LocalStack:
     # -- up / down -----------------------------------------------------------------------
     def up(self, log: Callable[[str], None] = print) -> tuple[StackState, list[str]]:
         """Start whatever is not running; returns the state and the services started now."""
-        restrict_tree(private_dir(self.state_dir))  # 0700 / 0600, also what an older version left open
+        self._make_private()
         state = self.load() or self._new_state()
         alive = self.running(state)
         made = state.ensure_secrets()
@@ -121,6 +123,17 @@ class LocalStack:
                 state.pids.pop(name)
         state.save(self.state_path)
         return stopped
+
+    def _make_private(self) -> None:
+        """The state directory 0700, and what the stack keeps in it 0700 / 0600, also what an older
+        version left open (only the stack's own entries: ``--dir`` may name a folder with other things)."""
+        private_dir(self.state_dir)
+        for name in STATE_ENTRIES:
+            path = self.state_dir / name
+            if path.is_dir():
+                restrict_tree(path)
+            elif path.is_file():
+                path.chmod(0o600)
 
     @classmethod
     def _create_dev_key(cls, state: StackState) -> str:
