@@ -233,7 +233,7 @@ class LocalStack:
         offset = log_path.stat().st_size if log_path.exists() else 0
         # `poolq worker`: a control worker and a compute worker under one supervisor; both say "ready."
         argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}"]
-        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.worker_env()})
         return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready.", times=2), timeout=120,
                                        interval=0.1, what="the workers", log_path=log_path, pid=pid)
 
@@ -241,7 +241,7 @@ class LocalStack:
         log_path = self.state_dir / "logs" / "beat.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "beat"]
-        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.worker_env()})
         return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.1,
                                        what="beat", log_path=log_path, pid=pid)
 

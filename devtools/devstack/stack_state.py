@@ -82,7 +82,7 @@ class StackState:
         write_private(path, json.dumps(asdict(self), indent=2))
 
     def env(self) -> dict[str, str]:
-        """POOLQ_* settings for the API and worker processes of this stack."""
+        """POOLQ_* settings for the API of this stack (``worker_env`` for the others)."""
         return {
             "POOLQ_REDIS_URL": self.redis_url,
             "POOLQ_STORE": "s3",
@@ -95,6 +95,10 @@ class StackState:
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
         }
+
+    def worker_env(self) -> dict[str, str]:
+        """``env`` without the key-signing secret: workers and beat never sign or check API keys."""
+        return {name: value for name, value in self.env().items() if name != "POOLQ_KEY_SIGNING_SECRET"}
 
     def cli_env(self) -> dict[str, str]:
         """``env`` plus what only the operator's commands need (`poolq flower`'s credentials)."""

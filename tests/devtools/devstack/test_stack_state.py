@@ -38,4 +38,5 @@ def test_a_state_gets_its_secrets_once_and_its_redis_url_carries_the_password():
     assert state.ensure_secrets() == []  # kept: the running services use them
     assert state.env()["POOLQ_KEY_SIGNING_SECRET"] == state.key_signing_secret
     assert "POOLQ_FLOWER_BASIC_AUTH" not in state.env()  # the API and workers have no use for it
+    assert "POOLQ_KEY_SIGNING_SECRET" not in state.worker_env()  # only the API checks keys
     assert state.cli_env()["POOLQ_FLOWER_BASIC_AUTH"] == f"poolq:{state.flower_password}"
