@@ -351,6 +351,10 @@ def test_flower_asks_for_a_login_in_both_deployments(monkeypatch):
     user, _, password = _settings_from(login, monkeypatch).flower_basic_auth.get_secret_value().partition(":")
     assert user and password
     assert "poolq-flower-secrets" in _env_sources("poolq-flower")
+    # Both run the API image, which has Flower
+    assert _compose()["services"]["flower"]["build"]["dockerfile"] == "infra/docker/api.Dockerfile"
+    assert _container(_k8s("Deployment", "poolq-flower"))["image"].startswith("poolq-api:")
+    assert "flower" in _api_image_installs()
     assert not [doc for doc in _k8s_documents() if doc["kind"] == "Ingress"]
 
 

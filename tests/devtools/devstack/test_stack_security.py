@@ -8,9 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import boto3
@@ -33,9 +35,16 @@ SECRETS = ("secret_access_key", "redis_password", "key_signing_secret", "flower_
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    with dev_stack(tmp_path_factory.mktemp("doors") / "stack") as info:
-        yield info
+def stack():
+    # Under a folder every user may enter (pytest's own temp folder is its owner's alone), so that
+    # what keeps other users out is the stack's own modes.
+    parent = Path(tempfile.mkdtemp(prefix="poolq-doors-"))
+    parent.chmod(0o755)
+    try:
+        with dev_stack(parent / "stack") as info:
+            yield info
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def _s3(stack: dict):
@@ -67,6 +76,22 @@ def test_every_directory_is_0700_and_every_file_0600(stack):
     root = Path(stack["dir"])
     assert {p.name for p in root.iterdir()} >= {"stack.json", "logs", "redis", "seaweed"}
     assert_private_tree(root)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="acting as another user needs root")
+def test_another_user_can_read_no_file_of_the_stack(stack):
+    root = Path(stack["dir"])
+    assert oct(root.parent.stat().st_mode & 0o777) == oct(0o755)  # the way in is open: the stack's own modes decide
+    files = [root / "stack.json", root / "logs" / "api.log", root / "redis" / "redis.conf",
+             root / "seaweed" / "s3-identities.json", root / "seaweed" / "security" / "weed.key"]
+    for path in [*files, *(root / "seaweed").glob("*.dat")]:
+        assert path.exists(), path
+        read = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(path)],
+                              capture_output=True, timeout=30)
+        assert read.returncode != 0 and b"Permission denied" in read.stderr, (path, read.stdout[:100])
+    listing = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(root)],
+                             capture_output=True, timeout=30)
+    assert listing.returncode != 0 and b"Permission denied" in listing.stderr
 
 
 def test_redis_refuses_a_client_without_the_password(stack):
