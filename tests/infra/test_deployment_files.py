@@ -314,16 +314,27 @@ def test_compose_publishes_the_api_alone_and_keeps_the_rest_on_an_internal_netwo
     default = {name: service for name, service in compose["services"].items() if not service.get("profiles")}
     assert {name for name, service in default.items() if service.get("ports")} == {"api"}
     for name, service in default.items():
+        if name == "s3-door":  # in seaweedfs's network namespace
+            assert service["network_mode"] == "service:seaweedfs" and "networks" not in service
+            continue
         assert service["networks"] == (["backend", "edge"] if name == "api" else ["backend"]), name
     flower = compose["services"]["flower"]  # opt-in (--profile ops), on the host's loopback only
     assert flower["profiles"] == ["ops"] and all(port.startswith("127.0.0.1:") for port in flower["ports"])
 
 
-def test_compose_seaweedfs_serves_data_on_s3_alone_with_keys():
-    seaweed = _compose()["services"]["seaweedfs"]
+def test_compose_seaweedfs_serves_data_on_s3_alone_with_keys(monkeypatch):
+    compose = _compose()
+    seaweed = compose["services"]["seaweedfs"]
     command = " ".join(_compose_command(seaweed))
     for flag in ("-disableHttp", "-s3.config=", "-s3.iam=false", "-admin.ui=false", "-webdav=false"):
         assert flag in command, flag
+    # Every weed listener on the container's loopback; the door forwards the services' S3 port to S3's alone
+    assert "-ip.bind=127.0.0.1" in command.split() and "-ip=127.0.0.1" in command.split()
+    [inner_port] = re.findall(r"-s3\.port=(\d+)", command)
+    door = compose["services"]["s3-door"]
+    env = {name: _INTERPOLATION.sub("placeholder", value) for name, value in compose["x-poolq-env"].items()}
+    outer_port = _settings_from(env, monkeypatch).s3_endpoint_url.rsplit(":", 1)[1]
+    assert door["command"] == [f"TCP-LISTEN:{outer_port},fork,reuseaddr", f"TCP:127.0.0.1:{inner_port}"]
     jwt = {"WEED_JWT_SIGNING_KEY", "WEED_JWT_SIGNING_READ_KEY", "WEED_JWT_FILER_SIGNING_KEY", "WEED_JWT_FILER_SIGNING_READ_KEY"}
     environment = seaweed["environment"]
     assert jwt <= environment.keys()

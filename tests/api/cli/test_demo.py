@@ -21,14 +21,14 @@ def test_demo_runs_the_sample_job_and_stops_its_stack(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "job succeeded" in out and "'completed': 37" in out
-    assert re.search(r"parts/part-00000\.[0-9a-f]{16}\.parquet  \(37 rows\)", out) and "results in bucket poolq" in out
-    assert "nearest neighbour of State of the Union" in out
     # No secret reaches the terminal (`poolq dev status` shows them to the stack's owner)
     state = StackState.load(state_dir / "stack.json")
     assert state is not None and state.api_key and "poolq dev status" in out
     assert not [secret for secret in (state.api_key, state.secret_access_key, state.redis_password,
                                       state.key_signing_secret, state.flower_password) if secret in out]
+    assert "job succeeded" in out and "'completed': 37" in out
+    assert re.search(r"parts/part-00000\.[0-9a-f]{16}\.parquet  \(37 rows\)", out) and "results in bucket poolq" in out
+    assert "nearest neighbour of State of the Union" in out
     assert re.search(r"manifest  \S+/manifest\.json\n", out), out
     assert "every document embedded whole" in out and "none truncated" in out
     # Then everything it started is stopped
