@@ -5,6 +5,7 @@ secret, the dev API key) and its data (tenants' documents and vectors, key hashe
 of the machine must read none of it. Every service is started under ``PRIVATE_UMASK``, so what
 it creates is private from the start; ``restrict_tree`` tightens what an earlier version left open.
 """
+
 from __future__ import annotations
 
 import os

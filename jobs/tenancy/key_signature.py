@@ -7,6 +7,7 @@ without the server's secret is refused, and so is any edit of a signed one (a te
 a hash, a revocation time). The secret comes from the operator (``POOLQ_KEY_SIGNING_SECRET``);
 see docs/reliability.md, "Threat model", for what this does not cover.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,13 +38,15 @@ class KeySigner:
         if not secret or len(secret) < MIN_SECRET_CHARS:
             raise SigningSecretMissing(
                 f"POOLQ_KEY_SIGNING_SECRET must be set to a random string of at least {MIN_SECRET_CHARS} characters "
-                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`); API key records are signed with it")
+                "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(48))'`); API key records are signed with it"
+            )
         return cls(secret.encode())
 
     def tag(self, record: Mapping[str, object]) -> str:
         """The tag of ``record`` (its ``tag`` field, if any, left out)."""
-        canonical = json.dumps({k: v for k, v in record.items() if k != "tag"}, sort_keys=True, separators=(",", ":"),
-                               ensure_ascii=True)
+        canonical = json.dumps(
+            {k: v for k, v in record.items() if k != "tag"}, sort_keys=True, separators=(",", ":"), ensure_ascii=True
+        )
         return f"{TAG_VERSION}:" + hmac.new(self.secret, _LABEL + canonical.encode(), hashlib.sha256).hexdigest()
 
     def verifies(self, record: Mapping[str, object]) -> bool:

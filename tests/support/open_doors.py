@@ -1,5 +1,6 @@
 """Probes a local process with no credentials can make against a server's ports: what it can read,
 write or talk to. Each answers whether the door is open; a test asserts every one is shut."""
+
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,5 @@
 """What "its owner's alone" means for a directory tree of the local stack."""
+
 from __future__ import annotations
 
 import stat

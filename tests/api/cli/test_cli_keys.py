@@ -1,5 +1,6 @@
 """`poolq keys`: records signed with POOLQ_KEY_SIGNING_SECRET; `list` names the ones this secret did
 not sign, `resign` signs them (rotation, or keys made before records were signed). A local store."""
+
 import json
 
 from click.testing import CliRunner
@@ -8,8 +9,12 @@ from poolq.api.cli.main import main
 
 
 def _env(tmp_path, secret: str | None) -> dict:
-    env = {"POOLQ_STORE": "local", "POOLQ_LOCAL_STORE_ROOT": str(tmp_path / "store"), "POOLQ_DEV_DIR": str(tmp_path / "none"),
-           "POOLQ_KEY_SIGNING_SECRET": secret}
+    env = {
+        "POOLQ_STORE": "local",
+        "POOLQ_LOCAL_STORE_ROOT": str(tmp_path / "store"),
+        "POOLQ_DEV_DIR": str(tmp_path / "none"),
+        "POOLQ_KEY_SIGNING_SECRET": secret,
+    }
     return env
 
 

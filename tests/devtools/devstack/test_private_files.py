@@ -1,4 +1,5 @@
 """The stack's files are its owner's: directories 0700, files 0600, without touching what is not its own."""
+
 import os
 import stat
 

@@ -1,6 +1,7 @@
 """A dev-stack SeaweedFS serves data on its S3 port only, and only to signed requests: from a plain
 local client without credentials, its master, volume, filer and admin ports (HTTP and gRPC) give
 no object, take no write, hand out no volume assignment and speak no gRPC. A real ``weed mini``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,13 @@ FORGED_KEY = "jobs/_auth/keys/0123456789abcdef.json"
 
 @pytest.fixture(scope="module")
 def weed(tmp_path_factory):
-    config = SeaweedConfig(data_dir=tmp_path_factory.mktemp("weed-doors"), s3_port=ANY_PORT, access_key="poolqdoors",
-                           secret_key="poolq-doors-secret", bucket=BUCKET)
+    config = SeaweedConfig(
+        data_dir=tmp_path_factory.mktemp("weed-doors"),
+        s3_port=ANY_PORT,
+        access_key="poolqdoors",
+        secret_key="poolq-doors-secret",
+        bucket=BUCKET,
+    )
     with SeaweedServer(config) as server:
         server.client().put_object(Bucket=BUCKET, Key=OBJECT_KEY, Body=SECRET_TEXT)
         yield server
@@ -81,4 +87,3 @@ def test_its_data_keys_and_logs_are_its_owners_alone(weed):
     assert (root / "security.toml").exists() and (root / "security" / "weed.key").exists()
     assert not (root / "security" / "ca.key").exists()  # the CA signs one certificate, then its key is gone
     assert_private_tree(root)
-

@@ -3,6 +3,7 @@ password, S3 for its keys, SeaweedFS's other ports for its certificate or JWT; a
 straight into the bucket without the stack's signing secret gets a 401 from the API; its files are
 its owner's (0700 / 0600); `up` prints no secret, `status` shows them to the owner, and `poolq
 flower` asks for its login. One stack for the module (about a minute)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -48,9 +49,14 @@ def stack():
 
 
 def _s3(stack: dict):
-    return boto3.client("s3", endpoint_url=stack["s3_endpoint"], aws_access_key_id=stack["access_key_id"],
-                        aws_secret_access_key=stack["secret_access_key"], region_name="us-east-1",
-                        config=Config(s3={"addressing_style": "path"}))
+    return boto3.client(
+        "s3",
+        endpoint_url=stack["s3_endpoint"],
+        aws_access_key_id=stack["access_key_id"],
+        aws_secret_access_key=stack["secret_access_key"],
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}),
+    )
 
 
 def test_up_prints_no_secret_and_no_command_line_holds_one(stack):
@@ -82,15 +88,22 @@ def test_every_directory_is_0700_and_every_file_0600(stack):
 def test_another_user_can_read_no_file_of_the_stack(stack):
     root = Path(stack["dir"])
     assert oct(root.parent.stat().st_mode & 0o777) == oct(0o755)  # the way in is open: the stack's own modes decide
-    files = [root / "stack.json", root / "logs" / "api.log", root / "redis" / "redis.conf",
-             root / "seaweed" / "s3-identities.json", root / "seaweed" / "security" / "weed.key"]
+    files = [
+        root / "stack.json",
+        root / "logs" / "api.log",
+        root / "redis" / "redis.conf",
+        root / "seaweed" / "s3-identities.json",
+        root / "seaweed" / "security" / "weed.key",
+    ]
     for path in [*files, *(root / "seaweed").glob("*.dat")]:
         assert path.exists(), path
-        read = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(path)],
-                              capture_output=True, timeout=30)
+        read = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(path)], capture_output=True, timeout=30
+        )
         assert read.returncode != 0 and b"Permission denied" in read.stderr, (path, read.stdout[:100])
-    listing = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(root)],
-                             capture_output=True, timeout=30)
+    listing = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "ls", str(root)], capture_output=True, timeout=30
+    )
     assert listing.returncode != 0 and b"Permission denied" in listing.stderr
 
 
@@ -120,16 +133,24 @@ def test_seaweedfs_serves_nothing_to_a_client_without_keys_or_certificate(stack)
 
 
 def _record(key_id: str, secret: str) -> dict:
-    return {"key_id": key_id, "tenant": "dev", "scopes": ["jobs", "admin"], "name": "forged",
-            "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "created_at": "2026-01-01T00:00:00+00:00",
-            "revoked_at": None}
+    return {
+        "key_id": key_id,
+        "tenant": "dev",
+        "scopes": ["jobs", "admin"],
+        "name": "forged",
+        "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(),
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "revoked_at": None,
+    }
 
 
 def test_a_key_record_written_straight_into_the_bucket_is_refused_by_the_api(stack):
     api, s3 = stack["api_url"], _s3(stack)
     assert httpx.get(f"{api}/v1/schedules", headers={"Authorization": f"Bearer {stack['api_key']}"}).status_code == 200
-    forgeries = {"0000000000000001": _record("0000000000000001", "A" * 43),  # no tag
-                 "0000000000000002": {**_record("0000000000000002", "B" * 43), "tag": "v1:" + "0" * 64}}  # a made-up one
+    forgeries = {
+        "0000000000000001": _record("0000000000000001", "A" * 43),  # no tag
+        "0000000000000002": {**_record("0000000000000002", "B" * 43), "tag": "v1:" + "0" * 64},
+    }  # a made-up one
     for key_id, record in forgeries.items():
         s3.put_object(Bucket=stack["bucket"], Key=f"jobs/_auth/keys/{key_id}.json", Body=json.dumps(record).encode())
     for key_id, secret in (("0000000000000001", "A" * 43), ("0000000000000002", "B" * 43)):
@@ -144,8 +165,14 @@ def test_flower_asks_for_the_login_status_shows(stack, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("POOLQ_")}
     env |= {"POOLQ_DEV_DIR": stack["dir"], "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH")]))}
     with (tmp_path / "flower.log").open("wb") as log:
-        flower = subprocess.Popen([sys.executable, "-m", "poolq.api", "flower", "--port", "0"], cwd=REPO_ROOT, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        flower = subprocess.Popen(
+            [sys.executable, "-m", "poolq.api", "flower", "--port", "0"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         port = wait_listening_port(flower.pid, 60, "Flower", log_path=tmp_path / "flower.log")
         url = f"http://127.0.0.1:{port}/workers"  # the UI's page of workers (without a login: 200, every task)
