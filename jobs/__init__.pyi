@@ -142,6 +142,9 @@ from .tenancy.api_keys import (
     InvalidTenant as InvalidTenant,
     Principal as Principal,
 )
+from .tenancy.key_signature import (
+    SigningSecretMissing as SigningSecretMissing,
+)
 from .tenancy.uploads import (
     create_upload as create_upload,
 )

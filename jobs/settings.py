@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import redis
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
@@ -147,6 +147,11 @@ class Settings(BaseSettings):
 
     # Tenancy, authentication and limits (the API's edge).
     api_key_cache_s: float = Field(5.0, ge=0, description="how long a key lookup (or revocation) is cached")
+    # Operator secrets, never stored in the bucket (docs/reliability.md, "Threat model").
+    key_signing_secret: SecretStr | None = Field(None, description="HMAC-SHA256 secret that signs API key records "
+                                                 "(32+ characters): the API and `poolq keys` refuse to run without it")
+    flower_basic_auth: SecretStr | None = Field(None, description="user:password (comma-separated pairs) that "
+                                                "`poolq flower` asks for; it refuses to start without it")
     max_request_bytes: int = Field(10 << 20, ge=1024, description="request bodies above this are refused (413)")
     max_document_chars: int = Field(2_000_000, ge=1, description="longest document accepted inline")
     rate_limit_per_s: float = Field(20.0, gt=0, description="requests per second per tenant, sustained")

@@ -8,11 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 # Set before transformers/huggingface_hub are imported anywhere in the test process.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# API key records are signed (jobs/tenancy/key_signature.py): the APIs, CLIs and processes the tests start
+# share this secret, as a deployment's processes share theirs.
+os.environ.setdefault("POOLQ_KEY_SIGNING_SECRET", TEST_KEY_SIGNING_SECRET)
 
 
 def _share_the_cpus_between_xdist_workers() -> None:

@@ -42,18 +42,25 @@ def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     click.echo(f"stack {'started' if started else 'already running'}: API {state.api_url}, S3 {state.s3_endpoint} "
-               f"(bucket {state.bucket}), Redis {state.redis_url}; details: poolq dev status --dir {state_dir} --json")
+               f"(bucket {state.bucket}), Redis {state.redis_address}; details: poolq dev status --dir {state_dir} --json")
 
 
 @dev.command()
 @_dir_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable: endpoints, credentials, pids")
 def status(state_dir: Path, as_json: bool) -> None:
-    """Show the stack's endpoints, credentials and processes. Exit 1 if it is not running."""
+    """Show the stack's endpoints, credentials and processes. Exit 1 if it is not running.
+
+    The credentials come from the stack's state file, which only its owner can read (0600 in a
+    0700 directory): for anyone else this command fails, and shows nothing."""
     from poolq.devtools.devstack.stack import LocalStack
 
     stack = LocalStack(state_dir)
-    state = stack.load()
+    try:
+        state = stack.load()
+    except PermissionError:
+        click.echo(f"error: cannot read {stack.state_path}: only the user who ran `poolq dev up` can", err=True)
+        sys.exit(2)
     if state is None:
         click.echo(json.dumps({"running": False}) if as_json else f"no stack under {stack.state_dir}")
         sys.exit(1)
@@ -63,9 +70,11 @@ def status(state_dir: Path, as_json: bool) -> None:
     else:
         for name, is_alive in alive.items():
             click.echo(f"{name:8} {'running' if is_alive else 'stopped'}  pid {state.pids.get(name, '-')}")
-        click.echo(f"API {state.api_url}  S3 {state.s3_endpoint} bucket {state.bucket}  Redis {state.redis_url}")
+        click.echo(f"API {state.api_url}  S3 {state.s3_endpoint} bucket {state.bucket}  Redis {state.redis_address}")
         if state.api_key:
             click.echo(f"API key (tenant dev, admin): {state.api_key}")
+        click.echo(f"Flower login (poolq flower): {state.flower_basic_auth}")
+        click.echo("S3 keys, the Redis password and the key-signing secret: --json")
     if not all(alive.values()):
         sys.exit(1)
 

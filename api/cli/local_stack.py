@@ -49,7 +49,7 @@ def cli_settings() -> "Settings":
     if state is None:
         return Settings()
     # The stack's POOLQ_* variables as the environment would give them: strings, which Settings parses.
-    overrides: dict[str, Any] = {name[len("POOLQ_"):].lower(): value for name, value in state.env().items()
+    overrides: dict[str, Any] = {name[len("POOLQ_"):].lower(): value for name, value in state.cli_env().items()
                                  if name.startswith("POOLQ_") and name not in os.environ}
     return Settings(**overrides)
 

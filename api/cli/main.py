@@ -124,15 +124,23 @@ def beat(loglevel: str) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("--port", default=5555, show_default=True, type=int)
-@click.option("--address", default="127.0.0.1", show_default=True, help="listen address (Flower has no auth of its own)")
+@click.option("--address", default="127.0.0.1", show_default=True, help="listen address")
 @click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
 def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
-    """Run Flower on poolq's broker; extra options go to Flower (e.g. --basic-auth=user:password)."""
-    from poolq.jobs import Settings, configure_logging, create_celery_app
+    """Run Flower on poolq's broker, behind HTTP basic auth: the login is POOLQ_FLOWER_BASIC_AUTH
+    (user:password; a local stack's is in `poolq dev status`). Extra options go to Flower."""
+    from poolq.api.cli.local_stack import cli_settings
+    from poolq.jobs import configure_logging, create_celery_app
 
-    settings = Settings()
+    settings = cli_settings()  # a running local stack's broker and login, unless the environment names others
+    if settings.flower_basic_auth is None:
+        click.echo("error: set POOLQ_FLOWER_BASIC_AUTH=user:password (Flower shows every job's tasks; it asks for "
+                   "this login)", err=True)
+        sys.exit(2)
     configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
-    argv = ["flower", f"--port={port}", f"--address={address}", "--logging=none", *flower_args]
+    # In this process's own argv list, never on a command line: `ps` shows no password.
+    login = f"--basic-auth={settings.flower_basic_auth.get_secret_value()}"
+    argv = ["flower", f"--port={port}", f"--address={address}", "--logging=none", login, *flower_args]
     sys.exit(create_celery_app(settings).start(argv=argv) or 0)
 
 

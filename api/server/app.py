@@ -43,7 +43,7 @@ def create_app(
         lane = services.lane
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
     app.state.ctx = ctx
-    app.state.keys = ApiKeyStore(ctx.store, settings.output_prefix, cache_s=settings.api_key_cache_s)
+    app.state.keys = ApiKeyStore.from_settings(ctx.store, settings)
     app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_failures = auth_failures or InMemoryRateLimiter(settings.auth_failure_rate_per_s,
                                                                    settings.auth_failure_burst)

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Callable, Generic, Protocol, Self, TypeVar
 
 from poolq.devtools.devstack.ports import ANY_PORT, port_is_free
+from poolq.devtools.devstack.private_files import private_dir, restrict_tree
 from poolq.devtools.devstack.process import (
     PortInUse,
     ServiceError,
@@ -107,7 +108,7 @@ class ManagedServer(ABC, Generic[ConfigT]):
         for port in self.ports():
             if not port_is_free(port, self.config.host):
                 raise ServiceError(f"port {port} on {self.config.host} is already in use; cannot start {self.program}")
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        restrict_tree(private_dir(self.config.data_dir))  # its data and secrets are its owner's alone
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         return self._spawn()
 

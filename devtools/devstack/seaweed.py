@@ -6,7 +6,9 @@ listeners is bound to 127.0.0.1 on a port chosen here, so several stacks (a dev
 stack and a test run) coexist on one machine; the optional WebDAV, Iceberg,
 Lance and admin-UI front ends are switched off.  S3 requests must be signed
 with the configured key pair: the identities file in the data directory is the
-only source of credentials.
+only source of credentials.  Only S3 serves data: the other listeners require
+SeaweedFS's own credentials (mutual TLS for gRPC, JWTs for HTTP) or have their
+HTTP API switched off; see ``seaweed_security.py``.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from poolq.devtools.devstack.managed_server import ManagedServer
 from poolq.devtools.devstack.ports import ANY_PORT, LOOPBACK, listening_ports
+from poolq.devtools.devstack.private_files import private_dir, write_private
 from poolq.devtools.devstack.process import ServiceError, locate_executable, read_pid, spawn
 from poolq.devtools.devstack.seaweed_ports import SeaweedPorts, pick_port
+from poolq.devtools.devstack.seaweed_security import SeaweedSecurity
 
 WEED_ENV = "POOLQ_WEED"
 #: Environment prefixes weed reads settings from (AWS_ACCESS_KEY_ID would add an
@@ -191,6 +195,9 @@ class SeaweedServer(ManagedServer[SeaweedConfig]):
             f"-master.volumeSizeLimitMB={cfg.volume_size_limit_mb}",
             f"-volume.max={cfg.max_volumes}",
             "-volume.preStopSeconds=0",  # stop in ~1 s instead of ~4 s
+            # No HTTP API on the master and filer (S3 talks to them over gRPC, with mutual TLS);
+            # the volume server's HTTP needs a JWT (security.toml, written at each start).
+            "-disableHttp",
         ]
 
     def ports(self) -> list[int]:
@@ -206,8 +213,9 @@ class SeaweedServer(ManagedServer[SeaweedConfig]):
 
     def _spawn(self) -> int:
         cfg = self.config
-        (cfg.data_dir / "log").mkdir(parents=True, exist_ok=True)  # else weed logs to /tmp
+        private_dir(cfg.data_dir / "log")  # else weed logs to /tmp
         self._write_identities()
+        SeaweedSecurity(cfg.data_dir).write()  # fresh JWT keys and certificates, in ./security.toml
         # weed mini saves its flags to mini.options and re-applies them on the
         # next start; drop it so a previous run's settings never leak in.
         (cfg.data_dir / "mini.options").unlink(missing_ok=True)
@@ -269,9 +277,7 @@ class SeaweedServer(ManagedServer[SeaweedConfig]):
                 }
             ]
         }
-        fd = os.open(self.identities_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(identities, out, indent=2)
+        write_private(self.identities_path, json.dumps(identities, indent=2))
 
     def _remove_stale_sockets(self) -> None:
         """Delete weed's unix sockets for our ports from the temp directory.

@@ -24,10 +24,13 @@ import httpx
 
 from poolq.devtools.devstack.managed_server import ManagedServer
 from poolq.devtools.devstack.ports import ANY_PORT, port_is_free, wait_listening_port
+from poolq.devtools.devstack.private_files import private_dir, restrict_tree
 from poolq.devtools.devstack.process import ServiceError, pid_alive, spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.devtools.devstack.stack_state import StackState
+from poolq.jobs import ApiKeyStore, Settings
+from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
 # Services start a phase at a time, those of a phase together (the programs need the stores up);
 # they stop in the reverse order, a phase at a time.
@@ -36,6 +39,8 @@ SERVICES = tuple(name for phase in PHASES for name in phase)
 # What each service's command line contains: `down` never signals a pid that lacks it.
 CMDLINE_MARKERS = {"redis": "redis-server", "seaweed": "weed", "api": "serve", "worker": "worker", "beat": "beat"}
 BUCKET = "poolq"
+#: What the stack keeps in its state directory: its state file, logs, and each store's data.
+STATE_ENTRIES = ("stack.json", "logs", "redis", "seaweed")
 DEV_TENANT = "dev"
 
 
@@ -67,8 +72,13 @@ class LocalStack:
     # -- up / down -----------------------------------------------------------------------
     def up(self, log: Callable[[str], None] = print) -> tuple[StackState, list[str]]:
         """Start whatever is not running; returns the state and the services started now."""
+        self._make_private()
         state = self.load() or self._new_state()
         alive = self.running(state)
+        made = state.ensure_secrets()
+        if made and any(alive.values()):
+            raise ServiceError(f"this stack was started without {', '.join(made)} (an older poolq); "
+                               f"stop it first: poolq dev down --dir {self.state_dir}")
         for name, port_name in (("redis", "redis"), ("seaweed", "s3"), ("api", "api")):
             if not alive[name] and state.ports[port_name] != ANY_PORT:  # check every port before starting anything
                 self._require_free(state.ports[port_name], name)
@@ -89,8 +99,11 @@ class LocalStack:
                 log(f"{name}: started (pid {state.pids[name]}) {self._where(name, state)}")
         if not state.api_key:
             state.api_key = self._create_dev_key(state)
-            state.save(self.state_path)
-        log(f"dev API key (tenant {DEV_TENANT}, admin): {state.api_key}")
+        elif "key_signing_secret" in made:  # made before key records were signed: we made it, so we vouch for it
+            self._key_store(state).resign(state.api_key.split("_")[1])
+        state.save(self.state_path)
+        # Secrets are never printed here (terminal scrollback, CI logs): `poolq dev status` shows them to the owner.
+        log(f"dev API key (tenant {DEV_TENANT}, admin), Flower login and S3 keys: poolq dev status --dir {self.state_dir}")
         return state, started
 
     def down(self, only: list[str] | None = None) -> list[str]:
@@ -111,18 +124,29 @@ class LocalStack:
         state.save(self.state_path)
         return stopped
 
-    @staticmethod
-    def _create_dev_key(state: StackState) -> str:
-        from poolq.jobs import ApiKeyStore
-        from poolq.storage import S3Config, S3ObjectStore, make_s3_client
+    def _make_private(self) -> None:
+        """The state directory 0700, and what the stack keeps in it 0700 / 0600, also what an older
+        version left open (only the stack's own entries: ``--dir`` may name a folder with other things)."""
+        private_dir(self.state_dir)
+        for name in STATE_ENTRIES:
+            path = self.state_dir / name
+            if path.is_dir():
+                restrict_tree(path)
+            elif path.is_file():
+                path.chmod(0o600)
 
+    @classmethod
+    def _create_dev_key(cls, state: StackState) -> str:
+        key, _ = cls._key_store(state).create(DEV_TENANT, admin=True, name="poolq dev up")
+        return key
+
+    @staticmethod
+    def _key_store(state: StackState) -> ApiKeyStore:
+        """The stack's key records, signed with its secret (its processes use the default prefix)."""
         config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
         store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-        from poolq.jobs import Settings
-
-        prefix = Settings.model_fields["output_prefix"].default  # the stack's processes use the default
-        key, _ = ApiKeyStore(store, prefix).create(DEV_TENANT, admin=True, name="poolq dev up")
-        return key
+        prefix = Settings.model_fields["output_prefix"].default
+        return ApiKeyStore(store, prefix, signing_secret=state.key_signing_secret)
 
     # -- starting each service -------------------------------------------------------------
     def _new_state(self) -> StackState:
@@ -130,13 +154,14 @@ class LocalStack:
             state_dir=str(self.state_dir), api_url="", s3_endpoint="", bucket=BUCKET, redis_url="",
             access_key_id=f"poolq{secrets.token_hex(6)}", secret_access_key=secrets.token_urlsafe(30), ports={},
         )
+        state.ensure_secrets()
         for name, port in (("redis", self.ports.redis), ("s3", self.ports.s3), ("api", self.ports.api)):
             state.use_port(name, port)  # 0 until the service has one
         return state
 
     @staticmethod
     def _where(name: str, state: StackState) -> str:
-        return {"redis": state.redis_url, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu",
+        return {"redis": state.redis_address, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu",
                 "beat": "reconciler + schedules"}[name]
 
     def _require_free(self, port: int, service: str) -> None:
@@ -146,7 +171,8 @@ class LocalStack:
     # Each starter launches its service and returns its pid and a call that waits until it is ready
     # (and records the port the service got).
     def _start_redis(self, state: StackState) -> tuple[int, Callable[[], None]]:
-        server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"]))
+        server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"],
+                                         password=state.redis_password))
         return self._start_store(state, "redis", server, lambda: state.use_port("redis", server.config.port))
 
     def _seaweed_config(self, state: StackState) -> SeaweedConfig:
@@ -207,7 +233,7 @@ class LocalStack:
         offset = log_path.stat().st_size if log_path.exists() else 0
         # `poolq worker`: a control worker and a compute worker under one supervisor; both say "ready."
         argv = [sys.executable, "-m", "poolq.api", "worker", "--hostname", f"poolq-dev-{int(time.time())}"]
-        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.worker_env()})
         return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b" ready.", times=2), timeout=120,
                                        interval=0.1, what="the workers", log_path=log_path, pid=pid)
 
@@ -215,7 +241,7 @@ class LocalStack:
         log_path = self.state_dir / "logs" / "beat.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         argv = [sys.executable, "-m", "poolq.api", "beat"]
-        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.env()})
+        pid = spawn(argv, log_path=log_path, pid_path=None, env={**os.environ, **state.worker_env()})
         return pid, lambda: wait_until(lambda: _log_says(log_path, offset, b"beat: Starting"), timeout=60, interval=0.1,
                                        what="beat", log_path=log_path, pid=pid)
 

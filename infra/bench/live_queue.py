@@ -72,7 +72,8 @@ def _long_text(chars: int = 1_500_000) -> str:
 def _other_key(state) -> str:
     config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
     store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default).create("bench-other")
+    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
+                         signing_secret=state.key_signing_secret).create("bench-other")
     return key
 
 

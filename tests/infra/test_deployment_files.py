@@ -23,6 +23,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.jobs.settings import Settings
 
@@ -120,9 +121,12 @@ def test_every_poolq_variable_named_is_a_setting():
     assert unknown == {}, f"not fields of poolq.jobs.settings.Settings (env prefix POOLQ_): {unknown}"
 
 
-def test_compose_interpolates_only_settings_and_the_redis_password():
+SEAWEED_KEYS = {"SEAWEED_JWT_KEY", "SEAWEED_JWT_READ_KEY", "SEAWEED_FILER_JWT_KEY", "SEAWEED_FILER_JWT_READ_KEY"}
+
+
+def test_compose_interpolates_only_settings_the_redis_password_and_seaweedfs_keys():
     names = {name for s in _strings(_compose()) for name in _interpolated(s)}
-    assert names - SETTING_NAMES == {"REDIS_PASSWORD"}, names
+    assert names - SETTING_NAMES == {"REDIS_PASSWORD", *SEAWEED_KEYS}, names
 
 
 def _settings_from(env: dict[str, str], monkeypatch) -> Settings:
@@ -140,8 +144,11 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
     settings = _settings_from({**_dockerfile_env("worker.Dockerfile"), **env}, monkeypatch)
     assert settings.store == "s3" and settings.s3_endpoint_url == "http://seaweedfs:8333"
     assert settings.redis_url.startswith("redis://:placeholder@redis:6379/")
-    for name in ("api", "worker", "control-worker", "beat"):
+    for name in ("worker", "control-worker", "beat"):
         assert compose["services"][name]["environment"] == compose["x-poolq-env"], name  # one configuration
+    for name in ("api", "flower"):  # the same, and a secret of their own
+        environment = compose["services"][name]["environment"]
+        assert environment.items() >= compose["x-poolq-env"].items() and len(environment) == len(compose["x-poolq-env"]) + 1
     # SeaweedFS creates the bucket the services use
     seaweed = " ".join(_compose_command(compose["services"]["seaweedfs"]))
     assert f"-bucket={settings.bucket}" in seaweed
@@ -154,18 +161,24 @@ def test_k8s_settings_parse(monkeypatch):
     settings = _settings_from({**config, **secret, **worker_env}, monkeypatch)
     assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "float16"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):  # every process: the same values
-        env_from = _container(_k8s("Deployment", name))["envFrom"]
-        sources = {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
-        assert sources == {"poolq-config", "poolq-secrets"}, name
+    own = {"poolq-api": {"poolq-api-secrets"}, "poolq-flower": {"poolq-flower-secrets"}}
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):  # the same values
+        sources = _env_sources(name)
+        assert sources == {"poolq-config", "poolq-secrets", *own.get(name, ())}, name
+
+
+def _env_sources(deployment: str) -> set[str]:
+    env_from = _container(_k8s("Deployment", deployment))["envFrom"]
+    return {(ref.get("configMapRef") or ref.get("secretRef"))["name"] for ref in env_from}
 
 
 # -- commands --------------------------------------------------------------------------------------------
 
 def _commands() -> dict[str, list[str]]:
     compose = _compose()["services"]
-    commands = {f"compose {name}": _compose_command(compose[name]) for name in ("api", "worker", "control-worker", "beat")}
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat"):
+    commands = {f"compose {name}": _compose_command(compose[name])
+                for name in ("api", "worker", "control-worker", "beat", "flower")}
+    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):
         container = _container(_k8s("Deployment", name))
         commands[f"k8s {name}"] = [*container.get("command", []), *container.get("args", [])]
     commands.update({f"image {name}": _dockerfile_cmd(name) for name in DOCKERFILES})
@@ -211,7 +224,8 @@ def test_every_command_parses_with_the_cli_it_names():
         assert commands[where][commands[where].index("--queues") + 1] == "gpu", where
     for where in ("compose control-worker", "k8s poolq-control-worker"):
         assert commands[where][:5] == ["poolq", "worker", "--queues", "control", "--concurrency"], where
-    assert commands["k8s poolq-api"][:3] == ["uvicorn", "poolq.api.server.app:create_app", "--factory"]
+    # The API runs as `poolq serve`: uvicorn with its proxy headers off (POOLQ_TRUSTED_PROXIES decides)
+    assert commands["k8s poolq-api"][:2] == ["poolq", "serve"]
     for where, argv in commands.items():
         try:
             _check_command(argv)
@@ -293,6 +307,87 @@ def test_probes_hit_real_routes_on_the_port_the_api_listens_on(tmp_path):
     assert _compose()["services"]["api"]["ports"] == [f"{port}:{port}"]
 
 
+# -- trust boundaries: networks, secrets, logins -----------------------------------------------------------
+
+def test_compose_publishes_the_api_alone_and_keeps_the_rest_on_an_internal_network():
+    compose = _compose()
+    assert compose["networks"]["backend"]["internal"] is True
+    default = {name: service for name, service in compose["services"].items() if not service.get("profiles")}
+    assert {name for name, service in default.items() if service.get("ports")} == {"api"}
+    for name, service in default.items():
+        if name == "s3-door":  # in seaweedfs's network namespace
+            assert service["network_mode"] == "service:seaweedfs" and "networks" not in service
+            continue
+        assert service["networks"] == (["backend", "edge"] if name == "api" else ["backend"]), name
+    flower = compose["services"]["flower"]  # opt-in (--profile ops), on the host's loopback only
+    assert flower["profiles"] == ["ops"] and all(port.startswith("127.0.0.1:") for port in flower["ports"])
+
+
+def test_compose_seaweedfs_serves_data_on_s3_alone_with_keys(monkeypatch):
+    compose = _compose()
+    seaweed = compose["services"]["seaweedfs"]
+    command = " ".join(_compose_command(seaweed))
+    for flag in ("-disableHttp", "-s3.config=", "-s3.iam=false", "-admin.ui=false", "-webdav=false"):
+        assert flag in command, flag
+    # Every weed listener on the container's loopback; the door forwards the services' S3 port to S3's alone
+    assert "-ip.bind=127.0.0.1" in command.split() and "-ip=127.0.0.1" in command.split()
+    [inner_port] = re.findall(r"-s3\.port=(\d+)", command)
+    door = compose["services"]["s3-door"]
+    env = {name: _INTERPOLATION.sub("placeholder", value) for name, value in compose["x-poolq-env"].items()}
+    outer_port = _settings_from(env, monkeypatch).s3_endpoint_url.rsplit(":", 1)[1]
+    assert door["command"] == [f"TCP-LISTEN:{outer_port},fork,reuseaddr", f"TCP:127.0.0.1:{inner_port}"]
+    jwt = {"WEED_JWT_SIGNING_KEY", "WEED_JWT_SIGNING_READ_KEY", "WEED_JWT_FILER_SIGNING_KEY", "WEED_JWT_FILER_SIGNING_READ_KEY"}
+    environment = seaweed["environment"]
+    assert jwt <= environment.keys()
+    assert {name for key in jwt for name in _interpolated(environment[key])} == SEAWEED_KEYS
+    assert all(":?" in environment[key] for key in jwt)  # compose refuses to start without them
+
+
+def test_the_key_signing_secret_is_the_apis_alone(monkeypatch):
+    compose = _compose()["services"]
+    holders = {name for name, service in compose.items() if "POOLQ_KEY_SIGNING_SECRET" in service.get("environment", {})}
+    assert holders == {"api"} and ":?" in compose["api"]["environment"]["POOLQ_KEY_SIGNING_SECRET"]
+    readers = {doc["metadata"]["name"] for doc in _k8s_documents() if doc["kind"] == "Deployment"
+               and "poolq-api-secrets" in _env_sources(doc["metadata"]["name"])}
+    assert readers == {"poolq-api"}
+    secret = _k8s("Secret", "poolq-api-secrets")["stringData"]
+    settings = _settings_from(secret, monkeypatch)
+    assert len(settings.key_signing_secret.get_secret_value()) >= 32
+    assert "POOLQ_KEY_SIGNING_SECRET" not in _k8s("Secret", "poolq-secrets")["stringData"]  # workers never see it
+
+
+def test_flower_asks_for_a_login_in_both_deployments(monkeypatch):
+    compose = _compose()["services"]["flower"]
+    assert ":?" in compose["environment"]["POOLQ_FLOWER_BASIC_AUTH"]
+    login = _k8s("Secret", "poolq-flower-secrets")["stringData"]
+    user, _, password = _settings_from(login, monkeypatch).flower_basic_auth.get_secret_value().partition(":")
+    assert user and password
+    assert "poolq-flower-secrets" in _env_sources("poolq-flower")
+    # Both run the API image, which has Flower
+    assert _compose()["services"]["flower"]["build"]["dockerfile"] == "infra/docker/api.Dockerfile"
+    assert _container(_k8s("Deployment", "poolq-flower"))["image"].startswith("poolq-api:")
+    assert "flower" in _api_image_installs()
+    assert not [doc for doc in _k8s_documents() if doc["kind"] == "Ingress"]
+
+
+def test_network_policies_admit_the_api_port_and_redis_from_poolqs_processes_only():
+    policies = {doc["metadata"]["name"]: doc["spec"] for doc in _k8s_documents() if doc["kind"] == "NetworkPolicy"}
+    deny = policies["default-deny-ingress"]
+    assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"] and not deny.get("ingress")
+    labels = {name: _k8s("Deployment", name)["spec"]["template"]["metadata"]["labels"]["app"]
+              for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower")}
+    admitted = {spec["podSelector"]["matchLabels"]["app"]: spec["ingress"] for spec in policies.values() if spec.get("ingress")}
+    assert admitted.keys() == {"poolq-api", "redis"}  # workers, beat, Flower: no way in
+    api_port = _container(_k8s("Deployment", "poolq-api"))["ports"][0]["containerPort"]
+    assert admitted["poolq-api"] == [{"ports": [{"port": api_port, "protocol": "TCP"}]}]
+    [rule] = admitted["redis"]
+    [selector] = rule["from"]
+    [expression] = selector["podSelector"]["matchExpressions"]
+    assert expression["key"] == "app" and set(expression["values"]) == set(labels.values())
+    assert rule["ports"] == [{"port": 6379, "protocol": "TCP"}]
+    assert _k8s("StatefulSet", "redis")["spec"]["template"]["metadata"]["labels"] == {"app": "redis"}
+
+
 # -- docs/storage.md ---------------------------------------------------------------------------------------
 
 def test_the_storage_page_covers_aws_minio_and_seaweedfs():
@@ -339,7 +434,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     assert service.prefix == prefix
     layout = service.job(tenant, job)
     store = LocalObjectStore(tmp_path)
-    _, record = ApiKeyStore(store, prefix).create(tenant)
+    _, record = ApiKeyStore(store, prefix, signing_secret=TEST_KEY_SIGNING_SECRET).create(tenant)
     built = {
         service.active(job), service.idempotency(digest), service.schedule(schedule),
         service.schedule_run(schedule, slot_name(slot)), service.job_index(job),

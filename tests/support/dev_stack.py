@@ -25,8 +25,8 @@ def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subproce
 @contextmanager
 def dev_stack(state_dir: Path, env: dict | None = None) -> Iterator[dict]:
     """`poolq dev up` on free ports (port 0: each service gets one nobody else can take first);
-    yields `poolq dev status --json` (+ "dir"), whose "ports" and URLs say which; `down` afterwards,
-    checking that nothing it started is left running."""
+    yields `poolq dev status --json` (+ "dir", and "up_output": what `up` printed), whose "ports" and
+    URLs say which; `down` afterwards, checking that nothing it started is left running."""
     up = poolq("dev", "up", "--dir", str(state_dir), "--redis-port", "0", "--s3-port", "0", "--api-port", "0", env=env)
     info: dict = {"pids": {}}
     try:
@@ -34,7 +34,7 @@ def dev_stack(state_dir: Path, env: dict | None = None) -> Iterator[dict]:
         status = poolq("dev", "status", "--dir", str(state_dir), "--json")
         assert status.returncode == 0, status.stdout + status.stderr
         info = json.loads(status.stdout)
-        yield {**info, "dir": str(state_dir)}
+        yield {**info, "dir": str(state_dir), "up_output": up.stdout + up.stderr}
     finally:
         down = poolq("dev", "down", "--dir", str(state_dir))
         assert down.returncode == 0, down.stderr

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from support.dev_stack import dev_stack
 from support.dev_stack import poolq as _poolq
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.api.cli.main import main
 from poolq.api.cli.output import ExitCode, error_message, exit_code_for
@@ -181,6 +182,7 @@ def test_keys_and_client_verbs_find_the_local_stack_by_themselves(stack, tmp_pat
     assert "Traceback" not in created.stderr + as_acme.stderr + as_dev.stderr
     status = run("dev", "status")
     assert f"API key (tenant dev, admin): {stack['api_key']}" in status.stdout
+    assert f"Flower login (poolq flower): poolq:{stack['flower_password']}" in status.stdout
 
 
 def test_store_errors_are_one_line_naming_what_was_tried(tmp_path, closed_port):
@@ -188,6 +190,11 @@ def test_store_errors_are_one_line_naming_what_was_tried(tmp_path, closed_port):
     endpoint = f"http://127.0.0.1:{closed_port}"
     env.update(POOLQ_STORE="s3", POOLQ_S3_ENDPOINT_URL=endpoint, POOLQ_S3_ACCESS_KEY_ID="x", POOLQ_S3_SECRET_ACCESS_KEY="y",
                POOLQ_DEV_DIR=str(tmp_path / "no-stack"), POOLQ_S3_MAX_ATTEMPTS="1")
+    unsigned = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "list"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert unsigned.returncode == 2 and unsigned.stderr.startswith("error: POOLQ_KEY_SIGNING_SECRET must be set")
+    assert len(unsigned.stderr.splitlines()) == 1  # key records are signed: no key store without the secret
+    env["POOLQ_KEY_SIGNING_SECRET"] = TEST_KEY_SIGNING_SECRET
     listed = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "list"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == ExitCode.UNAVAILABLE and "Traceback" not in listed.stderr
@@ -307,5 +314,6 @@ def _tenant_key(stack: dict, *, admin: bool) -> str:
 
     config = S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"])
     store = S3ObjectStore(make_s3_client(config), stack["bucket"], config)
-    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default).create("dev", admin=admin)
+    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
+                         signing_secret=stack["key_signing_secret"]).create("dev", admin=admin)
     return key

@@ -18,6 +18,7 @@ from poolq.jobs.worker.celery_app import create_celery_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FLOWER_DB = 8  # a database of its own: Flower and the worker see only this test's traffic
+FLOWER_LOGIN = ("ops", "flower-test-password")
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,7 @@ class _Started:
 def started(tmp_path, redis_url):
     url = redis_url.rsplit("/", 1)[0] + f"/{FLOWER_DB}"
     env = {**os.environ, "POOLQ_REDIS_URL": url, "POOLQ_STORE": "local", "POOLQ_LOCAL_STORE_ROOT": str(tmp_path / "store"),
-           "POOLQ_LOG_FORMAT": "json", "FLOWER_UNAUTHENTICATED_API": "true"}
+           "POOLQ_LOG_FORMAT": "json", "POOLQ_FLOWER_BASIC_AUTH": f"{FLOWER_LOGIN[0]}:{FLOWER_LOGIN[1]}"}
     procs = _Started(tmp_path, env)
     yield procs
     procs.stop()
@@ -82,9 +83,12 @@ def test_flower_lists_the_worker_and_its_tasks(started):
         return "\n".join(f"--- {name} ---\n{started.log(name)[-2000:]}" for name in started.procs)
 
     port = wait_listening_port(flower.pid, 30, "Flower", log_path=started.logs / "flower.err")
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, auth=FLOWER_LOGIN)
 
     _eventually(lambda: http.get("/healthcheck").text == "OK", 30, "Flower to answer", logs)
+    for page in ("/", "/workers", "/tasks", "/api/tasks"):  # every page asks for the login
+        assert httpx.get(f"http://127.0.0.1:{port}{page}", timeout=10).status_code == 401, page
+        assert httpx.get(f"http://127.0.0.1:{port}{page}", auth=("ops", "guess"), timeout=10).status_code == 401, page
     _eventually(lambda: " ready." in started.log("worker") or worker.poll() is not None, 30, "the worker", logs)
     workers = _eventually(lambda: http.get("/api/workers", params={"refresh": "1"}).json(), 20, "Flower to list it", logs)
     assert [name for name in workers if name.startswith("flowertest@")], workers
@@ -99,3 +103,10 @@ def test_flower_lists_the_worker_and_its_tasks(started):
 
     ready = [json.loads(line) for line in started.log("worker").splitlines() if line.startswith("{") and " ready." in line]
     assert ready and ready[0]["logger"] == "celery.apps.worker"
+
+
+def test_flower_refuses_to_start_without_a_login(started):
+    env = {k: v for k, v in started.env.items() if k != "POOLQ_FLOWER_BASIC_AUTH"}
+    done = subprocess.run([sys.executable, "-m", "poolq.api", "flower", "--port", "0"], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "POOLQ_FLOWER_BASIC_AUTH" in done.stderr and "Traceback" not in done.stderr

@@ -82,7 +82,7 @@ def cap_api(tmp_path_factory, seaweed, redis_url):
         "rate_limit_per_s": 1000, "rate_limit_burst": 100000,
     }
     settings = Settings(**values)
-    store = ApiKeyStore(settings.object_store(), prefix)
+    store = ApiKeyStore.from_settings(settings.object_store(), settings)
     tenants = [f"cap-{name}-{uuid.uuid4().hex[:6]}" for name in ("a", "b")]
     keys = {tenant: store.create(tenant)[0] for tenant in tenants}
 

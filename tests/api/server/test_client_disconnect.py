@@ -7,6 +7,7 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 from support.security_app import holding_context, uvicorn_server
 
 from poolq.api.server.app import create_app
@@ -61,7 +62,7 @@ def test_a_body_cut_off_by_the_client_is_logged_at_info_without_a_traceback(tmp_
 @pytest.mark.integration
 def test_a_real_server_logs_no_traceback_for_a_client_gone_mid_body(tmp_path):
     root = tmp_path / "store"
-    key, _ = ApiKeyStore(LocalObjectStore(root), "jobs").create("acme")
+    key, _ = ApiKeyStore(LocalObjectStore(root), "jobs", signing_secret=TEST_KEY_SIGNING_SECRET).create("acme")
     env = {"POOLQ_STORE": "local", "POOLQ_LOCAL_STORE_ROOT": str(root), "POOLQ_OUTPUT_PREFIX": "jobs",
            "POOLQ_API_KEY_CACHE_S": "0"}
     log_path = tmp_path / "uvicorn.log"

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 from support.refusals import FOREIGN_URIS, GRANTED, OWN
 from support.security_app import holding_context, uvicorn_server
 
@@ -228,7 +229,12 @@ def test_every_v1_route_needs_a_valid_key(tmp_path):
         "wrong secret": {"Authorization": f"Bearer {wrong_secret}"},
         "unknown key id": {"Authorization": f"Bearer pq_{'0' * 16}_{secret}"},
         "revoked": {"Authorization": f"Bearer {revoked}"},
+        "unsigned record": {"Authorization": f"Bearer pq_{'f' * 16}_{secret}"},
     }
+    # A copy of the good key's record under another id, put straight into the store: its tag does not fit,
+    # and without one (or with its own) it is no better.
+    fields = json.loads(app.state.ctx.store.get(f"{app.state.keys.prefix}/{record.key_id}.json"))
+    app.state.ctx.store.put(f"{app.state.keys.prefix}/{'f' * 16}.json", json.dumps({**fields, "key_id": "f" * 16}).encode())
     assert _client(app, key).get("/v1/jobs").status_code == 200  # the good key works
     assert _client(app, revoked).get("/v1/jobs").status_code == 401
     for name, headers in presented.items():
@@ -238,6 +244,14 @@ def test_every_v1_route_needs_a_valid_key(tmp_path):
             assert response.headers["WWW-Authenticate"] == "Bearer", (name, route)
             assert set(response.json()) == {"detail"}
             assert secret not in response.text and _secret(revoked) not in response.text
+
+
+def test_no_api_without_a_key_signing_secret(tmp_path):
+    from poolq.jobs import SigningSecretMissing
+
+    settings = Settings(store="local", local_store_root=tmp_path, key_signing_secret=None)
+    with pytest.raises(SigningSecretMissing, match="POOLQ_KEY_SIGNING_SECRET"):
+        create_app(settings, holding_context(settings), checks=[])
 
 
 def test_schedules_need_an_admin_key(tmp_path):
@@ -470,7 +484,7 @@ def live_server(tmp_path_factory):
     """uvicorn serving the API (body limit ``SERVER_LIMIT``), access log on, at trace level; keys
     are made here, in the store it reads."""
     root = tmp_path_factory.mktemp("live")
-    keys = ApiKeyStore(LocalObjectStore(root / "store"), "jobs")
+    keys = ApiKeyStore(LocalObjectStore(root / "store"), "jobs", signing_secret=TEST_KEY_SIGNING_SECRET)
     good, _ = keys.create(TENANT_A, admin=True)
     revoked, record = keys.create(TENANT_A)
     keys.revoke(record.key_id)

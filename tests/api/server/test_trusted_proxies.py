@@ -87,7 +87,7 @@ def serve(tmp_path, redis_url):
         redis.Redis.from_url(url).flushdb()
         store = tmp_path / f"store-{uuid.uuid4().hex[:6]}"
         settings = Settings(store="local", local_store_root=store)
-        ApiKeyStore(settings.object_store(), settings.output_prefix).create("acme")  # the store exists
+        ApiKeyStore.from_settings(settings.object_store(), settings).create("acme")  # the store exists
         log = (tmp_path / "serve.log").open("ab")
         variables = {**os.environ, "POOLQ_REDIS_URL": url, "POOLQ_STORE": "local", "POOLQ_LOCAL_STORE_ROOT": str(store),
                      "POOLQ_AUTH_FAILURE_BURST": str(BURST), "POOLQ_AUTH_FAILURE_RATE_PER_S": "0.01",

@@ -35,7 +35,7 @@ class _Switchable:
 def api(tmp_path):
     settings = Settings(store="local", local_store_root=tmp_path, output_prefix="jobs", api_key_cache_s=3600)
     ctx = holding_context(settings)
-    secret, _ = ApiKeyStore(ctx.store, settings.output_prefix).create("acme")
+    secret, _ = ApiKeyStore.from_settings(ctx.store, settings).create("acme")
     ctx.store, ctx.status = _Switchable(ctx.store), _Switchable(ctx.status)
     client = TestClient(create_app(settings, ctx, checks=[]), raise_server_exceptions=False)
     headers = {"Authorization": f"Bearer {secret}"}

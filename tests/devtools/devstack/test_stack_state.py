@@ -26,3 +26,17 @@ def test_saving_again_over_a_readable_file_makes_it_private(tmp_path):
     _state().save(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert StackState.load(path) == _state()
+
+
+def test_a_state_gets_its_secrets_once_and_its_redis_url_carries_the_password():
+    state = StackState(state_dir="d", api_url="", s3_endpoint="", bucket="b", redis_url="", access_key_id="k",
+                       secret_access_key="s", ports={"redis": 6390})
+    assert state.ensure_secrets() == ["redis_password", "key_signing_secret", "flower_password"]
+    assert len({state.redis_password, state.key_signing_secret, state.flower_password}) == 3
+    assert state.redis_url == f"redis://:{state.redis_password}@127.0.0.1:6390/0"
+    assert state.redis_address == "redis://127.0.0.1:6390/0"  # what may be printed
+    assert state.ensure_secrets() == []  # kept: the running services use them
+    assert state.env()["POOLQ_KEY_SIGNING_SECRET"] == state.key_signing_secret
+    assert "POOLQ_FLOWER_BASIC_AUTH" not in state.env()  # the API and workers have no use for it
+    assert "POOLQ_KEY_SIGNING_SECRET" not in state.worker_env()  # only the API checks keys
+    assert state.cli_env()["POOLQ_FLOWER_BASIC_AUTH"] == f"poolq:{state.flower_password}"

@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.devtools.devstack.ports import ANY_PORT, wait_listening_port
 from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
@@ -334,7 +335,8 @@ class Deployment:
         if getattr(self, "_api_key", None) is None:
             from poolq.jobs.tenancy.api_keys import ApiKeyStore
 
-            self._api_key, _ = ApiKeyStore(self.ctx.store, self.prefix).create("faults", admin=True)
+            self._api_key, _ = ApiKeyStore(self.ctx.store, self.prefix, signing_secret=TEST_KEY_SIGNING_SECRET).create(
+                "faults", admin=True)
         return self._api_key
 
     def stop(self, proc: Proc, timeout: float = 10) -> None:

@@ -90,7 +90,7 @@ class Stack:
 
     def client(self) -> PoolqClient:
         if not self.api_key:
-            self.api_key, _ = ApiKeyStore(self.store, self.settings.output_prefix).create(TENANT, admin=True)
+            self.api_key, _ = ApiKeyStore.from_settings(self.store, self.settings).create(TENANT, admin=True)
         return PoolqClient(self.api_url, self.api_key, timeout=60)
 
 
