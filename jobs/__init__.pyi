@@ -143,6 +143,7 @@ from .tenancy.api_keys import (
     Principal as Principal,
 )
 from .tenancy.key_signature import (
+    KeySigner as KeySigner,
     SigningSecretMissing as SigningSecretMissing,
 )
 from .tenancy.uploads import (

@@ -68,9 +68,15 @@ def serve(host: str, port: int) -> None:
     """Run the HTTP API (settings from POOLQ_* environment variables); logs per POOLQ_LOG_FORMAT."""
     import uvicorn
 
-    from poolq.jobs import Settings, configure_logging
+    from poolq.jobs import KeySigner, Settings, SigningSecretMissing, configure_logging
 
-    configure_logging(Settings().log_format, "INFO")
+    settings = Settings()
+    configure_logging(settings.log_format, "INFO")
+    secret = settings.key_signing_secret
+    try:  # refused here in one line, not as a traceback out of the app factory
+        KeySigner.from_secret(secret.get_secret_value() if secret else None)
+    except SigningSecretMissing as missing:
+        raise click.ClickException(str(missing)) from None
     # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
     # (client, method, path, status), never headers: API keys do not reach the log.
     # proxy_headers=False: uvicorn would believe X-Forwarded-For from 127.0.0.1 (any local process,
