@@ -45,9 +45,7 @@ def submit(client: PoolqClient, source: str, model: str | None, task: str | None
            idempotency_key: str | None, wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
     """Submit SOURCE: a local JSONL file (uploaded first) or an s3:// URI. Prints the job id."""
     spec = add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions), task, output)
-    if "://" not in source:  # bad options fail before a file is uploaded, with the server's own checks
-        client.validate({**spec, "input": {**spec["input"], "uri": UPLOAD_PLACEHOLDER}})
-    spec["input"]["uri"] = _input_uri(client, source)
+    spec["input"]["uri"] = _input_uri(client, spec, source)
     job = client.submit(spec, idempotency_key=idempotency_key)
     if as_json and not wait_:
         print_json(job)
@@ -155,17 +153,18 @@ def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeo
     sys.exit(int(job_exit_code(job)))
 
 
-# Where the upload will be, for validating the body before it exists (its form is all that is checked).
-UPLOAD_PLACEHOLDER = "s3://upload-pending/input.jsonl"
-
-
-def _input_uri(client: PoolqClient, source: str) -> str:
+def _input_uri(client: PoolqClient, spec: dict, source: str) -> str:
+    """``source`` itself (an s3:// URI: the server checks what the caller may read), or a local file
+    uploaded, once the server has validated the job with the upload's URI: bad options fail before
+    any bytes are sent, by the server's own checks."""
     if "://" in source:
-        return source  # the server checks what it may read
+        return source
     path = Path(source)
     if not path.is_file():
         raise click.BadParameter(f"{source!r} is not a file (give a JSONL file or an s3:// URI)", param_hint="SOURCE")
-    uri = client.upload(path)
+    ticket = client.upload_ticket()
+    client.validate({**spec, "input": {**spec["input"], "uri": ticket["uri"]}})
+    uri = client.put_upload(ticket, path)
     click.echo(f"uploaded {path} ({path.stat().st_size:,} bytes) to {uri}", err=True)
     return uri
 

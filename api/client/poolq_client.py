@@ -86,8 +86,16 @@ class PoolqClient:
     def upload(self, source: str | os.PathLike | bytes) -> str:
         """Upload a JSONL file (a path, or its bytes) through a presigned PUT (``POST /v1/uploads``);
         returns the ``s3://`` URI to submit as ``{"input": {"uri": ...}}``. 501 on a local-store server."""
+        return self.put_upload(self.upload_ticket(), source)
+
+    def upload_ticket(self) -> dict:
+        """``POST /v1/uploads``: where an upload will go (``uri``) and how to put it there (``url``,
+        ``method``); the URI may be validated before the bytes are sent (``put_upload``)."""
+        return self._call("POST", "/v1/uploads")
+
+    def put_upload(self, ticket: dict, source: str | os.PathLike | bytes) -> str:
+        """Send a file (a path, or its bytes) to the place ``ticket`` names; returns its ``s3://`` URI."""
         data = source if isinstance(source, bytes) else Path(source).read_bytes()
-        ticket = self._call("POST", "/v1/uploads")
         try:
             response = self._files.request(ticket.get("method", "PUT"), ticket["url"], content=data)
         except httpx.TransportError as exc:
