@@ -11,13 +11,20 @@ from pydantic import ValidationError
 from poolq.api.cli.dev_commands import dev
 from poolq.api.cli.job_commands import JOB_COMMANDS
 from poolq.api.cli.key_commands import keys
+from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
 from poolq.api.cli.schedule_commands import schedules
 from poolq.api.cli.task_options import add_task_fields, output_option, task_option
 
 
 @click.group()
-def main() -> None:
+@click.option("--stack", default=None, envvar=STACK_ENV, type=click.Path(file_okay=False, path_type=Path),
+              help=f"the local stack to use: its state directory, or the folder holding its .poolq (env {STACK_ENV}; "
+                   "default: ./.poolq, else the one `poolq dev up` started, anywhere)")
+@click.pass_context
+def main(context: click.Context, stack: Path | None) -> None:
     """poolq: async jobs for pooling models (embeddings of long documents, as Parquet)."""
+    if stack is not None:
+        context.meta[STACK_META] = str(stack)
 
 
 main.add_command(dev)
@@ -134,11 +141,12 @@ def beat(loglevel: str) -> None:
 @click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
 def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
     """Run Flower on poolq's broker, behind HTTP basic auth: the login is POOLQ_FLOWER_BASIC_AUTH
-    (user:password; a local stack's is in `poolq dev status`). Extra options go to Flower."""
-    from poolq.api.cli.local_stack import cli_settings
+    (user:password). Without POOLQ_REDIS_URL: the local stack's broker and login (`poolq dev status`
+    shows it). Extra options go to Flower."""
     from poolq.jobs import configure_logging, create_celery_app
 
-    settings = cli_settings()  # a running local stack's broker and login, unless the environment names others
+    # A running local stack's broker and login, unless the environment names a broker (POOLQ_REDIS_URL).
+    settings = cli_settings(BROKER_SETTINGS, service="redis")
     if settings.flower_basic_auth is None:
         click.echo("error: set POOLQ_FLOWER_BASIC_AUTH=user:password (Flower shows every job's tasks; it asks for "
                    "this login)", err=True)
