@@ -12,6 +12,7 @@ from poolq.api.cli.dev_commands import dev
 from poolq.api.cli.job_commands import JOB_COMMANDS
 from poolq.api.cli.key_commands import keys
 from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
+from poolq.api.cli.log_command import logs
 from poolq.api.cli.schedule_commands import schedules
 from poolq.api.cli.task_options import add_task_fields, output_option, task_option
 
@@ -32,6 +33,7 @@ main.add_command(keys)
 for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
     main.add_command(_command)
 main.add_command(schedules)
+main.add_command(logs)
 
 
 @main.command()
