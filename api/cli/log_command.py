@@ -16,7 +16,8 @@ from poolq.api.cli.local_stack import STACK_DIR_ENV, dev_state_dir
               help=f"the stack's state directory (env {STACK_DIR_ENV}; default: ./.poolq if there is one, else your "
                    "running stack, see `poolq --stack`)")
 @click.option("--json", "as_json", is_flag=True, help="the log lines as written (JSON lines: pipe them to jq)")
-def logs(job_id: str, state_dir: Path | None, as_json: bool) -> None:
+@click.option("--all", "mentions", is_flag=True, help="also the lines that only mention the job (the API's access log)")
+def logs(job_id: str, state_dir: Path | None, as_json: bool, mentions: bool) -> None:
     """Print JOB_ID's lines from the local stack's logs (API, workers), in time order.
 
     Elsewhere (a deployment's logs, POOLQ_LOG_FORMAT=json): jq -c 'select(.job_id == "JOB_ID")'."""
@@ -26,7 +27,7 @@ def logs(job_id: str, state_dir: Path | None, as_json: bool) -> None:
     if not logs_dir.is_dir():
         click.echo(f"error: no logs under {logs_dir.resolve()} (is a stack there? `poolq dev status`)", err=True)
         sys.exit(2)
-    lines = job_log_lines(logs_dir, job_id)
+    lines = job_log_lines(logs_dir, job_id, mentions)
     if not lines:
         click.echo(f"error: no line of {logs_dir.resolve()}/*.log names job {job_id}", err=True)
         sys.exit(4)

@@ -1,8 +1,8 @@
 """A job's lines in a local stack's logs (``<state_dir>/logs/*.log``: the API's, the workers', beat's).
 
-JSON lines (POOLQ_LOG_FORMAT=json, the default) that name the job (``job_id``, or its id in the
-message, as the API's access log does) come back parsed, merged across the files in time order;
-text lines that hold its id come back as text.
+JSON lines (POOLQ_LOG_FORMAT=json, the default) whose ``job_id`` is the job's come back parsed,
+merged across the files in time order (with ``mentions``, also those that only mention its id:
+the API's access log, every poll of it); text lines that hold its id come back as text.
 """
 from __future__ import annotations
 
@@ -22,14 +22,17 @@ class LogLine:
         return str(self.entry.get("ts", "")) if self.entry else self.text[:23]
 
 
-def job_log_lines(logs_dir: Path, job_id: str) -> list[LogLine]:
-    """Every line of the stack's logs about ``job_id``, in time order (files read line by line)."""
+def job_log_lines(logs_dir: Path, job_id: str, mentions: bool = False) -> list[LogLine]:
+    """The lines of the stack's logs about ``job_id``, in time order (files read line by line)."""
     found = []
     for path in sorted(Path(logs_dir).glob("*.log")):
         with path.open(encoding="utf-8", errors="replace") as handle:
             for raw in handle:
-                if job_id in raw:
-                    found.append(LogLine(path.stem, raw.rstrip("\n"), _parsed(raw)))
+                if job_id not in raw:
+                    continue
+                line = LogLine(path.stem, raw.rstrip("\n"), _parsed(raw))
+                if mentions or line.entry is None or line.entry.get("job_id") == job_id:
+                    found.append(line)
     return sorted(found, key=lambda line: line.sort_key)
 
 
