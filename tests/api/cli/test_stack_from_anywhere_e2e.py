@@ -81,6 +81,7 @@ def test_a_jobs_log_lines_carry_its_id_from_submit_to_finish(stack, job_id, plac
     events = [line["event"] for line in story]
     assert events[0] == "job_submitted" and events[1] == "job_planned" and events[-1] == "job_finished", events
     assert all(line["job_id"] == job_id and line["tenant"] == "dev" for line in story), story
+    assert all(line.get("tenant") == "dev" for line in lines), lines  # the steps' other lines carry it too
     planned, finished = story[1], story[-1]
     assert planned["shards"] == 3 and planned["documents"] == 7
     committed = [line for line in story if line["event"] == "shard_committed"]
