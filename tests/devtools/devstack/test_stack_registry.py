@@ -121,3 +121,14 @@ def test_with_one_stack_the_cli_uses_it_from_anywhere(two_stacks, closed_port):
     found = _cli("status", "0" * 32)
     assert found.exit_code == 3 and f"127.0.0.1:{closed_port}" in found.output, found.output
     assert str(first.state_dir) in _cli("dev", "status", "--json").output
+
+
+def test_dev_down_from_anywhere_stops_the_chosen_stack_and_forgets_it(two_stacks):
+    first, second = two_stacks
+    ambiguous = _cli("dev", "down")
+    assert ambiguous.exit_code == 2 and "--stack" in ambiguous.output  # two run: nothing is stopped on a guess
+    assert len(running_stacks()) == 2
+    stopped = _cli("--stack", str(second.state_dir), "dev", "down")
+    assert stopped.exit_code == 0 and stopped.output.startswith("stopped: "), stopped.output
+    assert [stack.state_dir for stack, _ in running_stacks()] == [first.state_dir]
+    assert StackRegistry().state_dirs() == [first.state_dir]
