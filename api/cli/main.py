@@ -117,7 +117,7 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
     settings = cli_settings(BROKER_SETTINGS, service="redis")
     if settings.flower_basic_auth is None:
         click.echo("error: set POOLQ_FLOWER_BASIC_AUTH=user:password (Flower shows every job's tasks; it asks for "
-                   "this login)", err=True)
+                   "this login), or run it beside a local stack (`poolq dev up`), whose login it uses", err=True)
         sys.exit(2)
     configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
     # In this process's own argv list, never on a command line: `ps` shows no password.
