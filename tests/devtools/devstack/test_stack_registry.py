@@ -132,3 +132,20 @@ def test_dev_down_from_anywhere_stops_the_chosen_stack_and_forgets_it(two_stacks
     assert stopped.exit_code == 0 and stopped.output.startswith("stopped: "), stopped.output
     assert [stack.state_dir for stack, _ in running_stacks()] == [first.state_dir]
     assert StackRegistry().state_dirs() == [first.state_dir]
+
+
+def test_in_a_terminal_the_cli_asks_which_stack(two_stacks, monkeypatch, closed_port):
+    first, second = two_stacks
+
+    class _Terminal:
+        @staticmethod
+        def isatty() -> bool:
+            return True
+
+    # A terminal on both ends (CliRunner's streams are not one); the answer comes from CliRunner's input.
+    monkeypatch.setattr("poolq.api.cli.local_stack.sys", type("FakeSys", (), {"stdin": _Terminal, "stderr": _Terminal}))
+    env = {"POOLQ_API_URL": None, "POOLQ_API_KEY": None, "POOLQ_DEV_DIR": None, "POOLQ_STACK": None}
+    asked = CliRunner().invoke(main, ["status", "0" * 32], env=env, input="2\n")
+    assert "2 local stacks are running" in asked.output and "which one" in asked.output
+    assert f"1. {first.state_dir}" in asked.output and f"2. {second.state_dir}" in asked.output
+    assert asked.exit_code == 3 and f"127.0.0.2:{closed_port}" in asked.output, asked.output
