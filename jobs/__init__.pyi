@@ -137,6 +137,7 @@ from .steps.submit import (
     submit_job as submit_job,
     validate_spec as validate_spec,
 )
+from .tasks import JOB_TASKS as JOB_TASKS
 from .tenancy.api_keys import (
     ApiKeyStore as ApiKeyStore,
     InvalidTenant as InvalidTenant,

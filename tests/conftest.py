@@ -51,6 +51,14 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: a module's own order stays
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_home(tmp_path_factory) -> None:
+    """The stacks the tests start are noted in a registry of this session's own, never in the
+    user's (``$XDG_STATE_HOME/poolq``, see devtools/devstack/stack_registry.py): a developer's CLI
+    never finds a test's stack, and the tests never find the developer's. Processes the tests start inherit it."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
 

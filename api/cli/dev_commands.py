@@ -8,13 +8,19 @@ from pathlib import Path
 
 import click
 
-from poolq.api.cli.local_stack import DEFAULT_STACK_DIR, STACK_DIR_ENV
+from poolq.api.cli.local_stack import DEFAULT_STACK_DIR, STACK_DIR_ENV, dev_state_dir
 
 DEFAULT_DIR = DEFAULT_STACK_DIR
-_dir_option = click.option(
+_up_dir_option = click.option(
     "--dir", "state_dir", default=DEFAULT_DIR, show_default=True, envvar=STACK_DIR_ENV,
     type=click.Path(file_okay=False, path_type=Path),
-    help=f"where the stack keeps its state, data, logs and pids (env {STACK_DIR_ENV}; other commands find it there)",
+    help=f"where the stack keeps its state, data, logs and pids (env {STACK_DIR_ENV}); other commands find it from "
+         "any directory (it is noted under $XDG_STATE_HOME/poolq while it runs)",
+)
+_dir_option = click.option(
+    "--dir", "state_dir", default=None, envvar=STACK_DIR_ENV, type=click.Path(file_okay=False, path_type=Path),
+    help=f"the stack's state directory (env {STACK_DIR_ENV}; default: ./.poolq if there is one, else your running "
+         "stack, see `poolq --stack`)",
 )
 # A port taken by someone else is an error; 0 can never be taken (see devtools/devstack/stack.py).
 ANY_PORT_HELP = "0: any free port (`poolq dev status --json` says which)"
@@ -26,7 +32,7 @@ def dev() -> None:
 
 
 @dev.command()
-@_dir_option
+@_up_dir_option
 @click.option("--redis-port", default=6390, show_default=True, type=int, help=ANY_PORT_HELP)
 @click.option("--s3-port", default=8333, show_default=True, type=int, help=ANY_PORT_HELP)
 @click.option("--api-port", default=8000, show_default=True, type=int, help=ANY_PORT_HELP)
@@ -48,14 +54,14 @@ def up(state_dir: Path, redis_port: int, s3_port: int, api_port: int) -> None:
 @dev.command()
 @_dir_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable: endpoints, credentials, pids")
-def status(state_dir: Path, as_json: bool) -> None:
+def status(state_dir: Path | None, as_json: bool) -> None:
     """Show the stack's endpoints, credentials and processes. Exit 1 if it is not running.
 
     The credentials come from the stack's state file, which only its owner can read (0600 in a
     0700 directory): for anyone else this command fails, and shows nothing."""
     from poolq.devtools.devstack.stack import LocalStack
 
-    stack = LocalStack(state_dir)
+    stack = LocalStack(dev_state_dir(state_dir))
     try:
         state = stack.load()
     except PermissionError:
@@ -81,9 +87,9 @@ def status(state_dir: Path, as_json: bool) -> None:
 
 @dev.command()
 @_dir_option
-def down(state_dir: Path) -> None:
+def down(state_dir: Path | None) -> None:
     """Stop the processes `up` started (by pid); data stays in the directory."""
     from poolq.devtools.devstack.stack import LocalStack
 
-    stopped = LocalStack(state_dir).down()
+    stopped = LocalStack(dev_state_dir(state_dir)).down()
     click.echo(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")

@@ -13,7 +13,7 @@ import click
 
 from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
-from poolq.api.cli.task_options import add_task_fields, output_option, task_option
+from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
 from poolq.api.client.poolq_client import PoolqClient
 
 DTYPES = ("float32", "float16", "int8", "binary")
@@ -30,7 +30,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @task_option
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
-@click.option("--long-documents", default=None, help='JSON, e.g. \'{"mode": "chunked"}\'')
+@long_documents_option
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="embedding column type (default float32)")
 @click.option("--dimensions", type=click.IntRange(min=1), default=None, help="keep the first N dimensions (Matryoshka)")
 @output_option

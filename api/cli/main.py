@@ -6,18 +6,25 @@ import sys
 from pathlib import Path
 
 import click
-from pydantic import ValidationError
 
 from poolq.api.cli.dev_commands import dev
+from poolq.api.cli.embed_command import embed
 from poolq.api.cli.job_commands import JOB_COMMANDS
 from poolq.api.cli.key_commands import keys
+from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
+from poolq.api.cli.log_command import logs
 from poolq.api.cli.schedule_commands import schedules
-from poolq.api.cli.task_options import add_task_fields, output_option, task_option
 
 
 @click.group()
-def main() -> None:
+@click.option("--stack", default=None, envvar=STACK_ENV, type=click.Path(file_okay=False, path_type=Path),
+              help=f"the local stack to use: its state directory, or the folder holding its .poolq (env {STACK_ENV}; "
+                   "default: ./.poolq, else the one `poolq dev up` started, anywhere)")
+@click.pass_context
+def main(context: click.Context, stack: Path | None) -> None:
     """poolq: async jobs for pooling models (embeddings of long documents, as Parquet)."""
+    if stack is not None:
+        context.meta[STACK_META] = str(stack)
 
 
 main.add_command(dev)
@@ -25,40 +32,8 @@ main.add_command(keys)
 for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
     main.add_command(_command)
 main.add_command(schedules)
-
-
-@main.command()
-@click.argument("input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="output directory")
-@click.option("--model", default=None, help="model name or local model directory (default: all-MiniLM-L6-v2)")
-@click.option("--id-field", default="id", show_default=True)
-@click.option("--text-field", default="text", show_default=True)
-@click.option("--long-documents", "long_documents", default=None, help='JSON, e.g. \'{"mode": "truncate"}\'')
-@task_option
-@output_option
-def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None,
-          task: str | None, output: str | None) -> None:
-    """Run INPUT_PATH (JSONL) through a model in this process, no services, into OUT's Parquet
-    layout (any task: --task sparse_embed, classify)."""
-    from poolq.jobs import JobRejected, JobSpec, local_context, run_job_locally
-
-    body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
-    if model:
-        body["model"] = model
-    try:
-        if long_documents:
-            body["long_documents"] = json.loads(long_documents)
-        spec = JobSpec.model_validate(add_task_fields(body, task, output))
-        status = run_job_locally(spec, local_context(out_dir.resolve()))
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
-    except ValidationError as exc:
-        raise click.UsageError(_first_errors(exc)) from None
-    except JobRejected as exc:
-        raise click.UsageError(f"{exc.field}: {exc}") from None
-    click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
-    if status.status.value not in ("succeeded", "partially_succeeded"):
-        sys.exit(1)
+main.add_command(logs)
+main.add_command(embed)
 
 
 @main.command()
@@ -134,14 +109,15 @@ def beat(loglevel: str) -> None:
 @click.argument("flower_args", nargs=-1, type=click.UNPROCESSED)
 def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
     """Run Flower on poolq's broker, behind HTTP basic auth: the login is POOLQ_FLOWER_BASIC_AUTH
-    (user:password; a local stack's is in `poolq dev status`). Extra options go to Flower."""
-    from poolq.api.cli.local_stack import cli_settings
+    (user:password). Without POOLQ_REDIS_URL: the local stack's broker and login (`poolq dev status`
+    shows it). Extra options go to Flower."""
     from poolq.jobs import configure_logging, create_celery_app
 
-    settings = cli_settings()  # a running local stack's broker and login, unless the environment names others
+    # A running local stack's broker and login, unless the environment names a broker (POOLQ_REDIS_URL).
+    settings = cli_settings(BROKER_SETTINGS, service="redis")
     if settings.flower_basic_auth is None:
         click.echo("error: set POOLQ_FLOWER_BASIC_AUTH=user:password (Flower shows every job's tasks; it asks for "
-                   "this login)", err=True)
+                   "this login), or run it beside a local stack (`poolq dev up`), whose login it uses", err=True)
         sys.exit(2)
     configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
     # In this process's own argv list, never on a command line: `ps` shows no password.
@@ -197,9 +173,3 @@ def print_bench(report: dict) -> None:
         for v in corpus["variants"]:
             click.echo(f"{corpus['corpus']:7} {v['name']:14} {v['dtype']:9} {v['tokens_per_s']:>8.0f} "
                        f"{v['vs_st_fp32']:>10.2f} {v['min_cos_vs_st_fp32']:>9.5f}")
-
-
-def _first_errors(exc: ValidationError, limit: int = 5) -> str:
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()[:limit]
-    )

@@ -1,17 +1,33 @@
-"""The --task and --output options of the commands that make jobs (submit, embed)."""
+"""The --task, --output and --long-documents options of the commands that make jobs (submit, embed).
+
+Their help comes from the registries (the job tasks, ``poolq.jobs.JOB_TASKS``; the long-document
+modes, ``poolq.engine.LongDocumentMode``), so a task or mode added there is listed here too.
+"""
 from __future__ import annotations
 
 import json
-from typing import get_args
 
 import click
 
-from poolq.jobs import JobTaskName
+from poolq.engine import LongDocumentMode, LongDocumentPolicy
+from poolq.jobs import JOB_TASKS
 
-task_option = click.option("--task", type=click.Choice(get_args(JobTaskName)), default=None,
-                           help="what the job computes (default embed): embed, sparse_embed (SPLADE), classify")
+
+def _listed(names_and_summaries: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{name}: {summary}" if summary else name for name, summary in names_and_summaries)
+
+
+TASKS_HELP = _listed([(name, task.summary) for name, task in JOB_TASKS.items()])
+MODES_HELP = ", ".join(mode.value for mode in LongDocumentMode)
+DEFAULT_MODE = LongDocumentPolicy().mode.value
+
+task_option = click.option("--task", type=click.Choice(list(JOB_TASKS)), default=None,
+                           help=f"what the job computes (default embed): {TASKS_HELP}")
 output_option = click.option("--output", "output", default=None,
                              help='output options as JSON, e.g. \'{"sparse_top_k": 128}\' or \'{"activation": false}\'')
+long_documents_option = click.option(
+    "--long-documents", "long_documents", default=None,
+    help=f'JSON, e.g. \'{{"mode": "chunked"}}\'; modes: {MODES_HELP} (default {DEFAULT_MODE})')
 
 
 def add_task_fields(spec: dict, task: str | None, output: str | None) -> dict:

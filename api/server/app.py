@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
 from poolq.api.server.disconnects import install_disconnect_handler
+from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
@@ -41,7 +42,10 @@ def create_app(
         services = api_services(settings)
         ctx, limiter, auth_failures, checks = services.ctx, services.limiter, services.auth_failures, services.checks
         lane = services.lane
-    app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.")
+    # docs_url/redoc_url None: FastAPI's pages load their assets from a CDN; install_docs_pages serves ours.
+    app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.",
+                  docs_url=None, redoc_url=None)
+    install_docs_pages(app)
     app.state.ctx = ctx
     app.state.keys = ApiKeyStore.from_settings(ctx.store, settings)
     app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)

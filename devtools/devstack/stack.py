@@ -28,6 +28,7 @@ from poolq.devtools.devstack.private_files import private_dir, restrict_tree
 from poolq.devtools.devstack.process import ServiceError, pid_alive, spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
+from poolq.devtools.devstack.stack_registry import StackRegistry
 from poolq.devtools.devstack.stack_state import StackState
 from poolq.jobs import ApiKeyStore, Settings
 from poolq.storage import S3Config, S3ObjectStore, make_s3_client
@@ -54,12 +55,14 @@ class StackPorts:
 
 
 class LocalStack:
-    """A local stack rooted at ``state_dir`` (default ``./.poolq``)."""
+    """A local stack rooted at ``state_dir`` (default ``./.poolq``), noted in the user's ``registry``
+    while it runs (the CLI finds it there from any directory)."""
 
-    def __init__(self, state_dir: Path, ports: StackPorts | None = None) -> None:
+    def __init__(self, state_dir: Path, ports: StackPorts | None = None, registry: StackRegistry | None = None) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.ports = ports or StackPorts()
         self.state_path = self.state_dir / "stack.json"
+        self.registry = registry or StackRegistry()
 
     # -- queries -------------------------------------------------------------------------
     def load(self) -> StackState | None:
@@ -102,6 +105,7 @@ class LocalStack:
         elif "key_signing_secret" in made:  # made before key records were signed: we made it, so we vouch for it
             self._key_store(state).resign(state.api_key.split("_")[1])
         state.save(self.state_path)
+        self.registry.add(self.state_dir)
         # Secrets are never printed here (terminal scrollback, CI logs): `poolq dev status` shows them to the owner.
         log(f"dev API key (tenant {DEV_TENANT}, admin), Flower login and S3 keys: poolq dev status --dir {self.state_dir}")
         return state, started
@@ -122,6 +126,8 @@ class LocalStack:
             for name in names:
                 state.pids.pop(name)
         state.save(self.state_path)
+        if not any(self.running(state).values()):
+            self.registry.remove(self.state_dir)
         return stopped
 
     def _make_private(self) -> None:

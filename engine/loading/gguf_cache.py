@@ -13,10 +13,13 @@ A suggested cache root is ``default_cache_root()`` (``~/.cache/poolq/models``, o
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 # Bump when the layout of a converted directory changes, so old entries are not reused.
 _FORMAT_VERSION = "gguf-v1"
@@ -105,10 +108,20 @@ def materialize_gguf(gguf_path: Path, cache_root: Path) -> Path:
     final_dir = cache_root / gguf_cache_key(gguf_path)
     cache_root.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(prefix=f".{final_dir.name}.", suffix=".tmp", dir=cache_root))
+    # Said before and after: the conversion takes a while and writes float32 weights (SmolLM2-135M: about 517 MB).
+    log.info("model cache: converting %s once into %s (float32; later loads reuse it; POOLQ_MODEL_CACHE moves the "
+             "cache, deleting the folder frees it)", gguf_path.name, final_dir)
     try:
         _convert(gguf_path, tmp_dir)
         tmp_dir.chmod(0o755)  # mkdtemp makes it owner-only
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
-    return _publish(tmp_dir, final_dir)
+    published = _publish(tmp_dir, final_dir)
+    log.info("model cache: %s holds %.0f MB (rm -r %s frees it; it is made again on the next load)", published,
+             _megabytes(published), published)
+    return published
+
+
+def _megabytes(directory: Path) -> float:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()) / 1e6

@@ -28,7 +28,8 @@ def log_context(**fields: object) -> Iterator[None]:
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "message", "job_id"?, "shard"?, "exc"?}``."""
+    """``{"ts", "level", "logger", "message", "job_id"?, "shard"?, "exc"?}``, and an event's fields
+    (``job_events.py``: ``event``, ``tenant``, its counts)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -41,6 +42,7 @@ class JsonFormatter(logging.Formatter):
         for name in ("job_id", "shard", "task"):
             if hasattr(record, name):
                 entry[name] = getattr(record, name)
+        entry.update(getattr(record, "event_fields", None) or {})  # a job's story (job_events.py): its fields
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)

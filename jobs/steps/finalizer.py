@@ -27,6 +27,7 @@ from poolq.jobs.ledger.manifest import (
 from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.observability.job_events import job_finished
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
@@ -65,6 +66,7 @@ def _write_manifest(job: JobHandle, manifest: JobManifest) -> None:
     """Write the manifest unless one exists; the writer that wins counts the job as finished."""
     if job.ledger.write_manifest(manifest):
         job.ctx.metrics.job_finished(manifest.status.value)
+        job_finished(job.id, job.tenant, manifest)
 
 
 def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:

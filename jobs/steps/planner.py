@@ -20,6 +20,7 @@ from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, PlanningLedger, SectionStage
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.observability.job_events import job_planned
 from poolq.jobs.planning.decide import decide
 from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
@@ -110,6 +111,7 @@ def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan
     if not ledger.write_plan(plan):
         return ledger.plan() or plan  # a concurrent planner wrote the same plan first
     job.ctx.metrics.plan_errors(Counter(errors.codes))  # this planner's plan counts: its rejected records, once
+    job_planned(job.id, job.tenant, plan)
     return plan
 
 

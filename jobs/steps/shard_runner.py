@@ -18,6 +18,7 @@ from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
+from poolq.jobs.observability.job_events import shard_committed, shard_started
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.shard_attempt import (
@@ -84,6 +85,7 @@ def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
         )
         commit = _give_up(job, shard, lease, records, message)
     else:
+        shard_started(job.id, job.tenant, shard=shard, attempt=lease.attempt, documents=len(records))
         with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
             commit = _embed(job, shard, lease, records)
     winner = commit_attempt(job, shard, commit)
@@ -91,6 +93,7 @@ def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
         raise RuntimeError(f"shard {shard} of job {job.id}: commit refused but no commit marker")
     if winner.attempt == commit.attempt:
         record_attempt_metrics(job, commit, time.monotonic() - started)
+        shard_committed(job.id, job.tenant, shard=shard, commit=commit, seconds=time.monotonic() - started)
     if lease.crashes_before:  # earlier attempts died: whatever they wrote is not the winner's
         delete_dead_attempts(job, shard, winner.attempt)
     return winner
@@ -154,6 +157,7 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
             winner = commit_attempt(job, shard, commit)
             if winner is not None and winner.attempt == commit.attempt:
                 record_attempt_metrics(job, commit, time.monotonic() - started)
+                shard_committed(job.id, job.tenant, shard=shard, commit=commit, seconds=time.monotonic() - started)
         finally:
             ctx.leases.release(lease)
     winner = ledger.shard_commit(shard)

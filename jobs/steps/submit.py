@@ -14,6 +14,7 @@ from poolq.jobs.model.job_ids import new_job_id
 from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobStatus
+from poolq.jobs.observability.job_events import job_submitted
 from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
@@ -184,8 +185,19 @@ def _persist_and_queue(job: JobHandle, spec: JobSpec, body: dict) -> JobStatus:
     )
     created = ctx.status.create(status)
     existing = None if created else ctx.status.get(job_id)
+    if created:
+        _log_submitted(job, spec)
     dispatch_plan(job)
     return existing or status
+
+
+def _log_submitted(job: JobHandle, spec: JobSpec) -> None:
+    """The first line of the job's story (job_events.py): once, by the submission that created it."""
+    if isinstance(spec.input, InlineInput):
+        documents, source = len(spec.input.documents), "inline"
+    else:
+        documents, source = None, spec.input.uri
+    job_submitted(job.id, job.tenant, model=spec.model, task=spec.task_label, documents=documents, source=source)
 
 
 def _check_included_fields(spec: JobSpec, columns: list[str]) -> None:

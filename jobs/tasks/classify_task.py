@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 class ClassifyTask(JobTask):
     name = "classify"
+    summary = "label scores of a sequence classifier"
     pooling_task = PoolingTask.CLASSIFY
     output_options = frozenset({"activation", "label_threshold"})
 

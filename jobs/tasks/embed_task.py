@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class EmbedTask(JobTask):
     name = "embed"
+    summary = "dense vectors, one per document or chunk"
     pooling_task = PoolingTask.EMBED
     output_options = frozenset({"dtype", "dimensions", "int8_range"})
 

@@ -63,6 +63,7 @@ class OptionRejected(ValueError):
 
 class JobTask(ABC):
     name: ClassVar[str]
+    summary: ClassVar[str] = ""  # what a job of this task makes, in a few words (`poolq submit --help` lists it)
     pooling_task: ClassVar[PoolingTask]
     # The output options this task takes besides ``format``; any other set to a non-default value is a 422.
     output_options: ClassVar[frozenset[str]] = frozenset()

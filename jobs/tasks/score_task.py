@@ -37,6 +37,7 @@ _TEXT = "text"
 
 class ScoreTask(JobTask):
     name = "score"
+    summary = "query-document relevance scores"
     pooling_task = PoolingTask.CLASSIFY  # cross_encoder's; pooling_task_of says which the job runs
 
     def mode_of(self, model_spec: ModelSpec) -> str:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class SparseTask(JobTask):
     name = "sparse_embed"
+    summary = "SPLADE term weights, token id to weight"
     pooling_task = PoolingTask.SPARSE_EMBED
     output_options = frozenset({"sparse_top_k", "sparse_min_weight"})
 

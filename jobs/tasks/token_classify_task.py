@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 class TokenClassifyTask(JobTask):
     name = "token_classify"
+    summary = "a label per token, e.g. named entities"
     pooling_task = PoolingTask.TOKEN_CLASSIFY
     output_options = frozenset({"token_label_scores"})
 

@@ -19,6 +19,7 @@ class TokenEmbedTask(EmbedTask):
     """embed's output options and checks; a list of vectors per row instead of one."""
 
     name = "token_embed"
+    summary = "one vector per token, ColBERT-style"
     pooling_task = PoolingTask.TOKEN_EMBED
 
     def dimensions(self, engine: "PoolingEngine") -> int:

@@ -73,9 +73,15 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
 
     def run_job(task: Task, job_id: str, step: Callable[[JobHandle], object],
                 give_up: Callable[[JobHandle, Exception], object], unit: str, **ids: object) -> None:
-        """Run a step of job ``job_id``: the job is bound once, and the step and its give-up get the handle."""
-        run(task, lambda ctx: step(JobHandle.bind(ctx, job_id)), lambda ctx, exc: give_up(JobHandle.bind(ctx, job_id), exc),
-            unit, job_id=job_id, **ids)
+        """Run a step of job ``job_id``: the job is bound once, and the step and its give-up get the
+        handle; what the step logs carries the job's tenant too."""
+
+        def bound_step(ctx: JobContext) -> object:
+            job = JobHandle.bind(ctx, job_id)
+            with log_context(tenant=job.tenant):
+                return step(job)
+
+        run(task, bound_step, lambda ctx, exc: give_up(JobHandle.bind(ctx, job_id), exc), unit, job_id=job_id, **ids)
 
     def run_step(task: Task, step: Callable[[JobContext], object],
                  give_up: Callable[[JobContext, Exception], object], unit: str | None, job_id: object) -> None:

@@ -62,6 +62,9 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     """Run one prefork worker in this process until it is told to stop; returns its exit code
     (non-zero when Celery stopped it on an unrecoverable error, so a supervisor restarts it)."""
     check_store(settings)
+    # Configured now, not only when Celery starts (setup_logging): the start-up line below would
+    # otherwise meet a root logger without handlers, and an INFO line would be dropped.
+    configure_logging(settings.log_format, options.loglevel)
     use_celery_logging(settings.log_format)
     log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, settings.compute_dtype,
              settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")

@@ -171,6 +171,22 @@ def test_materialize_gguf_keeps_a_racing_winner_and_leaves_no_temp_dirs(tmp_path
     assert [p.name for p in cache_root.iterdir()] == [final.name]
 
 
+def test_materialize_gguf_announces_the_cache_it_writes_and_how_to_free_it(tmp_path, monkeypatch, caplog):
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(64))
+    final = tmp_path / "cache" / gguf_cache_key(gguf)
+    monkeypatch.setattr("poolq.engine.loading.gguf_cache._convert",
+                        lambda _gguf, out_dir: (out_dir / "model.safetensors").write_bytes(bytes(3_000_000)))
+    with caplog.at_level("INFO", logger="poolq.engine.loading.gguf_cache"):
+        materialize_gguf(gguf, tmp_path / "cache")
+    before, after = (record.getMessage() for record in caplog.records)
+    assert f"converting m.gguf once into {final}" in before and "POOLQ_MODEL_CACHE" in before
+    assert f"{final} holds 3 MB" in after and f"rm -r {final}" in after
+    caplog.clear()
+    materialize_gguf(gguf, tmp_path / "cache")  # cached: nothing written, nothing announced
+    assert not caplog.records
+
+
 def test_materialize_gguf_removes_its_temp_dir_when_conversion_fails(tmp_path, monkeypatch):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF" + bytes(64))

@@ -1,0 +1,101 @@
+"""``poolq embed``: a job run in this process, no services, its results written where `poolq results`
+would download them: ``OUT/<job_id>/manifest.json``, ``parts/*.parquet`` and ``errors.jsonl``.
+
+The job runs on a local store in a scratch folder under OUT (the steps are the workers' own);
+its result files are then moved into place and the scratch folder removed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import click
+from pydantic import ValidationError
+
+from poolq.api.cli.output import job_summary
+from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
+
+
+@click.command()
+@click.argument("input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="output directory: the results go to OUT/<job_id>/")
+@click.option("--model", default=None, help="model name or local model directory (default: all-MiniLM-L6-v2)")
+@click.option("--id-field", default="id", show_default=True)
+@click.option("--text-field", default="text", show_default=True)
+@long_documents_option
+@task_option
+@output_option
+@click.option("--json", "as_json", is_flag=True, help="print the job's status as JSON instead of a summary")
+def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None,
+          task: str | None, output: str | None, as_json: bool) -> None:
+    """Run INPUT_PATH (JSONL or Parquet) through a model in this process, no services; the results
+    go to OUT/<job_id>/ (manifest.json, parts/*.parquet, errors.jsonl), as `poolq results` writes them."""
+    from poolq.jobs import JobRejected, JobSpec, local_context, run_job_locally
+
+    body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
+    if model:
+        body["model"] = model
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".poolq-embed-", dir=out_dir))
+    try:
+        if long_documents:
+            body["long_documents"] = json.loads(long_documents)
+        spec = JobSpec.model_validate(add_task_fields(body, task, output))
+        status = run_job_locally(spec, local_context(scratch)).model_dump(mode="json")
+        manifest_path = _move_results(status, out_dir / status["id"]) if status.get("result") else None
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
+    except ValidationError as exc:
+        raise click.UsageError(_first_errors(exc)) from None
+    except JobRejected as exc:
+        raise click.UsageError(f"{exc.field}: {exc}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if manifest_path is not None:
+        status["result"]["manifest_uri"] = manifest_path.resolve().as_uri()
+    if as_json:
+        click.echo(json.dumps(status, indent=2))
+    else:
+        click.echo("\n".join([job_summary(status), *(_files(manifest_path) if manifest_path else [])]))
+    if status["status"] not in ("succeeded", "partially_succeeded"):
+        sys.exit(1)
+
+
+def _move_results(status: dict, target: Path) -> Path:
+    """Move the job's parts, error file and manifest (its files named relative to ``target``) into
+    ``target``; returns the manifest's path."""
+    manifest = json.loads(_path(status["result"]["manifest_uri"]).read_text(encoding="utf-8"))
+    (target / "parts").mkdir(parents=True, exist_ok=True)
+    parts = []
+    for part in manifest["parts"]:
+        local = Path("parts") / part["key"].rsplit("/", 1)[-1]
+        os.replace(_path(part["uri"]), target / local)
+        parts.append({**part, "path": local.as_posix()})
+    os.replace(_path(manifest["errors"]["uri"]), target / "errors.jsonl")
+    manifest = {**manifest, "parts": parts, "errors": {**manifest["errors"], "path": "errors.jsonl"}}
+    (target / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return target / "manifest.json"
+
+
+def _files(manifest_path: Path) -> list[str]:
+    """Where the results are: one line per file, as `poolq results` prints them."""
+    manifest, folder = json.loads(manifest_path.read_text(encoding="utf-8")), manifest_path.parent
+    lines = [f"  part      {folder / part['path']}  ({part['rows']} rows)" for part in manifest["parts"]]
+    lines.append(f"  errors    {folder / 'errors.jsonl'}  ({manifest['errors']['count']} records)")
+    return [*lines, f"  manifest  {manifest_path}"]
+
+
+def _path(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path))
+
+
+def _first_errors(exc: ValidationError, limit: int = 5) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()[:limit]
+    )
