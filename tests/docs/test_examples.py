@@ -4,7 +4,8 @@ How a block runs: the pages in order (README first), each page's blocks in order
 process (``bash -euo pipefail`` or ``python3``), in a scratch directory the page's blocks share. The
 environment is the one README tells a reader to have after ``poolq dev up``: ``POOLQ_API_URL`` and
 ``POOLQ_API_KEY`` (the stack's dev key), ``POOLQ_DEV_DIR`` (so ``poolq dev status`` and ``poolq keys``
-find it), and a ``corpus.jsonl`` of ``{"id", "text"}`` lines (the first demo documents) in the scratch
+find it), the bucket's keys as ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY``
+(what an operator holds), and a ``corpus.jsonl`` of ``{"id", "text"}`` lines (the first demo documents) in the scratch
 directory. A block that cannot run here carries ``<!-- not-run: why -->`` right before its fence;
 tests/docs/test_markdown.py checks every marker says why.
 """
@@ -63,7 +64,10 @@ def scratch(tmp_path_factory):
 def _environment(stack: dict) -> dict:
     interpreter = str(Path(sys.executable).parent)  # python3 and poolq as the tests run them
     return {**os.environ, "PATH": f"{interpreter}{os.pathsep}{os.environ.get('PATH', '')}",
-            "POOLQ_API_URL": stack["api_url"], "POOLQ_API_KEY": stack["api_key"], "POOLQ_DEV_DIR": stack["dir"]}
+            "POOLQ_API_URL": stack["api_url"], "POOLQ_API_KEY": stack["api_key"], "POOLQ_DEV_DIR": stack["dir"],
+            # the bucket's keys, which an operator has: for the pages that read results straight from S3
+            "AWS_ENDPOINT_URL": stack["s3_endpoint"], "AWS_ACCESS_KEY_ID": stack["access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": stack["secret_access_key"]}
 
 
 @pytest.mark.parametrize("block", _runnable_blocks())

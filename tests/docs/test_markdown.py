@@ -1,7 +1,7 @@
 """README.md and docs/*.md parse as their authors meant under CommonMark (markdown-it-py): every fence
 opens and closes a block and names its language, and every not-run marker says why."""
 import pytest
-from support.markdown_blocks import REPO_ROOT, broken_links, code_blocks_in, documents, markdown_problems
+from support.markdown_blocks import REPO_ROOT, broken_links, code_blocks, code_blocks_in, documents, markdown_problems
 
 # README.md's lines 34-38 up to commit 9157064: line 37 began with ``` and text, which closes nothing
 # (a closing fence takes no text after it), so the block went on to the next fence and the sections
@@ -54,3 +54,12 @@ def test_the_link_check_finds_a_missing_page_and_a_missing_heading(tmp_path):
     page.write_text("# Deadlines and `retries`\n\n[a](#deadlines-and-retries) [b](#nope) [c](gone.md) [d](page.md#nope)\n")
     assert broken_links(page) == ["page.md:3: #nope: no heading #nope in page.md", "page.md:3: gone.md: no such file",
                                   "page.md:3: page.md#nope: no heading #nope in page.md"]
+
+
+def test_readme_is_short_and_shows_each_way_in_a_block_that_runs():
+    readme = REPO_ROOT / "README.md"
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 250  # the reference lives in docs/
+    run = [block.text for block in code_blocks(readme) if block.runnable and not block.not_run]
+    for way in ("curl ", "poolq submit", "from poolq import Client", "import openai", "from poolq import PoolingEngine",
+                "import pyarrow", "import duckdb"):
+        assert any(way in text for text in run), way
