@@ -24,19 +24,18 @@ pytestmark = pytest.mark.integration
 BLOCK_TIMEOUT_S = 120
 DEMO_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
 CORPUS_DOCUMENTS = 3
-# Blocks that fail today for a bug being fixed elsewhere, by a line they hold. Strict: once the fix lands the
-# block passes, the xfail fails, and its entry must go.
+# Blocks that fail today for a bug being fixed elsewhere: a line the block holds -> (what its failure must say,
+# why). Such a block must fail with exactly that (anything else fails the test) and is then an xfail; once the
+# fix lands the block passes, and the test fails until its entry here is gone.
 KNOWN_BROKEN = {
-    "poolq submit corpus.jsonl": "`poolq submit FILE` validates the job with s3://upload-pending/input.jsonl, outside "
-                                 "what the tenant may read: 422 (H3 item 1, uploads, fixes it)",
+    "poolq submit corpus.jsonl": ("s3://upload-pending/input.jsonl", "`poolq submit FILE` validates the job with "
+                                  "s3://upload-pending/input.jsonl, outside what the tenant may read: 422 "
+                                  "(H3 item 1, uploads, fixes it)"),
 }
 
 
-def _runnable_blocks() -> list:
-    blocks = [block for path in documents() for block in code_blocks(path) if block.runnable and not block.not_run]
-    return [pytest.param(block, id=block.name, marks=[pytest.mark.xfail(reason=reason, strict=True)
-                                                      for line, reason in KNOWN_BROKEN.items() if line in block.text])
-            for block in blocks]
+def _runnable_blocks() -> list[CodeBlock]:
+    return [block for path in documents() for block in code_blocks(path) if block.runnable and not block.not_run]
 
 
 @pytest.fixture(scope="module")
@@ -70,12 +69,18 @@ def _environment(stack: dict) -> dict:
             "AWS_SECRET_ACCESS_KEY": stack["secret_access_key"]}
 
 
-@pytest.mark.parametrize("block", _runnable_blocks())
+@pytest.mark.parametrize("block", _runnable_blocks(), ids=lambda block: block.name)
 def test_example_runs(block: CodeBlock, stack, scratch):
     command = [sys.executable, "-c", block.text] if block.language in PYTHON else \
         ["bash", "-c", "set -euo pipefail\n" + block.text]
     run = subprocess.run(command, cwd=scratch(block.path), env=_environment(stack), capture_output=True, text=True,
                          timeout=BLOCK_TIMEOUT_S)
-    assert run.returncode == 0, (f"{block.name} ({block.language}) exited {run.returncode}\n--- block\n{block.text}"
-                                 f"--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-3000:]}")
+    report = (f"{block.name} ({block.language}) exited {run.returncode}\n--- block\n{block.text}"
+              f"--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-3000:]}")
+    known = [(says, why) for line, (says, why) in KNOWN_BROKEN.items() if line in block.text]
+    for says, why in known:
+        assert run.returncode != 0, f"{block.name} runs now: remove its KNOWN_BROKEN entry ({why})"
+        assert says in run.stdout + run.stderr, report
+        pytest.xfail(why)
+    assert run.returncode == 0, report
 
