@@ -10,6 +10,7 @@ import torch
 
 from poolq.engine.config import EngineConfig
 from poolq.engine.engine_loop import EngineLoop
+from poolq.engine.hardware import resolve_dtype
 from poolq.engine.loading.model_loader import LoadedModel, load_model
 from poolq.engine.loading.registry import ModelRegistry
 from poolq.engine.long_documents.policy_check import resolve_window
@@ -62,9 +63,11 @@ class PoolingEngine:
         registry: ModelRegistry | None = None,
         calibration: Calibration | None = None,
     ) -> "PoolingEngine":
-        """Load a local model directory, or a name the registry knows. Never reaches a hub."""
+        """Load a local model directory, or a name the registry knows. Never reaches a hub. ``dtype="auto"``
+        picks what a worker's ``auto`` picks on this device (engine/hardware.py)."""
         config = config or EngineConfig()
-        config = replace(config, device=device or config.device, dtype=dtype or config.dtype)
+        device = device or config.device
+        config = replace(config, device=device, dtype=resolve_dtype(dtype or config.dtype, device))
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
         model_dir = (registry or ModelRegistry.with_packaged_models()).resolve(str(path_or_name))

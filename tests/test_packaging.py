@@ -1,4 +1,5 @@
-"""The wheel: the five folders install as ``poolq.*``, every module of theirs is in it, nothing else is."""
+"""The wheel: the root's ``__init__.py`` installs as ``poolq`` (the public face), the five folders as ``poolq.*``,
+every module of theirs is in it, nothing else is."""
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ FOLDERS = ("engine", "storage", "jobs", "devtools", "api")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
     # Build from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "__init__.py"):
         shutil.copy(ROOT / name, source / name)
     for folder in FOLDERS:
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -36,7 +37,8 @@ def test_every_module_of_the_four_folders_is_in_the_wheel_under_poolq(wheel):
 def test_nothing_else_lands_at_the_top_level(wheel):
     top = {name.split("/", 1)[0] for name in wheel.namelist()}
     assert top == {"poolq", next(name for name in top if name.endswith(".dist-info"))}
-    assert not any(name.startswith("poolq/__init__") for name in wheel.namelist())  # a namespace, shared by the five
+    root_modules = {name for name in wheel.namelist() if name.count("/") == 1 and name.startswith("poolq/")}
+    assert root_modules == {"poolq/__init__.py"}  # the face; not setup.py
 
 
 def test_the_demo_corpus_and_the_console_script_ship(wheel):

@@ -1,7 +1,8 @@
 """A small Python client for poolq's HTTP API.
 
 ``PoolqClient(base_url, api_key)`` sends ``Authorization: Bearer <api_key>`` on every call; with
-no ``api_key`` it uses the ``POOLQ_API_KEY`` environment variable (if set). A refused request
+no ``api_key`` it uses the ``POOLQ_API_KEY`` environment variable (if set), with no ``base_url``
+``POOLQ_API_URL``, else ``http://127.0.0.1:8000`` (``poolq dev up``'s API). A refused request
 raises :class:`PoolqError` (``status_code``, ``detail``, ``retry_after`` for 429/503); a server
 that cannot be reached raises :class:`PoolqConnectionError`. Nothing is retried, except
 :meth:`PoolqClient.wait`'s polling (a bounded number of 429/503 answers, see there).
@@ -22,6 +23,8 @@ from poolq.api.server.schemas import JobResults
 
 TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
 API_KEY_ENV = "POOLQ_API_KEY"
+API_URL_ENV = "POOLQ_API_URL"
+DEFAULT_API_URL = "http://127.0.0.1:8000"
 RETRYABLE_POLL_STATUSES = {429, 503}
 MAX_RETRY_WAIT_S = 60.0
 
@@ -44,8 +47,9 @@ class PoolqConnectionError(ConnectionError):
 class PoolqClient:
     """Submit jobs, poll them, fetch their results; manage schedules."""
 
-    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0,
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None) -> None:
+        base_url = base_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL
         api_key = api_key or os.environ.get(API_KEY_ENV) or None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")

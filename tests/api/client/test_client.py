@@ -205,3 +205,12 @@ class _Refusing(RateLimiter):
         return RateDecision(allowed=False, retry_after_s=7)
 
 
+
+
+def test_api_url_from_the_environment_else_the_local_stack(monkeypatch):
+    monkeypatch.setenv("POOLQ_API_URL", "http://127.0.0.1:9/")
+    with PoolqClient() as from_env:
+        assert from_env.base_url == "http://127.0.0.1:9"
+    monkeypatch.delenv("POOLQ_API_URL")
+    with PoolqClient() as default:
+        assert default.base_url == "http://127.0.0.1:8000"
