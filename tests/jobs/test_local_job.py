@@ -144,3 +144,19 @@ def test_a_model_int8_refuses_fails_each_shard_with_the_reason_and_is_loaded_onc
     assert sorted(error["id"] for error in errors) == ["doc-0", "doc-1", "doc-2"]
     assert all("Int8Refused" in error["message"] and "use dtype float32" in error["message"] for error in errors)
     assert loads == ["all-MiniLM-L6-v2"]
+
+
+def test_naive_chunks_with_defaults_make_whole_window_rows_and_no_slivers(tmp_path, local_ctx, sample_documents):
+    # Given the longest real speeches of the demo corpus, and naive_chunks with nothing else set
+    docs = sorted(({"id": d["id"], "text": d["text"]} for d in sample_documents), key=lambda d: -len(d["text"]))[:6]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
+                                   "long_documents": {"mode": "naive_chunks"}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.SUCCEEDED, status.error
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
+    rows = [row for part in manifest["parts"] for row in read_embeddings(local_ctx.store.get(part["key"])).to_pylist()]
+    # Then no row was split (a chunk is what a 256-token window holds besides [CLS] and [SEP]) and
+    # none is a sliver: each is at least a quarter of the 254 tokens a chunk holds
+    lengths = [row["token_end"] - row["token_start"] for row in rows]
+    assert len(rows) > 6 * 5 and not any(row["split"] for row in rows), lengths
+    assert min(lengths) * 4 >= 254 and max(lengths) <= 255, sorted(lengths)[:5]  # 255: the first row holds [CLS]
