@@ -92,7 +92,7 @@ class _Positions:
 def duplicate_error(record: InputRecord) -> RecordError:
     numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
     return RecordError(record.id, record.line, "duplicate_id",
-                       f"{record.unit} {record.line}: id {record.id!r} appeared before{numeric}")
+                       f"{record.place}: this id appeared before{numeric}")
 
 
 def field_type_error(record: InputRecord, field_types: dict[str, str]) -> RecordError | None:
@@ -101,14 +101,14 @@ def field_type_error(record: InputRecord, field_types: dict[str, str]) -> Record
         value = (record.fields or {}).get(name)
         if not accepts(field_type, value):
             return RecordError(record.id, record.line, "field_type_mismatch",
-                               f"{record.unit} {record.line} (id {record.id!r}): field {name!r} holds {json_type(value)}; "
+                               f"{record.place}: field {name!r} holds {json_type(value)}; "
                                f"the job's column is {type_label(field_type)} (its type where the input first has it)")
     return None
 
 
 def split_query_error(record: InputRecord) -> RecordError:
     return RecordError(record.id, record.line, "query_not_contiguous",
-                       f"{record.unit} {record.line}: query_id {record.query_id!r} appeared earlier, before other queries' "
+                       f"{record.place}: query_id {record.query_id!r} appeared earlier, before other queries' "
                        "pairs; a query's pairs must be consecutive to be ranked together (its earlier pairs are ranked alone)")
 
 

@@ -5,6 +5,7 @@ import pytest
 from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.long_documents.chunking import balanced_pieces, token_chunks
+from poolq.engine.long_documents.policy_check import ONE_RESULT_MODES, longer_document_modes, mode_hint, narrow_mode_hint
 from poolq.engine.long_documents.window_planner import PolicyError
 from poolq.engine.request import ChunkBoundary
 
@@ -262,3 +263,27 @@ def test_naive_chunks_by_default_fill_the_window_and_leave_no_sliver_on_real_spe
     assert sum(len(row) > 1 for row in lengths) >= 20 and len(rows) > 100, lengths
     assert all(4 * n >= room for row in lengths if len(row) > 1 for n in row), lengths
     assert min(rows) > 2
+
+
+@pytest.mark.parametrize("tasks, pair, hint", [
+    ((PoolingTask.EMBED,), False, "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')"),
+    ((PoolingTask.SPARSE_EMBED,), False, "(set long_documents.mode to 'truncate', 'chunked' or 'naive_chunks')"),
+    ((PoolingTask.TOKEN_EMBED,), False, "(set long_documents.mode to 'truncate' or 'chunked')"),
+    ((PoolingTask.EMBED, PoolingTask.SPARSE_EMBED), False, "(set long_documents.mode to 'truncate')"),
+    ((PoolingTask.CLASSIFY,), True, "(set long_documents.mode to 'truncate')"),
+])
+def test_a_too_long_hint_names_the_modes_the_task_can_follow(tasks, pair, hint):
+    assert mode_hint(longer_document_modes(tasks, pair)) == " " + hint
+
+
+def test_a_route_narrows_the_hint_to_what_it_takes():
+    message = "document has 900 tokens; the model's window is 256" + mode_hint(longer_document_modes((PoolingTask.EMBED,)))
+    assert narrow_mode_hint(message, ONE_RESULT_MODES, "poolq.long_documents.mode") == (
+        "document has 900 tokens; the model's window is 256 (set poolq.long_documents.mode to 'truncate' or 'chunked')")
+    assert narrow_mode_hint("no hint here", ONE_RESULT_MODES, "x") == "no hint here"
+
+
+def test_document_too_long_suggests_what_the_task_takes(minilm_engine, sample_documents):
+    (error,) = minilm_engine.run([PoolingRequest("long", _long_text(sample_documents))], LongDocumentPolicy())
+    assert error.code == "document_too_long" and error.message.endswith(
+        "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')"), error.message
