@@ -184,7 +184,7 @@ def test_every_per_record_error_says_its_line_and_id_and_what_is_wrong(tmp_path,
     assert messages[3].startswith("line 3 (id 'long'): document has ") and messages[3].endswith(
         "the model's window is 256 (set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')")
     assert messages[4].startswith("line 4 (id 'marks'): the text has no tokens once tokenized")
-    assert messages[5].startswith("line 5 (id 'good'): this id appeared before")
+    assert messages[5] == "line 5 (id 'good'): this id appeared before, at line 1"
     assert messages[6] == ("line 6: invalid JSON: unterminated string: the string opened at column 24 is not closed "
                            "before the line ends")
     assert messages[7] == "line 7: invalid JSON: missing comma at column 16: expected ',' or a closing bracket after a value"
