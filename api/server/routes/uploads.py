@@ -9,11 +9,13 @@ from pydantic import BaseModel, Field, model_validator
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs import create_upload
 from poolq.jobs.inputs.input_format import INPUT_SUFFIXES, suffix_of
 from poolq.storage import UnsupportedOperation
 
-router = APIRouter(prefix="/v1/uploads", tags=["uploads"], responses=AUTH_RESPONSES)
+# StrictJsonRoute: a body that is not UTF-8 JSON is a 422 naming where, not FastAPI's bare 400
+router = APIRouter(prefix="/v1/uploads", tags=["uploads"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 
 UploadFormat = Literal["jsonl", "jsonl.gz", "parquet"]
 
