@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from poolq.engine.config import EngineConfig
 from poolq.engine.loading.model_loader import LoadedModel
-from poolq.engine.long_documents.policy_check import resolve_window
+from poolq.engine.long_documents.policy_check import longer_document_modes, mode_hint, resolve_window
 from poolq.engine.long_documents.window_planner import WindowPlanner
 from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan, Window
 from poolq.engine.pooling.dispatcher import UnsupportedTaskError
@@ -237,8 +237,8 @@ class EngineLoop:
             return RequestError(
                 request.key,
                 "document_too_long",
-                f"document has {plan.num_tokens} tokens; the model's window is {planner.window} "
-                "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')",
+                f"document has {plan.num_tokens} tokens; the model's window is {planner.window}"
+                + mode_hint(longer_document_modes(request.all_tasks, pair=request.text_pair is not None)),
             )
         return plan
 

@@ -43,9 +43,10 @@ class LongDocumentPolicy:
     ``max_embed_len`` caps the tokens of a document in ``chunked`` mode; ``window_specials``
     re-adds the special tokens to every window (default: on for CLS/LAST pooling, where a
     middle window would otherwise pool an ordinary token). Chunk modes cut chunks by
-    ``chunk_by`` (``chunk_tokens`` tokens, ``chunk_sentences`` sentences, or the request's
-    ``chunk_spans``); late chunking of documents beyond the window steps macro windows by
-    ``window - overlap_tokens`` (default a quarter of the window).
+    ``chunk_by`` (``chunk_tokens`` tokens, by default as many as a window holds with the model's
+    special tokens; ``chunk_sentences`` sentences, or the request's ``chunk_spans``); late chunking
+    of documents beyond the window steps macro windows by ``window - overlap_tokens`` (default a
+    quarter of the window).
     """
 
     mode: LongDocumentMode = LongDocumentMode.ERROR
@@ -54,7 +55,7 @@ class LongDocumentPolicy:
     max_embed_len: int | None = None
     window_specials: bool | None = None
     chunk_by: ChunkBoundary = ChunkBoundary.TOKENS
-    chunk_tokens: int = 256
+    chunk_tokens: int | None = None  # None: what the window holds besides the model's special tokens
     chunk_sentences: int = 3
     overlap_tokens: int | None = None
     allow_any_pooling: bool = False  # late chunking with a non-MEAN model

@@ -15,6 +15,8 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, ClassVar, Iterator
 
+from poolq.storage.json_errors import describe_json_error
+
 GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip stream
 _BOM = "\ufeff"
 # A \uD800..\uDFFF escape: json.loads turns a lone one into a str that cannot be encoded as UTF-8
@@ -101,7 +103,7 @@ def parse_jsonl_line(raw: bytes, number: int, at_start: bool | None = None) -> J
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: {exc.msg} (column {exc.colno})")
+        return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: {describe_json_error(exc, text)}")
     except RecursionError:
         return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: nested too deeply")
     except ValueError:  # the one other ValueError json.loads raises: an integer past Python's digit limit

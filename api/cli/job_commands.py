@@ -15,6 +15,7 @@ from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summa
 from poolq.api.cli.progress import job_progress
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
 from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.client.upload_format import upload_format
 
 DTYPES = ("float32", "float16", "int8", "binary")
 _poll_option = click.option("--poll-interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
@@ -43,9 +44,9 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 def submit(client: PoolqClient, source: str, model: str | None, task: str | None, id_field: str, text_field: str,
            long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None,
            idempotency_key: str | None, wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
-    """Submit SOURCE: a local JSONL file (uploaded first) or an s3:// URI. Prints the job id."""
+    """Submit SOURCE: a local JSONL, .jsonl.gz or Parquet file (uploaded first) or an s3:// URI. Prints the job id."""
     spec = add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions), task, output)
-    spec["input"]["uri"] = _input_uri(client, spec, source)
+    spec["input"]["uri"] = _input_uri(client, source, spec)
     job = client.submit(spec, idempotency_key=idempotency_key)
     if as_json and not wait_:
         print_json(job)
@@ -153,20 +154,25 @@ def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeo
     sys.exit(int(job_exit_code(job)))
 
 
-def _input_uri(client: PoolqClient, spec: dict, source: str) -> str:
-    """``source`` itself (an s3:// URI: the server checks what the caller may read), or a local file
-    uploaded, once the server has validated the job with the upload's URI: bad options fail before
-    any bytes are sent, by the server's own checks."""
+def _input_uri(client: PoolqClient, source: str, spec: dict) -> str:
+    """SOURCE's URI; a local file is uploaded, after the server has checked the job that will read it
+    (bad options fail before anything is sent: a ticket stores nothing until its PUT)."""
     if "://" in source:
         return source
     path = Path(source)
     if not path.is_file():
-        raise click.BadParameter(f"{source!r} is not a file (give a JSONL file or an s3:// URI)", param_hint="SOURCE")
-    ticket = client.upload_ticket()
+        raise click.BadParameter(f"{source!r} is not a file (give a JSONL, .jsonl.gz or Parquet file, or an s3:// URI)",
+                                 param_hint="SOURCE")
+    data = path.read_bytes()
+    try:
+        file_format = upload_format(data, path.name)
+    except ValueError as exc:  # the name says Parquet, the bytes do not
+        raise click.BadParameter(str(exc), param_hint="SOURCE") from None
+    ticket = client.new_upload(file_format)
     client.validate({**spec, "input": {**spec["input"], "uri": ticket["uri"]}})
-    uri = client.put_upload(ticket, path)
-    click.echo(f"uploaded {path} ({path.stat().st_size:,} bytes) to {uri}", err=True)
-    return uri
+    client.put_upload(ticket, data)
+    click.echo(f"uploaded {path} ({len(data):,} bytes, {file_format}) to {ticket['uri']}", err=True)
+    return ticket["uri"]
 
 
 def _spec(model: str | None, id_field: str, text_field: str, long_documents: str | None,

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import httpx
 
 from poolq.api.client.result_files import decode_vectors, fetch_bytes, save_url
+from poolq.api.client.upload_format import upload_format
 from poolq.api.server.schemas import JobResults
 
 TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
@@ -87,26 +88,30 @@ class PoolqClient:
         """``POST /v1/jobs/validate``: the submission's checks, nothing submitted (422 names what is wrong)."""
         return self._call("POST", "/v1/jobs/validate", json=spec)
 
-    def upload(self, source: str | os.PathLike | bytes) -> str:
-        """Upload a JSONL file (a path, or its bytes) through a presigned PUT (``POST /v1/uploads``);
-        returns the ``s3://`` URI to submit as ``{"input": {"uri": ...}}``. 501 on a local-store server."""
-        return self.put_upload(self.upload_ticket(), source)
+    def upload(self, source: str | os.PathLike | bytes, *, format: str | None = None) -> str:
+        """Upload an input file (a path, or its bytes: JSONL, ``.jsonl.gz`` or Parquet) through a
+        presigned PUT (``POST /v1/uploads``); returns the ``s3://`` URI to submit as
+        ``{"input": {"uri": ...}}``, whose ending keeps the format. ``format`` (``jsonl``,
+        ``jsonl.gz``, ``parquet``): None decides it by the first bytes, then by the file's name.
+        ValueError, before anything is sent, if the name says Parquet and the bytes are not.
+        501 on a local-store server."""
+        data, name = _file_bytes(source)
+        ticket = self.new_upload(format or upload_format(data, name))
+        self.put_upload(ticket, data)
+        return ticket["uri"]
 
-    def upload_ticket(self) -> dict:
-        """``POST /v1/uploads``: where an upload will go (``uri``) and how to put it there (``url``,
-        ``method``); the URI may be validated before the bytes are sent (``put_upload``)."""
-        return self._call("POST", "/v1/uploads")
+    def new_upload(self, format: str = "jsonl") -> dict:
+        """``POST /v1/uploads``: a ticket (``uri``, ``url``, ``method``) for one file; nothing is stored yet."""
+        return self._call("POST", "/v1/uploads", json={"format": format})
 
-    def put_upload(self, ticket: dict, source: str | os.PathLike | bytes) -> str:
-        """Send a file (a path, or its bytes) to the place ``ticket`` names; returns its ``s3://`` URI."""
-        data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    def put_upload(self, ticket: dict, data: bytes) -> None:
+        """Send the file's bytes to a ticket's presigned URL."""
         try:
             response = self._files.request(ticket.get("method", "PUT"), ticket["url"], content=data)
         except httpx.TransportError as exc:
             raise PoolqConnectionError(f"cannot reach the upload URL's store: {exc or type(exc).__name__}") from exc
         if response.status_code >= 400:
             raise PoolqError(response.status_code, f"the store refused the upload: {response.text[:300]}")
-        return ticket["uri"]
 
     def get(self, job_id: str) -> dict:
         """``GET /v1/jobs/{id}``: status, counts, usage, timestamps, result, error."""
@@ -223,6 +228,13 @@ class PoolqClient:
     def run_schedule(self, schedule_id: str) -> dict:
         """``POST /v1/schedules/{id}/run``: run it now (incrementally); returns the run (its ``job_id``)."""
         return self._call("POST", f"/v1/schedules/{schedule_id}/run")
+
+
+def _file_bytes(source: str | os.PathLike | bytes) -> tuple[bytes, str | None]:
+    """A file's bytes and its name (None for bytes given as such)."""
+    if isinstance(source, bytes):
+        return source, None
+    return Path(source).read_bytes(), Path(source).name
 
 
 def _error_from(response: httpx.Response) -> PoolqError:

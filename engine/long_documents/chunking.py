@@ -29,10 +29,32 @@ class ContentChunk:
 
 
 def token_chunks(num_tokens: int, chunk_tokens: int) -> list[tuple[int, int]]:
-    """Consecutive, non-overlapping runs of ``chunk_tokens`` tokens covering ``[0, num_tokens)``."""
+    """Consecutive, non-overlapping runs of ``chunk_tokens`` tokens covering ``[0, num_tokens)``.
+
+    A last run shorter than a quarter of ``chunk_tokens`` would be a sliver row (a couple of
+    tokens saying little): then the last two runs share their tokens evenly instead, each at least
+    half of ``chunk_tokens`` and none longer. A document shorter than that is one run, whole."""
     if chunk_tokens < 1:
         raise ChunkingError(f"chunk_tokens must be >= 1, got {chunk_tokens}")
-    return [(start, min(start + chunk_tokens, num_tokens)) for start in range(0, num_tokens, chunk_tokens)]
+    chunks = [(start, min(start + chunk_tokens, num_tokens)) for start in range(0, num_tokens, chunk_tokens)]
+    if len(chunks) >= 2 and (chunks[-1][1] - chunks[-1][0]) * 4 < chunk_tokens:
+        start = chunks[-2][0]
+        middle = start + (num_tokens - start + 1) // 2
+        chunks[-2:] = [(start, middle), (middle, num_tokens)]
+    return chunks
+
+
+def balanced_pieces(start: int, end: int, most: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into the fewest pieces of at most ``most`` tokens, as even as can be
+    (their lengths differ by one at most), so no piece is a sliver."""
+    count = -(-(end - start) // most)
+    size, extra = divmod(end - start, count)
+    pieces, at = [], start
+    for index in range(count):
+        length = size + (1 if index < extra else 0)
+        pieces.append((at, at + length))
+        at += length
+    return pieces
 
 
 def sentence_char_spans(text: str, sentences_per_chunk: int) -> list[tuple[int, int]]:

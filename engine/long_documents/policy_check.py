@@ -72,3 +72,32 @@ def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask 
         raise PolicyError("max_embed_len",
                           f"max_embed_len={policy.max_embed_len} exceeds the window ({window}) outside chunked mode")
     return window
+
+
+# What a route answering one result per input takes (``/v1/embeddings``, a batch's requests)
+ONE_RESULT_MODES = tuple(mode for mode in LongDocumentMode if not mode.chunk_rows)
+_HINT_OPENING = " (set "  # every hint a too-long error ends with: `` (set <field> to 'a' or 'b')``
+
+
+def longer_document_modes(tasks: tuple[PoolingTask, ...], pair: bool = False) -> tuple[LongDocumentMode, ...]:
+    """The modes that take a document longer than the window for ``tasks`` (a text pair: truncation only)."""
+    if pair or len(tasks) > 1:
+        return (LongDocumentMode.TRUNCATE,)
+    return tuple(mode for mode in MODES_BY_TASK[tasks[0]] if mode is not LongDocumentMode.ERROR)
+
+
+def mode_hint(modes: tuple[LongDocumentMode, ...], field: str = "long_documents.mode") -> str:
+    """`` (set long_documents.mode to 'truncate', 'chunked' or 'naive_chunks')``: what a too-long error suggests."""
+    names = [repr(mode.value) for mode in modes]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"{_HINT_OPENING}{field} to {listed})"
+
+
+def narrow_mode_hint(message: str, accepted: tuple[LongDocumentMode, ...], field: str) -> str:
+    """``message`` with its mode hint (``mode_hint``) listing only the modes of ``accepted`` it named,
+    and ``field`` where the caller sets them: a route suggests only what it takes."""
+    cut = message.rfind(_HINT_OPENING)
+    if cut < 0 or not message.endswith(")"):
+        return message
+    named = tuple(mode for mode in accepted if repr(mode.value) in message[cut:])
+    return message[:cut] + (mode_hint(named, field) if named else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from poolq.engine.long_documents.chunking import (
     ChunkingError,
+    balanced_pieces,
     char_spans_to_token_chunks,
     describe_chunks,
     sentence_char_spans,
@@ -52,6 +53,8 @@ class WindowPlanner:
         self.window_specials = specials if policy.window_specials is None else policy.window_specials
         self.overlap = default_overlap(policy, window)
         self._check_policy()
+        # Unset: what one window holds besides the special tokens, so a token chunk is never split
+        self.chunk_tokens = policy.chunk_tokens or self.window - len(self.prefix) - len(self.suffix)
 
     def _check_policy(self) -> None:
         check_policy(self.spec, self.policy)
@@ -136,7 +139,7 @@ class WindowPlanner:
     def _content_chunks(self, request: PoolingRequest, content_ids: list[int], offsets) -> list[tuple[int, int]]:
         by = self.policy.chunk_by
         if by is ChunkBoundary.TOKENS:
-            return token_chunks(len(content_ids), self.policy.chunk_tokens)
+            return token_chunks(len(content_ids), self.chunk_tokens)
         if by is ChunkBoundary.SENTENCES:
             spans = sentence_char_spans(request.text, self.policy.chunk_sentences)
         elif request.chunk_spans is None:
@@ -192,13 +195,13 @@ class WindowPlanner:
 
 
 def split_at_window(chunks: list[tuple[int, int]], room: int) -> tuple[list[tuple[int, int]], tuple[bool, ...]]:
-    """Chunks of at most ``room`` tokens: a longer one is cut into consecutive pieces of ``room``
-    (the last one shorter), each flagged as split."""
+    """Chunks of at most ``room`` tokens: a longer one is cut into the fewest balanced pieces that
+    fit (``balanced_pieces``: never a full window and a sliver), each flagged as split."""
     pieces: list[tuple[int, int]] = []
     split: list[bool] = []
     for start, end in chunks:
         cut = end - start > room
-        for piece_start in range(start, end, room):
-            pieces.append((piece_start, min(end, piece_start + room)))
-            split.append(cut)
+        found = balanced_pieces(start, end, room) if cut else [(start, end)]
+        pieces += found
+        split += [cut] * len(found)
     return pieces, tuple(split)

@@ -14,6 +14,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from poolq.engine.long_documents.policy_check import ONE_RESULT_MODES, narrow_mode_hint
 from poolq.jobs.batches.batch_files import delete_file, write_file
 from poolq.jobs.batches.batch_layout import BatchLayout
 from poolq.jobs.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
@@ -148,7 +149,9 @@ def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tu
             if isinstance(record_id, str):
                 line, index = record_id.split(".")
                 # The job's message names its own input's line and record id: say the request's line instead.
-                message = _JOB_RECORD_PREFIX.sub("", item.value["message"])
+                # A batch takes one result per request: its hint names the modes that give one, where a batch sets them.
+                message = narrow_mode_hint(_JOB_RECORD_PREFIX.sub("", item.value["message"]), ONE_RESULT_MODES,
+                                           "poolq.long_documents.mode")
                 failed.setdefault(int(line), (item.value["code"], f"line {line}: input {index}: {message}"))
     return failed
 

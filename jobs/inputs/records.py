@@ -33,6 +33,11 @@ class InputRecord:
     unit: Annotated[str, Field(exclude=True)] = "line"
 
     @property
+    def place(self) -> str:
+        """Where the record is, as every per-record message begins: ``line 7 (id 'a')``."""
+        return f"{self.unit} {self.line} (id {self.id!r})"
+
+    @property
     def characters(self) -> int:
         """How long the record's text is (with a pair's query): what its cost is estimated from."""
         return len(self.text) + len(self.query or "")
@@ -84,7 +89,8 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if not isinstance(text, str):
         return RecordError(record_id, line, "invalid_text", f"{at}: field {text_field!r} must be a string")
     if not text.strip():
-        return RecordError(record_id, line, "empty_text", f"{at}: text is empty")
+        what = "text is blank (only whitespace)" if text else "text is empty"
+        return RecordError(record_id, line, "empty_text", f"{at}: {what}")
     spans = value.get(spans_field)
     if spans is not None and not _is_span_list(spans):
         return RecordError(record_id, line, "invalid_chunk_spans",

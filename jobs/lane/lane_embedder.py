@@ -10,6 +10,7 @@ from typing import Callable, cast
 import numpy as np
 
 from poolq.engine import PoolingRequest, RequestError
+from poolq.engine.long_documents.policy_check import ONE_RESULT_MODES, narrow_mode_hint
 from poolq.engine.step import StepOutput
 from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.lane.embedding_lane import TakenRequest
@@ -66,7 +67,8 @@ def _embed(pool: Callable[[], EnginePool], request: EmbeddingRequest, deadline: 
 
     for result in engine.run(requests, spec.long_documents.policy(), on_step=on_step, urgent=True):
         if isinstance(result, RequestError):
-            errors.append(InputError(index=cast(int, result.key), code=result.code, message=result.message))
+            errors.append(InputError(index=cast(int, result.key), code=result.code,
+                                     message=narrow_mode_hint(result.message, ONE_RESULT_MODES, "long_documents.mode")))
             continue
         vector = as_dense(result.data, task.name)
         if not np.isfinite(vector).all():  # JSON has no NaN: say which input made it, never fail the answer

@@ -11,10 +11,12 @@ import io
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
 from poolq.jobs.inputs.included_fields import merge_section_types
+from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.shard_input import InputChanged
 from poolq.jobs.job_handle import JobHandle
@@ -25,24 +27,39 @@ from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.sections import sections_bytes
 
 
+def _none() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class SectionSkips:
     """A section's valid-record positions (0 = its first valid record) left out of its shards."""
 
     duplicates: np.ndarray  # int64, sorted: an id seen earlier in the input
     carried: np.ndarray  # int64, sorted: unchanged since the baseline
-    split_queries: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # score: see query_groups.py
+    split_queries: np.ndarray = field(default_factory=_none)  # score: see query_groups.py
+    # For each duplicate, where its id first appeared: the section, and the line (row) in its object
+    first_sections: np.ndarray = field(default_factory=_none)
+    first_lines: np.ndarray = field(default_factory=_none)
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez(buffer, duplicates=self.duplicates, carried=self.carried, split_queries=self.split_queries)
+        np.savez(buffer, duplicates=self.duplicates, carried=self.carried, split_queries=self.split_queries,
+                 first_sections=self.first_sections, first_lines=self.first_lines)
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "SectionSkips":
         with np.load(io.BytesIO(raw)) as arrays:
-            split = arrays["split_queries"] if "split_queries" in arrays.files else np.zeros(0, dtype=np.int64)
-            return cls(arrays["duplicates"], arrays["carried"], split)
+            optional = {name: arrays[name] for name in ("split_queries", "first_sections", "first_lines")
+                        if name in arrays.files}  # skips written before these were kept
+            return cls(arrays["duplicates"], arrays["carried"], **optional)
+
+    def first_of(self, duplicate: int) -> tuple[int, int] | None:
+        """(section, line) where the ``duplicate``-th duplicate's id first appeared, if known."""
+        if duplicate >= len(self.first_lines):
+            return None
+        return int(self.first_sections[duplicate]), int(self.first_lines[duplicate])
 
 
 def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
@@ -51,38 +68,52 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
     scans = [planning.scan(index) for index in range(len(sections))]
     baseline = Baseline.load(job)
     partitions = partitions_for(sections_bytes(sections), ctx.settings.plan_partition_bytes)
+    numbers = first_lines(sections, scans)
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
-        for index, scan in enumerate(scans):
-            _spill_section(planning, index, scan, ids)
+        lines_path = Path(spill_dir) / "lines.i64"  # each valid record's line (row) in its object, by position
+        with lines_path.open("wb") as lines:
+            for index, scan in enumerate(scans):
+                # A JSONL section numbers its lines from 1; a Parquet one numbers rows in the object
+                offset = 0 if sections[index].format == InputFormat.PARQUET.value else numbers[index] - 1
+                _spill_section(planning, index, scan, ids, lines, offset)
         if baseline is not None and not baseline.spill_into(ids, job.ctx):
             baseline = None
         decisions = ids.decide()
         split = split_query_runs(planning, scans, partitions, Path(spill_dir) / "queries")
+        starts = np.cumsum([0, *(scan.valid for scan in scans)])[:-1]
+        line_of = np.fromfile(lines_path, dtype=np.int64)
         start = 0
         for index, scan in enumerate(scans):
             end = start + scan.valid
+            firsts = ids.first_positions(start, end)
             skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start,
-                                 np.sort(split.get(index, np.zeros(0, dtype=np.int64))))
+                                 np.sort(split.get(index, np.zeros(0, dtype=np.int64))),
+                                 np.searchsorted(starts, firsts, side="right") - 1, line_of[firsts])
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
     included = tuple(job.spec.output.include_fields or ())
     return planning.write_decided(Decided(
-        first_lines=first_lines(sections, scans), duplicates=decisions.duplicates, carried=carried,
+        first_lines=numbers, duplicates=decisions.duplicates, carried=carried,
         field_types=merge_section_types(included, [scan.field_types for scan in scans]),
         carried_records=decisions.carried if carried else 0,
         engine=ctx.engines.identity(job.spec.model) if carried else None,  # what Baseline.load checked
     ))
 
 
-def _spill_section(planning: PlanningLedger, index: int, scan: SectionScan, ids: IdPartitions) -> None:
-    read = 0
+def _spill_section(planning: PlanningLedger, index: int, scan: SectionScan, ids: IdPartitions, lines: IO[bytes],
+                   offset: int) -> None:
+    """The section's valid records into the partitions, and each one's line (``offset`` + its line
+    in the section) into ``lines``."""
+    numbers: list[int] = []  # one section's worth at a time
     with planning.store.open(planning.section_key(index, SPILL_NAME)) as stream:
         for raw in stream:
-            record_id, digest = raw.decode("utf-8").rstrip("\n").split("\t")
+            record_id, digest, *line = raw.decode("utf-8").rstrip("\n").split("\t")
             ids.add_record(record_id, digest)
-            read += 1
+            numbers.append(offset + int(line[0]) if line else 0)  # 0: a spill from before lines were kept
+    np.asarray(numbers, dtype=np.int64).tofile(lines)
+    read = len(numbers)
     if read != scan.valid:
         raise InputChanged(f"section {index}'s id spill holds {read} records where its scan counted {scan.valid}")
 

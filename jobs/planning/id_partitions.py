@@ -113,8 +113,9 @@ class IdPartitions:
 
     def _decide_partition(self, partition: int, decisions: Decisions) -> None:
         baseline = {record_id: (digest, int(part)) for record_id, digest, part in self._baseline.read(partition)}
-        first_seen: set[str] = set()
+        first_seen: dict[str, int] = {}  # id -> the position it first appeared at
         left: dict[tuple[Left, int], list[int]] = defaultdict(list)  # (why, position range) -> positions
+        firsts: dict[int, list[int]] = defaultdict(list)  # position range -> (duplicate, first) pairs, flat
         carried: dict[int, list[str]] = defaultdict(list)  # baseline part -> ids it carries
         # Spill lines are in input order within a partition: the first occurrence comes first.
         for position, record_id, digest in self._records.read(partition):
@@ -122,8 +123,9 @@ class IdPartitions:
             if record_id in first_seen:
                 decisions.duplicates += 1
                 left["duplicate", at // POSITIONS_PER_RANGE].append(at)
+                firsts[at // POSITIONS_PER_RANGE] += (at, first_seen[record_id])
                 continue
-            first_seen.add(record_id)
+            first_seen[record_id] = at
             known = baseline.get(record_id)
             if known is not None and known[0] == digest:
                 decisions.carried += 1
@@ -132,6 +134,9 @@ class IdPartitions:
         for (why, bucket), positions in left.items():
             with self._range_path(why, bucket).open("ab") as handle:
                 np.asarray(positions, dtype=np.int64).tofile(handle)
+        for bucket, pairs in firsts.items():
+            with (self.directory / f"duplicate-first-{bucket:06d}.i64").open("ab") as handle:
+                np.asarray(pairs, dtype=np.int64).tofile(handle)
         for part, ids in carried.items():
             path = self.directory / f"carried-{part:05d}.txt"
             with path.open("a", encoding="utf-8") as handle:
@@ -150,6 +155,19 @@ class IdPartitions:
                 positions = np.fromfile(path, dtype=np.int64)
                 found.append(positions[(positions >= start) & (positions < end)])
         return np.sort(np.concatenate(found))
+
+
+    def first_positions(self, start: int, end: int) -> np.ndarray:
+        """For each duplicate in ``[start, end)``, in the order of ``positions("duplicate", ...)``,
+        the position where its id first appeared (int64)."""
+        found = [np.zeros((0, 2), dtype=np.int64)]
+        for bucket in range(start // POSITIONS_PER_RANGE, -(-end // POSITIONS_PER_RANGE)):
+            path = self.directory / f"duplicate-first-{bucket:06d}.i64"
+            if path.exists():
+                pairs = np.fromfile(path, dtype=np.int64).reshape(-1, 2)
+                found.append(pairs[(pairs[:, 0] >= start) & (pairs[:, 0] < end)])
+        pairs = np.concatenate(found)
+        return pairs[np.argsort(pairs[:, 0], kind="stable"), 1]
 
 
 def partitions_for(input_bytes: int, bytes_per_partition: int) -> int:

@@ -13,6 +13,7 @@ from typing import IO
 import numpy as np
 
 from poolq.jobs.inputs.included_fields import accepts, json_type, type_label, types_to_check
+from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
@@ -30,7 +31,8 @@ _UPLOAD_CHUNK = 1 << 20
 def cut_section(job: JobHandle, index: int) -> SectionCut:
     ctx = job.ctx
     planning = PlanningLedger(ctx.store, job.layout)
-    section = (planning.sections() or [])[index]
+    sections = planning.sections() or []
+    section = sections[index]
     decided = planning.decided()
     if decided is None:
         raise RuntimeError(f"job {job.id}: section {index} is cut before its duplicates were decided")
@@ -50,7 +52,9 @@ def cut_section(job: JobHandle, index: int) -> SectionCut:
                 repeated = duplicates.holds(valid)
                 mistyped = field_type_error(record, checked_types)
                 if repeated:
-                    _file_error(errors, duplicate_error(record), section, codes, samples)
+                    first = skips.first_of(duplicates.next)  # holds() stopped at this duplicate
+                    _file_error(errors, duplicate_error(record, _first_place(first, section, sections)), section,
+                                codes, samples)
                 elif split.holds(valid):
                     _file_error(errors, split_query_error(record), section, codes, samples)
                     repeated = True
@@ -89,10 +93,20 @@ class _Positions:
         return self.next < len(self.positions) and int(self.positions[self.next]) == position
 
 
-def duplicate_error(record: InputRecord) -> RecordError:
+def duplicate_error(record: InputRecord, first: str | None = None) -> RecordError:
+    """``first``: where the id first appeared (``line 3``, or ``<uri>: row 3`` in another object)."""
     numeric = " (ids are compared as text: the number 7 and the string \"7\" are the same id)" if record.id.isdigit() else ""
     return RecordError(record.id, record.line, "duplicate_id",
-                       f"{record.unit} {record.line}: id {record.id!r} appeared before{numeric}")
+                       f"{record.place}: this id appeared before{f', at {first}' if first else ''}{numeric}")
+
+
+def _first_place(first: tuple[int, int] | None, section: InputSection, sections: list[InputSection]) -> str | None:
+    """Where a duplicate's id first appeared, as its error says it."""
+    if first is None or first[1] < 1:
+        return None
+    found = sections[first[0]]
+    place = f"{'row' if found.format == InputFormat.PARQUET.value else 'line'} {first[1]}"
+    return place if found.uri == section.uri else f"{found.name or found.uri}: {place}"
 
 
 def field_type_error(record: InputRecord, field_types: dict[str, str]) -> RecordError | None:
@@ -101,14 +115,14 @@ def field_type_error(record: InputRecord, field_types: dict[str, str]) -> Record
         value = (record.fields or {}).get(name)
         if not accepts(field_type, value):
             return RecordError(record.id, record.line, "field_type_mismatch",
-                               f"{record.unit} {record.line} (id {record.id!r}): field {name!r} holds {json_type(value)}; "
+                               f"{record.place}: field {name!r} holds {json_type(value)}; "
                                f"the job's column is {type_label(field_type)} (its type where the input first has it)")
     return None
 
 
 def split_query_error(record: InputRecord) -> RecordError:
     return RecordError(record.id, record.line, "query_not_contiguous",
-                       f"{record.unit} {record.line}: query_id {record.query_id!r} appeared earlier, before other queries' "
+                       f"{record.place}: query_id {record.query_id!r} appeared earlier, before other queries' "
                        "pairs; a query's pairs must be consecutive to be ranked together (its earlier pairs are ranked alone)")
 
 

@@ -36,7 +36,9 @@ def scan_section(job: JobHandle, section: int) -> SectionScan:
                     types.update(first_types(fields.include_fields, types, record.fields))
                 counted["valid"] += 1
                 digest = record.content_hash[:HASH_DIGITS]
-                yield f"{record.id}\t{digest}\n".encode("utf-8")  # ids hold no tab or newline (records.py)
+                # ids hold no tab or newline (records.py); the line (in the section: JSONL; in the
+                # object: Parquet) lets a later duplicate name where its id first appeared
+                yield f"{record.id}\t{digest}\t{record.line}\n".encode("utf-8")
 
     job.ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
     runs = 0

@@ -66,7 +66,7 @@ def _object_sections(store: ObjectStore, key: str, named: bool, section_bytes: i
                      required: tuple[str, ...] = ()) -> list[InputSection]:
     info = store.stat(key)
     name = store.uri(key) if named else None
-    input_format = object_format(store, key)
+    input_format = object_format(store, key, info.size)
     if input_format is InputFormat.PARQUET:
         require_parquet_columns(store, key, info, required)
     return _FORMATS[input_format].sections(store, key, info, name, section_bytes)

@@ -123,14 +123,14 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
             done.add(record.id)
             output.characters += record.characters
             if isinstance(result, RequestError):
-                output.errors.append(RecordError(record.id, record.line, result.code, result.message))
+                output.errors.append(RecordError(record.id, record.line, result.code, f"{record.place}: {result.message}"))
                 continue
             task.append(rows, result, record, included.values(record.fields))
             output.tokens += result.processed_tokens
             output.documents += 1
     except ShardCancelled:
         message = "the job was cancelled before this record was embedded"
-        output.errors += [RecordError(record.id, record.line, NOT_PROCESSED_CODE, message)
+        output.errors += [RecordError(record.id, record.line, NOT_PROCESSED_CODE, f"{record.place}: {message}")
                           for record in records.values() if record.id not in done]
         log.info("shard %s stopped by a cancel: %d records done, %d not processed", shard, len(done),
                  len(records) - len(done))
@@ -168,5 +168,5 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
 
 def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord], message: str) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
-    errors = [RecordError(record.id, record.line, GAVE_UP_CODE, message) for record in records.values()]
+    errors = [RecordError(record.id, record.line, GAVE_UP_CODE, f"{record.place}: {message}") for record in records.values()]
     return write_attempt(job, shard, lease, AttemptOutput(None, errors, gave_up=True))

@@ -127,5 +127,6 @@ def test_a_parquet_prefix_job_row_by_row(stack, sample_documents, st_minilm):
     assert [(e["source"].rsplit("/", 1)[-1], e["line"], e["code"], e["id"]) for e in errors] == expected_errors
     sources = {name: prefix + name for name in objects}
     assert errors[0]["message"] == f"{sources['part-000.parquet']}: row 3 (id '102'): field 'body' is null"
-    assert errors[1]["message"].startswith(f"{sources['part-001.parquet']}: row 2: id '101' appeared before")
+    assert errors[1]["message"].startswith(f"{sources['part-001.parquet']}: row 2 (id '101'): this id appeared before, "
+                                           f"at {sources['part-000.parquet']}: row 2")
     assert errors[2]["message"] == f"{sources['part-002.parquet']}: row 1 (id '300'): field 'body' must be a string"

@@ -144,3 +144,49 @@ def test_a_model_int8_refuses_fails_each_shard_with_the_reason_and_is_loaded_onc
     assert sorted(error["id"] for error in errors) == ["doc-0", "doc-1", "doc-2"]
     assert all("Int8Refused" in error["message"] and "use dtype float32" in error["message"] for error in errors)
     assert loads == ["all-MiniLM-L6-v2"]
+
+
+def test_naive_chunks_with_defaults_make_whole_window_rows_and_no_slivers(tmp_path, local_ctx, sample_documents):
+    # Given the longest real speeches of the demo corpus, and naive_chunks with nothing else set
+    docs = sorted(({"id": d["id"], "text": d["text"]} for d in sample_documents), key=lambda d: -len(d["text"]))[:6]
+    spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
+                                   "long_documents": {"mode": "naive_chunks"}})
+    status = run_job_locally(spec, local_ctx)
+    assert status.status is JobState.SUCCEEDED, status.error
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
+    rows = [row for part in manifest["parts"] for row in read_embeddings(local_ctx.store.get(part["key"])).to_pylist()]
+    # Then no row was split (a chunk is what a 256-token window holds besides [CLS] and [SEP]) and
+    # none is a sliver: each is at least a quarter of the 254 tokens a chunk holds
+    lengths = [row["token_end"] - row["token_start"] for row in rows]
+    assert len(rows) > 6 * 5 and not any(row["split"] for row in rows), lengths
+    assert min(lengths) * 4 >= 254 and max(lengths) <= 255, sorted(lengths)[:5]  # 255: the first row holds [CLS]
+
+
+def test_every_per_record_error_says_its_line_and_id_and_what_is_wrong(tmp_path, local_ctx, sample_documents):
+    # Given one good record and one of each per-record problem, planning's and the engine's
+    good = {"id": "good", "text": "a short fine text"}
+    lines = [json.dumps(good).encode(),
+             json.dumps({"id": "blank", "text": " \n\t "}).encode(),
+             json.dumps({"id": "long", "text": max((d["text"] for d in sample_documents), key=len)}).encode(),
+             json.dumps({"id": "marks", "text": "\u0301\u0301\u0301"}).encode(),
+             json.dumps({"id": "good", "text": "the same id again"}).encode(),
+             b'{"id": "open", "text": "a quote never closed}',
+             b'{"id": "comma" "text": "x"}']
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    # When the job runs with the defaults (long documents are errors)
+    status = run_job_locally(JobSpec.model_validate({"input": {"uri": source.as_uri()}}), local_ctx)
+    _, ids, errors = _outputs(local_ctx, status.id)
+    messages = {error["line"]: error["message"] for error in errors}
+    # Then each error begins with where it is: the line and, when the line has one, the id
+    assert ids == ["good"] and sorted(messages) == [2, 3, 4, 5, 6, 7], messages
+    assert messages[2] == "line 2 (id 'blank'): text is blank (only whitespace)"
+    assert messages[3].startswith("line 3 (id 'long'): document has ") and messages[3].endswith(
+        "the model's window is 256 (set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')")
+    assert messages[4].startswith("line 4 (id 'marks'): the text has no tokens once tokenized")
+    assert messages[5] == "line 5 (id 'good'): this id appeared before, at line 1"
+    assert messages[6] == ("line 6: invalid JSON: unterminated string: the string opened at column 24 is not closed "
+                           "before the line ends")
+    assert messages[7] == "line 7: invalid JSON: missing comma at column 16: expected ',' or a closing bracket after a value"
+    # And the status's samples are the same messages
+    assert status.error_samples and all(sample in messages.values() for sample in status.error_samples)

@@ -1,5 +1,7 @@
 import io
 
+import pytest
+
 from poolq.storage import JsonlLineError, JsonlObject, dump_jsonl, read_jsonl
 
 
@@ -17,3 +19,24 @@ def test_round_trips_unicode():
     rows = [{"id": "ü", "text": "naïve — 東京"}]
     (item,) = read_jsonl(io.BytesIO(dump_jsonl(rows)))
     assert item.value == rows[0]
+
+
+@pytest.mark.parametrize("line, says", [
+    (b'{"id": "a", "text": "a quote never closed\n', "unterminated string: the string opened at column 21 is not "
+                                                     "closed before the line ends"),
+    (b'{"id": "a", "text": "closed on the next line\r\n', "unterminated string: the string opened at column 21"),
+    (b'{"id": "a" "text": "x"}\n', "missing comma at column 12: expected ',' or a closing bracket after a value"),
+    (b'{"id": "a", "text": ["x" "y"]}\n', "missing comma at column 26"),
+    (b'{"id" "a"}\n', "missing colon at column 7: expected ':' after a field name"),
+    (b'{"id": "a",}\n', "expected a field name in double quotes at column 12 (a comma before a closing brace"),
+    (b'{id: "a"}\n', "expected a field name in double quotes at column 2"),
+    (b'{"id": "a", "text":\n', "the line ends after column 19 before the JSON value does (cut short?)"),
+    (b'{"id": "a", "text": nope}\n', "expected a value at column 21"),
+    (b'{"id": "a"} {"id": "b"}\n', "more text after the JSON object ends, at column 13 (one object per line)"),
+    (b'{"id": "a", "text": "raw\ttab"}\n', "a raw control character U+0009 inside a string at column 25"),
+])
+def test_a_json_error_says_what_is_wrong_in_words_and_where(line, says):
+    (item,) = read_jsonl(io.BytesIO(line))
+    assert isinstance(item, JsonlLineError)
+    assert item.code == "invalid_json" and item.message.startswith("line 1: invalid JSON: " + says), item.message
+    assert "Invalid control character" not in item.message and "delimiter" not in item.message

@@ -172,7 +172,8 @@ def fixed_token_spans(num_tokens: int, chunk_tokens: int, n_leading: int = 1, n_
 
     The content tokens are ``[n_leading, num_tokens - n_trailing)`` (BERT: 1 leading ``[CLS]``, 1 trailing
     ``[SEP]``). They are cut into consecutive, non-overlapping pieces of ``chunk_tokens`` content tokens, the
-    last piece holding the remainder (it may be shorter). Then the leading special tokens are attached to the
+    last piece holding the remainder (it may be shorter; one under a quarter of ``chunk_tokens`` shares the
+    last two pieces' tokens evenly, the first of them taking the odd one). Then the leading special tokens are attached to the
     first span (its start becomes 0) and the trailing ones to the last span (its end becomes ``num_tokens``),
     as Jina's ``chunk_by_tokens`` + ``_extend_special_tokens`` do. The spans therefore tile ``[0, num_tokens)``
     exactly; the first span has ``chunk_tokens + n_leading`` tokens (unless it is also the last).
@@ -186,6 +187,10 @@ def fixed_token_spans(num_tokens: int, chunk_tokens: int, n_leading: int = 1, n_
     if stop <= first:
         return [(0, num_tokens)]
     spans = [(s, min(s + chunk_tokens, stop)) for s in range(first, stop, chunk_tokens)]
+    if len(spans) > 1 and 4 * (spans[-1][1] - spans[-1][0]) < chunk_tokens:  # no sliver: the last two share evenly
+        start = spans[-2][0]
+        middle = start + (stop - start + 1) // 2
+        spans[-2:] = [(start, middle), (middle, stop)]
     spans[0] = (0, spans[0][1])
     spans[-1] = (spans[-1][0], num_tokens)
     return spans

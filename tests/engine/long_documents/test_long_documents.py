@@ -4,12 +4,25 @@ import pytest
 
 from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingParams, PoolingRequest, PoolingTask
 from poolq.engine.batch import BatchMetadata
+from poolq.engine.long_documents.chunking import balanced_pieces, token_chunks
+from poolq.engine.long_documents.policy_check import ONE_RESULT_MODES, longer_document_modes, mode_hint, narrow_mode_hint
 from poolq.engine.long_documents.window_planner import PolicyError
 from poolq.engine.request import ChunkBoundary
 
 
 def _long_text(sample_documents, n_docs=3):
     return "\n\n".join(d["text"] for d in sample_documents[1:1 + n_docs])
+
+
+def _runs_of(count: int, size: int) -> list[tuple[int, int]]:
+    """Runs of ``size`` over ``count`` tokens; a last run under a quarter of ``size`` shares the
+    tokens of the run before it evenly (the first of the two taking the odd one)."""
+    runs = [(start, min(start + size, count)) for start in range(0, count, size)]
+    if len(runs) > 1 and 4 * (runs[-1][1] - runs[-1][0]) < size:
+        first = runs[-2][0]
+        middle = first + (count - first + 1) // 2
+        runs[-2:] = [(first, middle), (middle, count)]
+    return runs
 
 
 def _window_vectors(engine, windows, normalize=None):
@@ -76,7 +89,7 @@ def test_naive_chunks_embed_each_chunk_alone_with_spans(minilm_engine, sample_do
     (result,) = minilm_engine.run([PoolingRequest("doc", text)], policy)
     content = minilm_engine.tokenizer.count_and_tokenize([text])[0]
     prefix, suffix = minilm_engine.tokenizer.special_ids
-    expected_windows = [[*prefix, *content[i:i + 100], *suffix] for i in range(0, len(content), 100)]
+    expected_windows = [[*prefix, *content[start:end], *suffix] for start, end in _runs_of(len(content), 100)]
     np.testing.assert_allclose(result.data, _window_vectors(minilm_engine, expected_windows), atol=1e-6)
     assert len(result.chunks) == len(expected_windows) == result.data.shape[0]
     # Spans: token spans are contiguous in full-sequence coordinates; char spans point at the text
@@ -212,3 +225,65 @@ def test_a_text_that_tokenizes_to_nothing_is_an_error_in_every_mode(minilm_engin
 
     [result] = minilm_engine.run([PoolingRequest("marks", "\u0301\u0301\u0301")], LongDocumentPolicy(mode=mode))
     assert isinstance(result, RequestError) and result.code == "empty_after_tokenization"
+
+
+@pytest.mark.parametrize("count, size", [(514, 256), (513, 256), (575, 256), (576, 256), (100, 256), (256, 256),
+                                         (257, 256), (7, 3), (9, 3), (1, 1), (0, 8)])
+def test_token_chunks_leave_no_sliver(count, size):
+    chunks = token_chunks(count, size)
+    assert chunks == _runs_of(count, size)
+    assert all(end - start <= size for start, end in chunks)
+    assert len(chunks) <= 1 or all(4 * (end - start) >= size for start, end in chunks), chunks
+
+
+@pytest.mark.parametrize("start, end, most, lengths", [
+    (0, 254, 253, [127, 127]), (10, 517, 253, [169, 169, 169]), (0, 507, 253, [169, 169, 169]), (0, 5, 5, [5]),
+    (3, 10, 3, [3, 2, 2]),
+])
+def test_a_split_chunks_pieces_are_balanced(start, end, most, lengths):
+    pieces = balanced_pieces(start, end, most)
+    assert [b - a for a, b in pieces] == lengths and pieces[0][0] == start and pieces[-1][1] == end
+    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+
+
+def test_naive_chunks_by_default_fill_the_window_and_leave_no_sliver_on_real_speeches(minilm_engine, sample_documents):
+    # Given the demo corpus (State of the Union speeches, most far longer than MiniLM's 256-token window)
+    policy = LongDocumentPolicy(mode=LongDocumentMode.NAIVE_CHUNKS)  # chunk_tokens unset
+    prefix, suffix = minilm_engine.tokenizer.special_ids
+    room = minilm_engine.spec.window_tokens - len(prefix) - len(suffix)
+    requests = [PoolingRequest(d["id"], d["text"]) for d in sample_documents]
+    # When each is cut into naive chunks with the defaults
+    results = list(minilm_engine.run(requests, policy))
+    lengths = [[c.token_end - c.token_start for c in result.chunks] for result in results]
+    # Then a chunk is what a window holds besides [CLS] and [SEP]: none is split, none overflows
+    assert all(not c.split for result in results for c in result.chunks)
+    assert max(n for row in lengths for n in row) == room, room
+    # And no row is a sliver: every row is at least a quarter of a window, unless it is a whole document
+    rows = [n for row in lengths for n in row]
+    assert sum(len(row) > 1 for row in lengths) >= 20 and len(rows) > 100, lengths
+    assert all(4 * n >= room for row in lengths if len(row) > 1 for n in row), lengths
+    assert min(rows) > 2
+
+
+@pytest.mark.parametrize("tasks, pair, hint", [
+    ((PoolingTask.EMBED,), False, "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')"),
+    ((PoolingTask.SPARSE_EMBED,), False, "(set long_documents.mode to 'truncate', 'chunked' or 'naive_chunks')"),
+    ((PoolingTask.TOKEN_EMBED,), False, "(set long_documents.mode to 'truncate' or 'chunked')"),
+    ((PoolingTask.EMBED, PoolingTask.SPARSE_EMBED), False, "(set long_documents.mode to 'truncate')"),
+    ((PoolingTask.CLASSIFY,), True, "(set long_documents.mode to 'truncate')"),
+])
+def test_a_too_long_hint_names_the_modes_the_task_can_follow(tasks, pair, hint):
+    assert mode_hint(longer_document_modes(tasks, pair)) == " " + hint
+
+
+def test_a_route_narrows_the_hint_to_what_it_takes():
+    message = "document has 900 tokens; the model's window is 256" + mode_hint(longer_document_modes((PoolingTask.EMBED,)))
+    assert narrow_mode_hint(message, ONE_RESULT_MODES, "poolq.long_documents.mode") == (
+        "document has 900 tokens; the model's window is 256 (set poolq.long_documents.mode to 'truncate' or 'chunked')")
+    assert narrow_mode_hint("no hint here", ONE_RESULT_MODES, "x") == "no hint here"
+
+
+def test_document_too_long_suggests_what_the_task_takes(minilm_engine, sample_documents):
+    (error,) = minilm_engine.run([PoolingRequest("long", _long_text(sample_documents))], LongDocumentPolicy())
+    assert error.code == "document_too_long" and error.message.endswith(
+        "(set long_documents.mode to 'truncate', 'chunked', 'naive_chunks' or 'late_chunks')"), error.message

@@ -79,6 +79,8 @@ def test_embeddings_batch_answers_every_line_once(batch_ctx, minilm_engine, samp
     assert all(e["response"]["status_code"] == 400 and e["error"] is None for e in errors)
     too_long = next(e for e in errors if e["custom_id"] == "one-long")["response"]["body"]["error"]["message"]
     assert too_long.startswith("line 12: input 1: ") and "tokens" in too_long and "(id" not in too_long
+    # its hint names only what a batch takes, where a batch sets it (naive/late chunks make rows, not one result)
+    assert too_long.endswith("(set poolq.long_documents.mode to 'truncate' or 'chunked')"), too_long
     assert {e.line for e in batch.errors.data} == {5, 6, 7, 8, 10, 13}  # refused when read; the others in the job
     # And the vectors are the engine's, in OpenAI's shape
     expected = minilm_engine.embed(texts)

@@ -81,6 +81,7 @@ def test_per_input_failures_name_the_input_and_the_reason(local_ctx, sample_docu
     reply = embed_taken(lambda: local_ctx.engines, _taken(request))
     [error] = reply.errors
     assert (error.index, error.code) == (1, "document_too_long") and "window is 256" in error.message
+    assert error.message.endswith("(set long_documents.mode to 'truncate' or 'chunked')"), error.message  # what the route takes
     assert reply.count == 0
 
 

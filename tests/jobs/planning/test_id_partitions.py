@@ -6,6 +6,7 @@ import pytest
 from support.job_doubles import PLANNING, RecordingEnqueuer, drain
 
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.planning_ledger import PlanningLedger
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.planning import id_partitions
@@ -31,15 +32,19 @@ def test_partitions_find_exactly_the_repeats_and_the_unchanged(tmp_path, monkeyp
     duplicates = [*ids.positions("duplicate", 0, 420), *ids.positions("duplicate", 420, len(records))]
     carried = [*ids.positions("carried", 0, 420), *ids.positions("carried", 420, len(records))]
     # Then they equal what a single set decides
-    seen, expected_dups, expected_carried = set(), [], []
+    firsts = [*ids.first_positions(0, 420), *ids.first_positions(420, len(records))]
+    seen: dict[str, int] = {}
+    expected_dups, expected_firsts, expected_carried = [], [], []
     for position, (record_id, digest) in enumerate(records):
         if record_id in seen:
             expected_dups.append(position)
+            expected_firsts.append(seen[record_id])
             continue
-        seen.add(record_id)
+        seen[record_id] = position
         if baseline.get(record_id) == digest:
             expected_carried.append(position)
     assert duplicates == expected_dups and decisions.duplicates == len(expected_dups)
+    assert firsts == expected_firsts  # each duplicate knows where its id first appeared
     assert carried == expected_carried and decisions.carried == len(expected_carried)
     carried_ids = {line.strip() for path in decisions.carried_by_part.values() for line in path.open()}
     assert carried_ids == {records[position][0] for position in expected_carried}
@@ -61,4 +66,20 @@ def test_duplicate_ids_across_two_input_objects_are_reported_naming_the_second(t
     assert (plan.total, plan.plan_errors) == (7, 1)
     assert [(e["code"], e["id"], e["line"]) for e in errors] == [("duplicate_id", "d3", 1)]
     assert errors[0]["source"].endswith("/b.jsonl") and "b.jsonl: line 1" in errors[0]["message"]
+    # naming where the id first appeared: the other object, and its line
+    assert errors[0]["message"].endswith(f"this id appeared before, at file://{folder}/a.jsonl: line 4"), errors[0]
 
+
+
+def test_a_duplicate_in_a_later_section_of_one_object_names_the_first_line(tmp_path):
+    # Given one JSONL object cut into several sections, its last line repeating the id of line 3
+    lines = [{"id": f"d{i}", "text": f"text number {i} " + "x" * 200} for i in range(1, 60)] + [{"id": "d3", "text": "again"}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+    ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=2048))
+    ctx.enqueuer = RecordingEnqueuer()
+    job_id = submit_job(JobSpec.model_validate({"input": {"uri": (tmp_path / "in.jsonl").as_uri()}}), ctx).id
+    drain(ctx, only=PLANNING)
+    errors = [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.plan_errors).splitlines()]
+    assert [(e["code"], e["line"]) for e in errors] == [("duplicate_id", 60)]
+    assert errors[0]["message"] == "line 60 (id 'd3'): this id appeared before, at line 3"
+    assert len(PlanningLedger(ctx.store, JobHandle.bind(ctx, job_id).layout).sections()) > 3  # several sections

@@ -202,7 +202,8 @@ def test_an_object_named_parquet_that_is_not_fails_the_job_naming_it(tmp_path, l
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.parquet").write_bytes(b'{"id": "a", "text": "JSONL under a Parquet name"}\n')
     status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "in").as_uri() + "/"}}), local_ctx)
-    assert status.status is JobState.FAILED and "a.parquet cannot be read as Parquet" in status.error
+    assert status.status is JobState.FAILED and "a.parquet is named as Parquet but is not" in status.error
+    assert "it looks like JSON lines: name it .jsonl" in status.error and status.counts.failed == 0, status
 
 
 @pytest.mark.parametrize("columns, missing", [
