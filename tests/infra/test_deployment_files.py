@@ -403,7 +403,8 @@ def test_the_storage_page_covers_aws_minio_and_seaweedfs():
 def _documented_key_patterns() -> list[str]:
     """The key patterns under "What poolq writes": ``.../x`` continues the job directory above it,
     ``a, b`` names siblings, and a pattern ending in ``/...`` stands for everything under it."""
-    block = STORAGE_PAGE.read_text(encoding="utf-8").split("## What poolq writes", 1)[1].split("```")[1]
+    fenced = STORAGE_PAGE.read_text(encoding="utf-8").split("## What poolq writes", 1)[1].split("```")[1]
+    block = fenced.split("\n", 1)[1]  # past the fence's info string (```text)
     patterns, job_directory = [], None
     for line in block.strip().splitlines():
         names = [name.strip() for name in re.split(r"\s{2,}", line.strip(), maxsplit=1)[0].split(",")]
@@ -448,7 +449,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     }
     values = {"<prefix>": prefix, "<tenant>": tenant, "<job_id>": job, "<schedule_id>": schedule,
               "<sha256>": digest, "<attempt>": attempt, "<key_id>": record.key_id, "<slot>": slot_name(slot),
-              "<upload_id>": upload, "<id>": upload, "NNNNN": "00000"}
+              "<upload_id>": upload, "<id>": upload, "<ending>": "jsonl", "NNNNN": "00000"}
     patterns = _documented_key_patterns()
     assert len(patterns) >= 10 and any("manifest.json" in p for p in patterns)
     for pattern in patterns:
