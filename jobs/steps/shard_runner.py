@@ -68,7 +68,9 @@ def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
         finalize_if_ready(job)
         return None
     record_shard(job, shard, commit)
-    if commit.not_processed:  # stopped by a cancel: the job may be done with its last running shard
+    # A cancel that came while this shard ran (stopped by it, or asked after its last step): the
+    # cancel saw this shard's lease and left the finalizer to the last running shard, maybe this one.
+    if commit.not_processed or ledger.cancel_requested():
         finalize_if_ready(job)
     return commit
 

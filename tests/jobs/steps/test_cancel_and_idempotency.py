@@ -160,3 +160,33 @@ def test_idempotency_key_header(api):
     assert conflict.status_code == 422
     assert ["header", "idempotency-key"] in [error["loc"] for error in conflict.json()["detail"]]
     assert api.post("/v1/jobs", json=BODY).json()["id"] != first.json()["id"]  # no key, new job
+
+
+def test_a_cancel_asked_while_the_last_running_shard_commits_whole_still_ends_the_job(queued_ctx, monkeypatch):
+    from poolq.jobs.steps import shard_runner
+
+    ctx = queued_ctx
+    ctx.settings = ctx.settings.model_copy(update={"shard_max_documents": 1})
+    job_id = submit_job(_spec(), ctx).id
+    _drain(ctx, only=frozenset({"plan"}))
+    job = JobHandle.bind(ctx, job_id)
+    assert job.ledger.plan().num_shards == 2
+    commit_attempt = shard_runner.commit_attempt
+
+    def cancel_then_commit(job, shard, commit):
+        # every record embedded, no cancel seen; the cancel is asked now, before the commit: it sees
+        # this shard's lease and an uncommitted shard, and leaves the finalizer to the shard
+        cancel_job(job)
+        return commit_attempt(job, shard, commit)
+
+    monkeypatch.setattr(shard_runner, "commit_attempt", cancel_then_commit)
+    # When shard 0 runs to its end and the cancel comes just before it commits
+    [(kind, _, shard)] = [task for task in ctx.enqueuer.tasks if task[0] == "shard"][:1]
+    ctx.enqueuer.tasks.remove((kind, job_id, shard))
+    shard_runner.run_shard(job, shard)
+    # Then the shard's end sends the finalizer, and the job ends cancelled with shard 0's rows
+    assert ("finalize", job_id) in ctx.enqueuer.tasks
+    _drain(ctx)
+    manifest = job.ledger.manifest()
+    assert ctx.status.get(job_id).status is JobState.CANCELLED and manifest.status is JobState.CANCELLED
+    assert manifest.counts.completed == 1 and manifest.counts.not_processed == 1
