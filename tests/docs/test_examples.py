@@ -24,10 +24,6 @@ pytestmark = pytest.mark.integration
 BLOCK_TIMEOUT_S = 120
 DEMO_CORPUS = REPO_ROOT / "devtools" / "demo" / "sample_corpus.jsonl"
 CORPUS_DOCUMENTS = 3
-# Blocks that fail today for a bug being fixed elsewhere: a line the block holds -> (what its failure must say,
-# why). Such a block must fail with exactly that (anything else fails the test) and is then an xfail; once the
-# fix lands the block passes, and the test fails until its entry here is gone.
-KNOWN_BROKEN: dict[str, tuple[str, str]] = {}  # a block's line -> (what its failure says, why); none today
 
 
 def _runnable_blocks() -> list[CodeBlock]:
@@ -73,10 +69,5 @@ def test_example_runs(block: CodeBlock, stack, scratch):
                          timeout=BLOCK_TIMEOUT_S)
     report = (f"{block.name} ({block.language}) exited {run.returncode}\n--- block\n{block.text}"
               f"--- stdout\n{run.stdout[-3000:]}\n--- stderr\n{run.stderr[-3000:]}")
-    known = [(says, why) for line, (says, why) in KNOWN_BROKEN.items() if line in block.text]
-    for says, why in known:
-        assert run.returncode != 0, f"{block.name} runs now: remove its KNOWN_BROKEN entry ({why})"
-        assert says in run.stdout + run.stderr, report
-        pytest.xfail(why)
     assert run.returncode == 0, report
 

@@ -1,30 +1,11 @@
 """A job's story in the logs (job_events.py): submitted, planned, each shard started and
 committed, finished; one JSON line each, every one with the job's id and tenant and what that
 step counts. Run in-process (the local runner runs the same steps the workers do)."""
-import io
-import json
-import logging
 
-import pytest
 
 from poolq.jobs.local_runner import run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_status import LOCAL_TENANT
-from poolq.jobs.observability.log_format import JsonFormatter
-
-
-@pytest.fixture
-def json_lines():
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.INFO)
-    yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
-    root.removeHandler(handler)
-    root.setLevel(level)
 
 
 def test_a_jobs_lines_tell_its_story_from_submit_to_finish(local_ctx, json_lines):

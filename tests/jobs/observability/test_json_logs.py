@@ -1,6 +1,5 @@
 """Structured logs: one JSON object per line carrying the job and shard a task works on; Celery
 and ``poolq serve`` log through it; an API key never reaches a log line."""
-import io
 import json
 import logging
 import threading
@@ -32,21 +31,6 @@ def restore_logging():
         logger = logging.getLogger(name)
         logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
     setup_logging.disconnect(dispatch_uid="poolq-logging")
-
-
-@pytest.fixture
-def json_lines():
-    """A JSON handler on the root logger; returns a function giving the lines logged so far, parsed."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.INFO)
-    yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
-    root.removeHandler(handler)
-    root.setLevel(level)
 
 
 def test_lines_inside_log_context_carry_the_job_and_shard(json_lines):
