@@ -83,10 +83,7 @@ class EmbeddingsBody(BaseModel):
     @field_validator("long_documents")
     @classmethod
     def _one_vector_per_input(cls, value: LongDocuments) -> LongDocuments:
-        if value.mode.chunk_rows:
-            raise ValueError(f"mode {value.mode.value!r} makes one vector per chunk; this endpoint returns one per "
-                             "input: use 'error', 'truncate' or 'chunked' (or a job for chunk rows)")
-        return value
+        return value.one_vector_per_input("this endpoint")
 
 
 def check_limits(inputs: Sequence[LaneInput], settings: Settings) -> None:

@@ -30,10 +30,7 @@ class PoolqExtension(BaseModel):
     @field_validator("long_documents")
     @classmethod
     def _one_result_per_input(cls, value: LongDocuments) -> LongDocuments:
-        if value.mode.chunk_rows:
-            raise ValueError(f"mode {value.mode.value!r} makes one result per chunk; a response holds one per input: "
-                             "use error, truncate or chunked")
-        return value
+        return value.one_vector_per_input("a batch response")
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,14 @@ class LongDocuments(LongDocumentPolicy):
     def policy(self) -> LongDocumentPolicy:
         return self
 
+    def one_vector_per_input(self, where: str) -> LongDocuments:
+        """This policy, if it makes one vector per input (``where`` returns one per input: the
+        embeddings endpoint, a batch line); a chunk-row mode is refused, naming the modes that fit."""
+        if self.mode.chunk_rows:
+            raise ValueError(f"mode {self.mode.value!r} makes one vector per chunk; {where} returns one per input: "
+                             "use 'error', 'truncate' or 'chunked' (or a job for chunk rows)")
+        return self
+
 
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
 JobTaskName = Literal["embed", "sparse_embed", "classify", "score", "token_embed", "token_classify"]
