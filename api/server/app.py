@@ -14,7 +14,8 @@ from poolq.api.server.dashboard import install_dashboard
 from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import embeddings, job_details, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
@@ -55,7 +56,7 @@ def create_app(
                                                                    settings.auth_failure_burst)
     readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
     app.include_router(jobs.router)
-    app.include_router(job_details.router)
+    app.include_router(job_details_router)
     app.include_router(uploads.router)
     app.include_router(schedules.router)
     app.include_router(openai_files.router)

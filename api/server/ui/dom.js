@@ -7,7 +7,7 @@ export function el(tag, attrs = {}, ...children) {
     if (name === "onclick") node.addEventListener("click", value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -43,14 +43,15 @@ export function tokensDone(job) {
   return job.usage.tokens + job.in_progress.tokens;
 }
 
-// The share done: tokens against the job's estimated tokens where known, else records against
-// its total; null while unknown (an indeterminate bar).
+// The share done: tokens against the job's estimated tokens where known, else records embedded or
+// failed against its total (a cancelled job's records not processed are not done); null while
+// unknown (an indeterminate bar).
 export function fractionDone(job) {
   if (job.status === "succeeded") return 1;
   const estimate = job.estimate && job.estimate.tokens;
   if (estimate) return Math.min(1, tokensDone(job) / estimate);
   const total = job.counts.total;
-  if (total) return Math.min(1, (job.counts.completed + job.counts.failed + job.counts.not_processed) / total);
+  if (total) return Math.min(1, (job.counts.completed + job.counts.failed) / total);
   return TERMINAL.has(job.status) ? 1 : null;
 }
 

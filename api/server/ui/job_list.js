@@ -1,5 +1,5 @@
 // The tenant's jobs, newest first: one row each, with what a watcher wants at a glance.
-import { badge, counts, duration, el, errorsByCode, number, progressBar, rate, tokensDone, when } from "./dom.js";
+import { TERMINAL, badge, counts, duration, el, errorsByCode, number, progressBar, rate, tokensDone, when } from "./dom.js";
 
 const COLUMNS = ["Job", "Status", "Progress", "Tokens", "Tokens/s", "ETA", "Records", "Errors by code"];
 
@@ -15,7 +15,7 @@ function row(job) {
     cell("Progress", progressBar(job, `progress-${job.id}`)),
     cell("Tokens", number(tokensDone(job)), { class: "num tokens-done", "data-tokens": tokensDone(job) }),
     cell("Tokens/s", rate(job.rates.tokens_per_s), { class: "num" }),
-    cell("ETA", duration(job.rates.eta_s), { class: "num" }),
+    cell("ETA", TERMINAL.has(job.status) ? "–" : duration(job.rates.eta_s), { class: "num" }),
     cell("Records", counts(job)),
     cell("Errors by code", errorsByCode(job.errors_by_code)),
   );
@@ -27,8 +27,8 @@ export function jobList(list) {
   }
   return el("section", {},
     el("h2", {}, "Jobs"),
-    el("table", { class: "cards", id: "jobs" },
-      el("caption", { class: "muted" }, `${list.jobs.length} most recent, updating live`),
+    el("p", { class: "muted" }, `The ${list.jobs.length} most recent, updating live.`),
+    el("table", { class: "cards", id: "jobs", "aria-label": "Jobs" },
       el("thead", {}, el("tr", {}, COLUMNS.map((name) => el("th", { scope: "col", class: /Tokens|ETA/.test(name) ? "num" : null }, name)))),
       el("tbody", {}, list.jobs.map(row)),
     ),

@@ -24,8 +24,7 @@ function progress(job) {
 
 function sampleList(items) {
   return el("ul", { class: "plain" }, items.map((sample) => el("li", {},
-    sample.id !== null && sample.id !== undefined ? [el("code", {}, String(sample.id)), " "] : null,
-    sample.line !== null && sample.line !== undefined ? el("span", { class: "muted" }, `line ${sample.line}: `) : null,
+    sample.id !== null && sample.id !== undefined ? [el("code", {}, String(sample.id)), ": "] : null,
     sample.message)));
 }
 
