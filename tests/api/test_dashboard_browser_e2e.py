@@ -135,7 +135,14 @@ def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_jo
         assert not driver.find_element(By.ID, "key-form").is_displayed()
 
         # The running job's page: options, live progress, and the cancel button
-        _until(driver, lambda d: _row(d, running["id"]).find_element(By.CSS_SELECTOR, "a.job-link")).click()
+        # From the keyboard: the job's link keeps the focus while the list redraws, and Enter opens it
+        link_id = f"link-{running['id']}"
+        _until(driver, lambda d: d.find_element(By.ID, link_id))
+        driver.execute_script("document.getElementById(arguments[0]).focus()", link_id)
+        moved = _tokens_shown(driver, running["id"])
+        _until(driver, lambda d: _tokens_shown(d, running["id"]) > moved, what="the list stopped updating")
+        assert driver.switch_to.active_element.get_attribute("id") == link_id
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
         cancel = _until(driver, lambda d: d.find_elements(By.ID, "cancel-job") and d.find_element(By.ID, "cancel-job"))
         assert '"mode": "chunked"' in _until(driver, lambda d: d.find_element(By.ID, "options").text)
         driver.save_screenshot(str(artifacts / "job-running-1280x800.png"))
@@ -193,4 +200,29 @@ def test_the_list_fits_a_phone(stack, finished_job, artifacts):
         assert driver.execute_script("return document.documentElement.scrollWidth") <= 390
         assert _row(driver, finished_job["id"]).value_of_css_property("display") == "block"
         driver.save_screenshot(str(artifacts / "jobs-phone-390x844.png"))
+        assert _console_errors(driver) == []
+
+
+def test_blocks_of_other_features_render_when_present(stack):
+    """reuse, report, sinks, webhook and engine (each added by its own feature) show generically,
+    rendered by the page's own module in the browser."""
+    status = {"reuse": {"reused_documents": 90, "reused_tokens": 12345, "computed_tokens": 678},
+              "sinks": [{"name": "search-db", "state": "failed", "upserted": 10, "deleted": 2, "unchanged": 88,
+                         "error": "connection refused"}],
+              "engine": {"model": "all-MiniLM-L6-v2", "dtype": "float32"}}
+    manifest = {"report": {"documents": 100, "languages": {"en": 99, "de": 1}}, "webhook": {"state": "delivered"},
+                "sinks": [{"name": "shadowed-by-the-status"}]}
+    with headless_chromium(1280, 800) as driver:
+        driver.get(f"{stack['api_url']}/ui")
+        text = driver.execute_async_script("""
+            const [status, manifest, done] = arguments;
+            import("./ui/assets/blocks.js").then(({ extraBlocks }) => {
+              const box = document.createElement("div");
+              box.append(...extraBlocks(status, manifest).filter(Boolean));
+              done(box.innerText);
+            }, (error) => done(`import failed: ${error}`));""", status, manifest)
+        for expected in ("Reuse", "12,345", "Data report", "languages", "Sinks", "search-db", "connection refused",
+                         "Webhook", "delivered", "Engine", "float32"):
+            assert expected in text, (expected, text)
+        assert "shadowed-by-the-status" not in text  # the live status wins over the manifest
         assert _console_errors(driver) == []

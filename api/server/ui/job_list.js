@@ -8,7 +8,9 @@ function cell(label, content, extra = {}) {
 }
 
 function row(job) {
-  const link = el("a", { href: `#/jobs/${job.id}`, class: "job-link" }, el("code", {}, job.id.slice(0, 12)));
+  // an id per link: the list is redrawn as it updates, and the focus comes back to the same link
+  const link = el("a", { href: `#/jobs/${job.id}`, class: "job-link", id: `link-${job.id}`, "aria-label": `job ${job.id}` },
+    el("code", {}, job.id.slice(0, 12)));
   return el("tr", { "data-job-id": job.id, "data-status": job.status },
     cell("Job", [link, el("div", { class: "muted" }, `${job.task} · ${job.model}`), el("div", { class: "muted" }, when(job.created_at))]),
     cell("Status", badge(job.status), { class: "status" }),

@@ -56,7 +56,7 @@ function results(outcome) {
 
 function options(spec) {
   if (!spec) return null;
-  return el("section", { class: "card", id: "options" }, el("h3", {}, "Options"), el("pre", { tabindex: 0, "aria-label": "job spec" }, readableSpec(spec)));
+  return el("section", { class: "card", id: "options" }, el("h3", {}, "Options"), el("pre", { tabindex: 0, id: "options-spec", "aria-label": "job spec" }, readableSpec(spec)));
 }
 
 export function jobPage(view, onCancel) {
