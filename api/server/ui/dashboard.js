@@ -42,9 +42,10 @@ async function jobView(id) {
   const status = await api.job(id);
   const known = details.get(id) || {};
   if (!known.spec) known.spec = await api.spec(id);
-  if (TERMINAL.has(status.status) && status.result && !known.results) {
+  if (TERMINAL.has(status.status) && status.result) {
+    // read again each poll: a sink's load (or a webhook's delivery) goes on after the job ended
     known.results = await api.results(id);
-    known.samples = await api.errorSamples(id);
+    if (!known.samples) known.samples = await api.errorSamples(id);
   }
   details.set(id, known);
   const view = { status, ...known };
@@ -84,6 +85,7 @@ async function poll(mine) {
     const [node, data] = await route().load();
     if (mine !== generation) return;
     show(node, data);
+    if (data.status && TERMINAL.has(data.status.status)) delay = POLL_MS * 5; // an ended job changes no more
     $("updated").textContent = `Updated ${new Date().toLocaleTimeString("en-GB")}`;
     if ($("message").classList.contains("error")) say("");
   } catch (error) {
