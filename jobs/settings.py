@@ -12,6 +12,7 @@ from redis.retry import Retry
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
 from poolq.engine.hardware import resolve_dtype
+from poolq.jobs.model.sink_config import SinkConfig
 from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
 
 # Whose calls a client makes: the API's (a request waits on them: short deadlines) or a worker's,
@@ -162,6 +163,10 @@ class Settings(BaseSettings):
     max_active_jobs_per_tenant: int = Field(20, ge=1)
     # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
     tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)
+    # Sinks (docs/sinks/): name -> store URL (or {"url": ..., "table": ...}); credentials stay here, jobs name them.
+    sinks: dict[str, SinkConfig] = Field(default_factory=dict)
+    # tenant -> sink names its jobs and schedules may load into (none unless granted)
+    sink_grants: dict[str, list[str]] = Field(default_factory=dict)
     # file:// inputs: only for in-process runs on one's own machine (`poolq embed`), never the API.
     allow_file_inputs: bool = False
     upload_expires_s: int = Field(900, ge=60, le=3600)
