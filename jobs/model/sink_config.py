@@ -7,7 +7,7 @@ table options below), and grants names to tenants in ``POOLQ_SINK_GRANTS``. The 
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
@@ -48,10 +48,10 @@ class SinkConfig(BaseModel):
 class SinkState:
     """A sink load's states, as the manifest's ``sinks`` entries spell them."""
 
-    PENDING = "pending"  # the job finished; the load is queued (or retried)
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # the load failed: retry it (`poolq sink retry JOB`); the job's own state is unaffected
-    SKIPPED = "skipped"  # nothing to load: the job failed or was cancelled
+    PENDING: Final = "pending"  # the job finished; the load is queued (or retried)
+    SUCCEEDED: Final = "succeeded"
+    FAILED: Final = "failed"  # the load failed: retry it (`poolq sink retry JOB`); the job's own state is unaffected
+    SKIPPED: Final = "skipped"  # nothing to load: the job failed or was cancelled
 
 
 SinkStateName = Literal["pending", "succeeded", "failed", "skipped"]

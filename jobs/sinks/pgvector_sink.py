@@ -7,8 +7,10 @@ The table (created when configured to; docs/sinks/pgvector.md has its schema) is
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import psycopg
 import pyarrow as pa
 from pgvector import Bit, HalfVector, SparseVector, Vector
@@ -123,7 +125,7 @@ def _values(batch: pa.Table, schema: SinkSchema, names: list[str]) -> Iterator[l
     if kind:
         dense = batch.column(DENSE_COLUMN).combine_chunks()
         matrix = dense.values.to_numpy(zero_copy_only=False).reshape(len(dense), -1)
-        wrap = {"vector": Vector, "halfvec": HalfVector, "bit": lambda row: Bit(row > 0)}[kind]
+        wrap = {"vector": Vector, "halfvec": HalfVector, "bit": lambda row: Bit(np.asarray(row) > 0)}[kind]
         columns[DENSE_SQL_COLUMN] = [wrap(row) for row in matrix]
     if schema.sparse:
         dimensions = schema.sparse_dimensions or 0
@@ -137,18 +139,15 @@ def _values(batch: pa.Table, schema: SinkSchema, names: list[str]) -> Iterator[l
     return (list(row) for row in zip(*(columns[name] for name in names)))
 
 
-class _translated:
+@contextmanager
+def _translated() -> Iterator[None]:
     """PostgreSQL's errors as sink errors: lost connections retryable, the rest named and fatal."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
-        if isinstance(exc, psycopg.OperationalError):
-            raise SinkUnavailable(f"PostgreSQL: {_reason(exc)}") from None
-        if isinstance(exc, psycopg.Error):
-            raise SinkError(f"PostgreSQL: {_reason(exc)}") from None
-        return False
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise SinkUnavailable(f"PostgreSQL: {_reason(exc)}") from None
+    except psycopg.Error as exc:
+        raise SinkError(f"PostgreSQL: {_reason(exc)}") from None
 
 
 def _reason(exc: psycopg.Error) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -115,15 +116,12 @@ def _points(batch: pa.Table, schema: SinkSchema) -> Iterator[models.PointStruct]
         yield models.PointStruct(id=point_id((payload["id"], payload["chunk_index"])), vector=vector, payload=payload)
 
 
-class _translated:
+@contextmanager
+def _translated() -> Iterator[None]:
     """Qdrant's errors as sink errors: an unreachable server retryable, a refusal named and fatal."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
-        if isinstance(exc, ResponseHandlingException):
-            raise SinkUnavailable(f"Qdrant unreachable: {exc}") from None
-        if isinstance(exc, UnexpectedResponse):
-            raise SinkError(f"Qdrant refused: {exc.status_code} {exc.reason_phrase}") from None
-        return False
+    try:
+        yield
+    except ResponseHandlingException as exc:
+        raise SinkUnavailable(f"Qdrant unreachable: {exc}") from None
+    except UnexpectedResponse as exc:
+        raise SinkError(f"Qdrant refused: {exc.status_code} {exc.reason_phrase}") from None

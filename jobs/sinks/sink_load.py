@@ -57,7 +57,7 @@ def load_sinks(job: JobHandle) -> None:
                 outcome = ManifestSink(name=entry.name, state=SinkState.SUCCEEDED, upserted=plan.upserted,
                                        deleted=len(plan.stale), unchanged=plan.unchanged,
                                        finished_at=datetime.now(timezone.utc))
-                manifest = _record(job, outcome)
+                manifest = _record(job, outcome) or manifest
     finally:
         job.ctx.leases.release(lease)
 
