@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from poolq.jobs.model.sink_config import SinkConfig
-from poolq.jobs.settings import Settings
+from poolq.jobs.settings import Settings, SinkConfig
 from poolq.jobs.sinks.lancedb_sink import LanceDbSink
 from poolq.jobs.sinks.memory_sink import MemorySink
 from poolq.jobs.sinks.pgvector_sink import PgvectorSink
