@@ -1,19 +1,21 @@
 """Every sink against its real store (PostgreSQL with pgvector started here on a loopback port,
 a LanceDB dataset on disk, Qdrant in qdrant-client's local mode) and the in-process one: a job
-loads its rows, then an incremental reindex where 10 % of the documents changed and 5 % are gone
+loads its rows, then a scheduled (incremental) reindex where 10 % of the documents changed and 5 % are gone
 leaves the store holding exactly the current corpus, and loading again changes nothing."""
 import json
 import re
+from datetime import datetime, timedelta, timezone
 
 import psycopg
-import pyarrow as pa
 import pytest
 
 from poolq.devtools.devstack.postgres_server import PostgresServer
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.schedules.schedule import ScheduleRequest
+from poolq.jobs.schedules.schedule_admin import create_schedule
+from poolq.jobs.schedules.schedule_runner import run_schedule
 from poolq.jobs.settings import Settings
 from poolq.jobs.sinks.sink_factory import open_sink
 from poolq.jobs.sinks.sink_load import load_into
@@ -54,20 +56,23 @@ def ctx(request, tmp_path, minilm_engine):
     return context
 
 
-def _write(path, docs):
-    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    return path.as_uri()
+TEMPLATE = {"sink": "search", "long_documents": {"mode": "naive_chunks", "chunk_tokens": 24},
+            "output": {"include_fields": ["topic", "rank"]}}
+T0 = datetime(2026, 1, 5, 3, 0, tzinfo=timezone.utc)
 
 
-def _run(ctx, uri, incremental_from=None):
-    spec = JobSpec.model_validate({
-        "input": {"uri": uri}, "incremental_from": incremental_from, "sink": "search",
-        "long_documents": {"mode": "naive_chunks", "chunk_tokens": 24},
-        "output": {"include_fields": ["topic", "rank"]},
-    })
-    status = run_job_locally(spec, ctx)
+def _reindex(ctx, folder, docs, schedule_id=None, day=0):
+    """One scheduled run over ``folder`` (the corpus as it is now): incremental from the last run."""
+    folder.mkdir(exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    if schedule_id is None:
+        request = ScheduleRequest.model_validate({"cron": "0 3 * * *", "input": {"uri": folder.as_uri() + "/"},
+                                                  "template": TEMPLATE})
+        schedule_id = create_schedule(request, ctx).id
+    run = run_schedule(schedule_id, ctx, now=T0 + timedelta(days=day), manual=False)
+    status = ctx.status.get(run.job_id)
     assert status.status is JobState.SUCCEEDED, status.error
-    return JobHandle.bind(ctx, status.id)
+    return JobHandle.bind(ctx, run.job_id), schedule_id, run
 
 
 def _job_rows(job) -> dict[tuple[str, int], str]:
@@ -89,7 +94,7 @@ def _stored(ctx) -> dict[tuple[str, int], str]:
 
 def test_an_incremental_reindex_leaves_exactly_the_current_corpus(ctx, tmp_path, sentences):
     docs = [{"id": f"doc-{i:03d}", "text": sentences[i], "topic": f"t{i % 3}", "rank": i} for i in range(DOCUMENTS)]
-    first = _run(ctx, _write(tmp_path / "v1.jsonl", docs))
+    first, schedule_id, _ = _reindex(ctx, tmp_path / "corpus", docs)
     first_rows = _job_rows(first)
     assert len(first_rows) > DOCUMENTS  # chunk rows: several per document
     [loaded] = first.ledger.manifest().sinks
@@ -101,7 +106,8 @@ def test_an_incremental_reindex_leaves_exactly_the_current_corpus(ctx, tmp_path,
     changed = set(range(0, DOCUMENTS, 10))  # 10 %
     gone = set(range(5, DOCUMENTS, 20))  # 5 %, none of them changed
     current = [{**d, "text": _revised(d["text"], i)} if i in changed else d for i, d in enumerate(docs) if i not in gone]
-    second = _run(ctx, _write(tmp_path / "v2.jsonl", current), incremental_from=first.id)
+    second, _, run = _reindex(ctx, tmp_path / "corpus", current, schedule_id, day=1)
+    assert run.incremental_from == first.id
     second_rows = _job_rows(second)
     assert _stored(ctx) == second_rows  # exactly the current corpus: no stale chunk, no gone document
 
@@ -136,22 +142,3 @@ def _row_versions(ctx):
     with psycopg.connect(ctx.settings.sinks["search"].url.get_secret_value()) as conn:
         rows = conn.execute("SELECT id, chunk_index, xmin::text FROM docs_pgvector").fetchall()
     return {(i, c): x for i, c, x in rows}
-
-
-def test_pgvector_rows_carry_typed_fields_and_the_parts_vectors(ctx, tmp_path, sentences):
-    if ctx.sink_kind != "pgvector":
-        pytest.skip("pgvector's column types")
-    docs = [{"id": f"doc-{i:03d}", "text": sentences[i], "topic": f"t{i % 3}", "rank": i} for i in range(12)]
-    job = _run(ctx, _write(tmp_path / "v1.jsonl", docs))
-    part = read_embeddings(ctx.store.get(job.ledger.manifest().parts[0].key))
-    first = part.slice(0, 1).to_pylist()[0]
-    with psycopg.connect(ctx.settings.sinks["search"].url.get_secret_value()) as conn:
-        types = dict(conn.execute("SELECT column_name, udt_name FROM information_schema.columns "
-                                  "WHERE table_name = 'docs_pgvector'").fetchall())
-        stored = conn.execute("SELECT embedding::text, topic, rank FROM docs_pgvector WHERE id = %s AND chunk_index = %s",
-                              [first["id"], first["chunk_index"]]).fetchone()
-    assert types["embedding"] == "vector" and types["topic"] == "text" and types["rank"] == "int8"
-    assert types["chunk_index"] == "int4"
-    vector = pa.array(json.loads(stored[0]), pa.float32()).to_pylist()
-    assert vector == pytest.approx(first["embedding"], abs=1e-6)
-    assert stored[1:] == (first["topic"], first["rank"])

@@ -36,15 +36,15 @@ def fresh(postgres):
     return postgres
 
 
-def _job(tmp_path, minilm_engine, url, **options):
+def _job(tmp_path, minilm_engine, url, documents=DOCUMENTS, **options):
     settings = Settings(sinks={"store": {"url": url, "table": "vectors"}}, sink_grants={"local": ["store"]})
     ctx = local_context(tmp_path / "out", settings)
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": DOCUMENTS}, "sink": "store", **options}), ctx)
+    status = run_job_locally(JobSpec.model_validate({"input": {"documents": documents}, "sink": "store", **options}), ctx)
     assert status.status is JobState.SUCCEEDED, status.error
     job = JobHandle.bind(ctx, status.id)
     [loaded] = job.ledger.manifest().sinks
-    assert (loaded.state, loaded.upserted) == ("succeeded", len(DOCUMENTS)), loaded
+    assert (loaded.state, loaded.upserted) == ("succeeded", len(documents)), loaded
     return job, read_embeddings(ctx.store.get(job.ledger.manifest().parts[0].key)).sort_by("id")
 
 
@@ -67,6 +67,20 @@ def test_pgvector_column_type_follows_the_dtype(tmp_path, minilm_engine, fresh, 
             assert stored[record_id] == "".join("1" if value > 0 else "0" for value in vector)
         else:
             assert np.allclose(json.loads(stored[record_id]), vector, atol=1e-3)
+
+
+def test_pgvector_rows_carry_typed_fields_and_the_parts_vectors(tmp_path, minilm_engine, fresh):
+    postgres = fresh
+    documents = [{**d, "fields": {"topic": f"t{i % 3}", "rank": i}} for i, d in enumerate(DOCUMENTS)]
+    _, part = _job(tmp_path, minilm_engine, postgres.url, documents,
+                   output={"include_fields": ["topic", "rank"]})
+    types = dict(_pg(postgres, "SELECT column_name, udt_name FROM information_schema.columns WHERE table_name = 'vectors'"))
+    assert (types["embedding"], types["topic"], types["rank"], types["chunk_index"]) == ("vector", "text", "int8", "int4")
+    first = part.slice(0, 1).to_pylist()[0]
+    [(vector, topic, rank)] = _pg(postgres, f"SELECT embedding::text, topic, rank FROM vectors "
+                                                  f"WHERE id = '{first['id']}' AND chunk_index = 0")
+    assert np.allclose(json.loads(vector), first["embedding"], atol=1e-6)
+    assert (topic, rank) == (first["topic"], first["rank"])
 
 
 def test_pgvector_sparsevec_holds_the_sparse_weights(tmp_path, minilm_engine, fresh):
