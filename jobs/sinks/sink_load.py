@@ -22,7 +22,7 @@ from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.settings import Settings
-from poolq.jobs.sinks.sink import Sink, SinkLoad, SinkSchema
+from poolq.jobs.sinks.sink import Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
 from poolq.jobs.sinks.sink_factory import open_sink
 from poolq.jobs.sinks.sink_outcome import record_sink_outcome
 from poolq.jobs.sinks.sink_rows import require_hashes, sink_rows, sink_schema, vector_origin
@@ -53,13 +53,22 @@ def load_sinks(job: JobHandle) -> None:
     try:
         for entry in manifest.sinks:
             if entry.state == SinkState.PENDING:
-                plan = load_into(job, manifest, open_sink(entry.name, job.ctx.settings))
+                plan = _load_scrubbed(job, manifest, entry.name)
                 outcome = ManifestSink(name=entry.name, state=SinkState.SUCCEEDED, upserted=plan.upserted,
                                        deleted=len(plan.stale), unchanged=plan.unchanged,
                                        finished_at=datetime.now(timezone.utc))
                 manifest = _record(job, outcome) or manifest
     finally:
         job.ctx.leases.release(lease)
+
+
+def _load_scrubbed(job: JobHandle, manifest: JobManifest, name: str) -> SyncPlan:
+    """``load_into`` sink ``name``; a sink error leaves with any configured URL or password masked
+    (the worker logs what a task raises)."""
+    try:
+        return load_into(job, manifest, open_sink(name, job.ctx.settings))
+    except (SinkError, SinkUnavailable) as exc:
+        raise type(exc)(scrub(str(exc), job.ctx.settings)) from None
 
 
 def fail_sinks(job: JobHandle, exc: BaseException) -> None:
@@ -74,9 +83,12 @@ def fail_sinks(job: JobHandle, exc: BaseException) -> None:
 
 
 def retry_sinks(job: JobHandle) -> list[str]:
-    """Mark the job's failed sinks pending again and queue the load; the names retried."""
+    """Mark the job's failed sinks pending again and queue the load (and a pending one's again, in
+    case its task was lost: a load already running holds the lease, so the extra one does nothing);
+    the names retried."""
     manifest = job.ledger.manifest()
-    failed = [entry.name for entry in (manifest.sinks or []) if entry.state == SinkState.FAILED] if manifest else []
+    retryable = (SinkState.FAILED, SinkState.PENDING)
+    failed = [entry.name for entry in (manifest.sinks or []) if entry.state in retryable] if manifest else []
     if manifest is None or not failed:
         return []
     sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
