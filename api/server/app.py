@@ -15,6 +15,7 @@ from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import sinks as sink_routes
 from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
@@ -62,6 +63,7 @@ def create_app(
     app.include_router(openai_files.router)
     app.include_router(openai_batches.router)
     app.include_router(embeddings.router)
+    app.include_router(sink_routes.router)
     app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,

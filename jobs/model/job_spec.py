@@ -18,6 +18,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
+from poolq.jobs.model.sink_config import SinkName
 from poolq.storage import EmbeddingCodec, codec_for
 
 
@@ -190,6 +191,10 @@ class JobSpec(_Strict):
         None, pattern=r"^[0-9a-f]{32}$",
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
+    )
+    sink: SinkName | None = Field(
+        None, description="a sink the operator configured (POOLQ_SINKS) and granted to the tenant: once the job's parts "
+        "are committed, its rows are loaded there (docs/sinks/)",
     )
 
 
