@@ -39,6 +39,7 @@ FLOORS = {
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
         ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
         ("planning",),  # the stages of planning an input into shards
+        ("webhooks",),  # a job's signed events: allow-list, address checks, signing, delivery
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
         ("batches", "schedules"),  # the Batch API's objects; scheduled reindex
         ("worker", "local_runner"),  # the Celery edge; the in-process runner

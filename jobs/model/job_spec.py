@@ -18,6 +18,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
+from poolq.jobs.model.webhook import WebhookTarget
 from poolq.storage import EmbeddingCodec, codec_for
 
 
@@ -190,6 +191,9 @@ class JobSpec(_Strict):
         None, pattern=r"^[0-9a-f]{32}$",
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
+    )
+    webhook: WebhookTarget | None = Field(
+        None, description="where to POST the job's signed events (its end): docs/webhooks.md",
     )
 
 

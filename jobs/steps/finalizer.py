@@ -32,6 +32,7 @@ from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.tasks import job_task
+from poolq.jobs.webhooks.events import announce_job_end
 from poolq.storage import read_part_schema, type_name
 
 
@@ -73,6 +74,7 @@ def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
         raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
     sync_status(job, manifest)
+    announce_job_end(job, manifest)  # after the end is durable (manifest, status); never raises
     clean_finished_job(job, manifest)
     return manifest.status
 

@@ -24,6 +24,7 @@ from poolq.jobs.coordination.enqueuer import (
     RECONCILE_TASK,
     SCHEDULE_TASK,
     SHARD_TASK,
+    WEBHOOK_TASK,
     CeleryEnqueuer,
 )
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
@@ -37,6 +38,7 @@ from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.webhooks.delivery import deliver_event
 from poolq.jobs.worker.reconciler import reconcile
 
 log = logging.getLogger(__name__)
@@ -138,6 +140,18 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
         # Giving up leaves the batch where it was for the reconciler's next pass, unless it keeps failing.
         run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: give_up_batch(tenant, batch_id, exc, ctx),
             batch_id=batch_id)
+
+    @app.task(name=WEBHOOK_TASK, bind=True, shared=False)
+    def webhook_task(self: Task, job_id: str, name: str) -> None:
+        # One attempt; the next is a new message, sent with the back-off's countdown (a fresh one:
+        # Celery's retry count stays the store failures'). A store failure is retried as any
+        # step's; giving up leaves the outcome as the last attempt wrote it.
+        def attempt(ctx: JobContext) -> None:
+            wait = deliver_event(ctx, job_id, name)
+            if wait is not None:
+                ctx.enqueuer.deliver_webhook(job_id, name, wait)
+
+        run(self, attempt, lambda ctx, exc: None, job_id=job_id, event=name)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:
