@@ -240,6 +240,8 @@ def flatten_status(status: JobStatus) -> dict[str, str]:
         fields["manifest_uri"] = status.result.manifest_uri
     if status.error:
         fields["error"] = status.error
+    if status.webhook is not None:
+        fields["webhook"] = status.webhook.model_dump_json()
     return fields
 
 

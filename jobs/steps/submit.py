@@ -19,7 +19,6 @@ from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
 from poolq.jobs.tenancy.input_access import InputNotAllowed, check_input_access
-from poolq.jobs.webhooks.address_check import check_address
 from poolq.jobs.webhooks.allow_list import AllowList
 from poolq.jobs.webhooks.webhook_url import WebhookRefused
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
@@ -73,12 +72,10 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
 
 
 def _check_webhook(url: str, ctx: JobContext) -> None:
-    """The URL is in the operator's allow-list, and an IP-literal host is one it permits (a name is
-    resolved and checked at delivery, every time)."""
+    """The URL is in the operator's allow-list (its host's addresses are checked at delivery, each
+    time: a name may resolve elsewhere by then)."""
     try:
-        parsed, entry = AllowList.parse(ctx.settings.webhook_allow).entry_for(url)
-        if parsed.literal is not None:
-            check_address(parsed, entry, parsed.literal)
+        AllowList.parse(ctx.settings.webhook_allow).entry_for(url)
     except WebhookRefused as exc:
         raise JobRejected("webhook.url", f"webhook URL refused: {exc}") from None
 
