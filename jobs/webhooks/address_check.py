@@ -19,7 +19,7 @@ Resolver = Callable[[str, int], list[IPAddress]]
 def resolve(host: str, port: int) -> list[IPAddress]:
     """Every address ``host`` resolves to (the system's resolver), IPv4-mapped IPv6 ones unwrapped."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [_unmapped(ipaddress.ip_address(info[4][0].split("%", 1)[0])) for info in infos]
+    return [_unmapped(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])) for info in infos]  # "%": a zone
 
 
 def _unmapped(address: IPAddress) -> IPAddress:
