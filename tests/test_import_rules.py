@@ -37,9 +37,8 @@ FLOORS = {
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
-        ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
+        ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
         ("planning",),  # the stages of planning an input into shards
-        ("webhooks",),  # a job's signed events: allow-list, address checks, signing, delivery
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
         ("batches", "schedules"),  # the Batch API's objects; scheduled reindex
         ("worker", "local_runner"),  # the Celery edge; the in-process runner

@@ -188,3 +188,22 @@ def test_an_in_process_run_records_that_it_delivers_no_webhooks(tmp_path, minilm
     webhook = current_status(JobHandle.bind(ctx, job_id)).webhook
     assert current_status(JobHandle.bind(ctx, job_id)).status.value == "succeeded"
     assert webhook.state == "failed" and "delivers no webhooks" in webhook.error and receiver.requests == []
+
+
+def test_the_reconciler_sends_the_end_of_a_job_whose_finalizer_died_after_the_manifest(tmp_path, minilm_engine,
+                                                                                       receiver):
+    from poolq.jobs.steps import finalizer
+    from poolq.jobs.worker.reconciler import reconcile
+
+    ctx = _context(tmp_path, minilm_engine, receiver)
+    job_id = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    drain(ctx, only=frozenset({"plan", "plan_section", "shard"}))
+    job = JobHandle.bind(ctx, job_id)
+    finalizer._write_manifest(job, finalizer._build_manifest(job))  # ... and the process died here
+    ctx.enqueuer.take()
+    assert WebhookRecords(ctx.store, job.layout).event(JOB_ENDED) is None
+
+    reconcile(ctx)
+    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
+    assert deliver_event(ctx, job_id, JOB_ENDED) is None
+    assert json.loads(receiver.requests[0].body)["type"] == "job.succeeded" and receiver.requests[0].verified
