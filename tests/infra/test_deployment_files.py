@@ -424,8 +424,8 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     from datetime import datetime, timezone
 
     from poolq.jobs.ledger.layout import ServiceLayout
-    from poolq.jobs.schedules.schedule import slot_name
     from poolq.jobs.ledger.webhook_records import JOB_ENDED
+    from poolq.jobs.schedules.schedule import slot_name
     from poolq.jobs.tenancy.api_keys import ApiKeyStore
     from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
     from poolq.storage import LocalObjectStore, join_key
