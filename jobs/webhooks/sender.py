@@ -38,9 +38,10 @@ class HttpSender(WebhookSender):
     connect_timeout_s: float
     read_timeout_s: float
     max_response_bytes: int
+    tls: ssl.SSLContext | None = None  # None: the system's trusted CAs, hostnames checked
 
     def post(self, url: WebhookUrl, address: IPAddress, headers: dict[str, str], body: bytes) -> Answer:
-        connection = _connection(url, address, self.connect_timeout_s, self.read_timeout_s)
+        connection = _connection(url, address, self.connect_timeout_s, self.read_timeout_s, self.tls)
         try:
             connection.request("POST", url.path, body=body, headers={**headers, "user-agent": USER_AGENT})
             response = connection.getresponse()
@@ -64,14 +65,15 @@ def _read_capped(response: http.client.HTTPResponse, cap: int, deadline: float) 
     return b"".join(chunks)
 
 
-def _connection(url: WebhookUrl, address: IPAddress, connect_s: float, read_s: float) -> http.client.HTTPConnection:
+def _connection(url: WebhookUrl, address: IPAddress, connect_s: float, read_s: float,
+                tls: ssl.SSLContext | None) -> http.client.HTTPConnection:
     def open_socket() -> socket.socket:
         sock = socket.create_connection((str(address), url.port), timeout=connect_s)
         sock.settimeout(read_s)
         return sock
 
     if url.scheme == "https":
-        return _PinnedHttps(url.host, url.port, open_socket)
+        return _PinnedHttps(url.host, url.port, open_socket, tls or ssl.create_default_context())
     return _PinnedHttp(url.host, url.port, open_socket)
 
 
@@ -85,8 +87,8 @@ class _PinnedHttp(http.client.HTTPConnection):
 
 
 class _PinnedHttps(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, open_socket: Callable[[], socket.socket]) -> None:
-        super().__init__(host, port, context=ssl.create_default_context())
+    def __init__(self, host: str, port: int, open_socket: Callable[[], socket.socket], tls: ssl.SSLContext) -> None:
+        super().__init__(host, port, context=tls)
         self._open_socket = open_socket
 
     def connect(self) -> None:

@@ -3,6 +3,7 @@ is given (the last one from then on), keeps every request, and checks each one's
 the Standard Webhooks reference library (``standardwebhooks``), not poolq's own code."""
 from __future__ import annotations
 
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,8 +49,8 @@ class Receiver:
         handler.wfile.write(b"ok")
 
 
-def serve(receiver: Receiver):
-    """Start ``receiver`` on a free loopback port; returns the server (``shutdown()`` it)."""
+def serve(receiver: Receiver, tls: ssl.SSLContext | None = None):
+    """Start ``receiver`` on a free loopback port (HTTPS with ``tls``); returns the server (``shutdown()`` it)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
@@ -62,6 +63,8 @@ def serve(receiver: Receiver):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     receiver.port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
