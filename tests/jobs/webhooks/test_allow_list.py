@@ -2,6 +2,8 @@
 import ipaddress
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from poolq.jobs.webhooks.allow_list import AllowList, AllowListInvalid
 from poolq.jobs.webhooks.webhook_url import WebhookRefused
@@ -63,3 +65,15 @@ def test_private_flag_and_ip_literals_permit_non_public_addresses():
 def test_an_entry_that_is_not_one_is_an_operator_error(entry):
     with pytest.raises(AllowListInvalid, match="POOLQ_WEBHOOK_ALLOW entry"):
         AllowList.parse(entry)
+
+
+@given(st.one_of(st.text(max_size=80), st.from_regex(r"https?://[^/]{0,20}(:[0-9a-z]{0,6})?/.{0,10}", fullmatch=True)))
+@settings(max_examples=300, deadline=None)
+def test_any_string_is_allowed_or_refused_with_a_reason_never_an_error(url):
+    allow = AllowList.parse("https://hooks.example.com, http://*.example.org:8080/in, http://[fd00::1] private")
+    try:
+        parsed, entry = allow.entry_for(url)
+    except WebhookRefused as exc:
+        assert str(exc)
+    else:
+        assert entry.matches(parsed)
