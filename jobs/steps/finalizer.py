@@ -74,7 +74,9 @@ def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
         raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
     sync_status(job, manifest)
-    announce_job_end(job, manifest)  # after the end is durable (manifest, status); never raises
+    # After the end is durable (manifest, status). If its delivery task cannot be sent (the broker
+    # is down) it raises before the clean-up: the job stays active for the retry or the reconciler.
+    announce_job_end(job, manifest)
     clean_finished_job(job, manifest)
     return manifest.status
 

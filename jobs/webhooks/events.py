@@ -2,8 +2,11 @@
 and any other step's (``send_job_event``: a sink's load, ...).
 
 An event is written to the job's ledger first (once: a repeated call queues the same event, same
-id), then its delivery task is sent. Nothing here ever raises: a webhook never blocks or fails
-the job; what went wrong is logged and, where it can be, recorded as the event's outcome.
+id), then its delivery task is sent. A webhook never fails the job: ``send_job_event`` never
+raises (what went wrong is logged); ``announce_job_end`` raises only ``WebhookNotQueued``, when
+the delivery task could not be sent (the broker is down), so that the finalizer's clean-up waits
+and the event is queued again (the finalize task's retry, else the reconciler's next pass over the
+job, which is still active until then). The job's end is recorded before either is called.
 """
 from __future__ import annotations
 
@@ -22,6 +25,11 @@ from poolq.jobs.webhooks.delivery import show_on_status
 log = logging.getLogger(__name__)
 
 EVENT_TYPE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")  # job.succeeded, sink.load_ended
+
+
+class WebhookNotQueued(ConnectionError):
+    """The event is in the ledger but its delivery task could not be sent (the broker): a
+    ConnectionError, so the step is retried as for any outage (jobs/steps/failures.py)."""
 
 
 def event_id(job_id: str, name: str) -> str:
@@ -43,17 +51,20 @@ def send_job_event(job: JobHandle, event_type: str, data: dict, *, key: str = ""
     if not EVENT_TYPE.match(event_type):
         raise ValueError(f"event type {event_type!r}: dotted lowercase words, e.g. 'sink.load_ended'")
     try:
-        target = job.spec.webhook
-        if target is None:
-            return None
-        return _queue(job, name or event_name(event_type, key), event_type, data, target.url)
+        return _queue_if_wanted(job, name or event_name(event_type, key), event_type, data)
     except Exception:  # noqa: BLE001 - never fail the job's step for its webhook
         log.warning("job %s: webhook event %s not queued", job.id, event_type, exc_info=True)
         return None
 
 
+def _queue_if_wanted(job: JobHandle, name: str, event_type: str, data: dict) -> WebhookOutcome | None:
+    target = job.spec.webhook
+    return None if target is None else _queue(job, name, event_type, data, target.url)
+
+
 def announce_job_end(job: JobHandle, manifest: JobManifest) -> WebhookOutcome | None:
-    """Queue ``job.<state>`` (succeeded, partially_succeeded, failed, cancelled) for the job's webhook."""
+    """Queue ``job.<state>`` (succeeded, partially_succeeded, failed, cancelled) for the job's
+    webhook; WebhookNotQueued if its delivery task could not be sent (retry: it is idempotent)."""
     data = {
         "job_id": job.id,
         "status": manifest.status.value,
@@ -65,7 +76,13 @@ def announce_job_end(job: JobHandle, manifest: JobManifest) -> WebhookOutcome | 
         "finished_at": manifest.finished_at.isoformat() if manifest.finished_at else None,
         "manifest_uri": job.ctx.store.uri(job.layout.manifest),
     }
-    return send_job_event(job, f"job.{manifest.status.value}", data, name=JOB_ENDED)
+    try:
+        return _queue_if_wanted(job, JOB_ENDED, f"job.{manifest.status.value}", data)
+    except WebhookNotQueued:
+        raise
+    except Exception:  # noqa: BLE001 - anything else about the webhook never holds up the job
+        log.warning("job %s: its end's webhook event not queued", job.id, exc_info=True)
+        return None
 
 
 def _queue(job: JobHandle, name: str, event_type: str, data: dict, url: str) -> WebhookOutcome:
@@ -85,5 +102,7 @@ def _queue(job: JobHandle, name: str, event_type: str, data: dict, url: str) -> 
         outcome = outcome.model_copy(update={"state": "failed", "error": "this runner delivers no webhooks "
                                              "(in-process runs); submit the job to a poolq service"})
         records.write_outcome(name, outcome)
+    except Exception as exc:
+        raise WebhookNotQueued(f"job {job.id}: webhook event {event.id} not queued: {exc}") from exc
     show_on_status(ctx, job.id, name, outcome)
     return outcome

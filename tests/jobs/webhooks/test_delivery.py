@@ -207,3 +207,29 @@ def test_the_reconciler_sends_the_end_of_a_job_whose_finalizer_died_after_the_ma
     assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
     assert deliver_event(ctx, job_id, JOB_ENDED) is None
     assert json.loads(receiver.requests[0].body)["type"] == "job.succeeded" and receiver.requests[0].verified
+
+
+def test_a_broker_that_refuses_the_delivery_task_leaves_the_job_ended_and_the_event_for_the_reconciler(
+        tmp_path, minilm_engine, receiver):
+    from poolq.jobs.webhooks.events import WebhookNotQueued
+    from poolq.jobs.worker.reconciler import reconcile
+
+    class BrokerDown(RecordingEnqueuer):
+        def deliver_webhook(self, job_id, name, countdown_s=0.0):
+            raise ConnectionError("the broker is down")
+
+    ctx = _context(tmp_path, minilm_engine, receiver)
+    recording = ctx.enqueuer
+    ctx.enqueuer = BrokerDown()
+    job_id = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    with pytest.raises(WebhookNotQueued):  # the finalize task fails: it is retried
+        drain(ctx, only=STEPS)
+    status = current_status(JobHandle.bind(ctx, job_id))
+    assert status.status.value == "succeeded"  # ended, whatever happens to its webhook
+    assert ctx.store.exists(ctx.service_layout.active(job_id))  # still active: the reconciler comes back to it
+
+    ctx.enqueuer = recording  # the broker is back
+    reconcile(ctx)
+    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
+    assert not ctx.store.exists(ctx.service_layout.active(job_id))  # cleaned up now
+    assert deliver_event(ctx, job_id, JOB_ENDED) is None and receiver.requests[0].verified
