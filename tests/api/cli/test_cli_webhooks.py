@@ -35,3 +35,15 @@ def test_the_secret_is_made_once_shown_again_and_rotated_with_an_overlap(tmp_pat
 def test_a_tenant_name_that_is_not_one_is_a_usage_error(tmp_path):
     result = _cli(tmp_path, "--tenant", "Not A Tenant")
     assert result.exit_code == 2 and "--tenant" in result.output
+
+
+def test_poolq_status_shows_the_webhook_outcome():
+    from poolq.api.cli.output import job_details
+
+    job = {"id": "j1", "status": "succeeded", "model": "m", "counts": {"total": 1, "completed": 1, "failed": 0},
+           "usage": {"tokens": 3}}
+    assert not any("webhook" in line for line in job_details(job))
+    pending = {"event_id": "msg_1", "type": "job.succeeded", "state": "pending", "attempts": 1, "last_status": 500,
+               "error": "HTTP 500: boom"}
+    assert job_details({**job, "webhook": pending})[-1] == \
+        "  webhook    job.succeeded pending after 1 attempt(s): HTTP 500: boom"
