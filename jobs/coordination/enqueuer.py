@@ -13,7 +13,7 @@ FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
 BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
-WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name]: one event's delivery (jobs/webhooks/)
+WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 
@@ -37,8 +37,9 @@ class Enqueuer(ABC):
         """Move an OpenAI-style batch along (read its input, or write its files); idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not run batches")
 
-    def deliver_webhook(self, job_id: str, name: str, countdown_s: float = 0.0) -> None:
-        """Attempt the job's webhook event ``name`` (written to its ledger) in ``countdown_s``."""
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        """Make attempt ``attempt`` (0: the first) of the job's webhook event ``name`` (written to its
+        ledger) in ``countdown_s``."""
         raise NotImplementedError(f"{type(self).__name__} delivers no webhooks")
 
     def waiting(self, queue: str) -> int | None:
@@ -67,8 +68,8 @@ class CeleryEnqueuer(Enqueuer):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self.app.send_task(BATCH_TASK, args=[tenant, batch_id], queue=CONTROL_QUEUE)
 
-    def deliver_webhook(self, job_id: str, name: str, countdown_s: float = 0.0) -> None:
-        self.app.send_task(WEBHOOK_TASK, args=[job_id, name], queue=CONTROL_QUEUE, countdown=countdown_s or None)
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        self.app.send_task(WEBHOOK_TASK, args=[job_id, name, attempt], queue=CONTROL_QUEUE, countdown=countdown_s or None)
 
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).

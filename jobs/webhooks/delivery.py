@@ -70,10 +70,16 @@ def attempt_delivery(event: WebhookEvent, signing_secrets: list[str], allow: All
     return Attempt(answer.status, f"HTTP {answer.status}: {answer.excerpt}".rstrip(": "), final=answer.status == GONE)
 
 
-def deliver_event(ctx: JobContext, job_id: str, name: str, *, sender: WebhookSender | None = None,
-                  resolver: Resolver = resolve, clock: Callable[[], float] = time.time) -> float | None:
+def deliver_event(ctx: JobContext, job_id: str, name: str, *, attempt: int | None = None,
+                  sender: WebhookSender | None = None, resolver: Resolver = resolve,
+                  clock: Callable[[], float] = time.time) -> float | None:
     """Attempt event ``name`` of ``job_id`` unless its delivery is over; returns the seconds until
-    the next attempt, or None when there is none (delivered, failed, or no such event)."""
+    the next attempt, or None when there is none (delivered, failed, no such event).
+
+    With ``attempt`` (the task's: 0, 1, ...) a message for an attempt already made sends nothing:
+    a message queued twice starts one chain of retries, not two. If it was the latest attempt,
+    the wait for the next is returned again (the task that made it may have died before queuing
+    it; a duplicate of that next message is dropped the same way)."""
     job = JobHandle.bind(ctx, job_id)
     records = WebhookRecords(ctx.store, job.layout)
     event = records.event(name)
@@ -81,19 +87,22 @@ def deliver_event(ctx: JobContext, job_id: str, name: str, *, sender: WebhookSen
         log.warning("job %s: no webhook event %s to deliver", job_id, name)
         return None
     outcome = records.outcome(name) or WebhookOutcome(event_id=event.id, type=event.type)
-    if outcome.is_final:
-        return None  # a duplicate message: the event is delivered or given up already
     settings = ctx.settings
     now = clock()
+    if outcome.is_final or (attempt is not None and attempt != outcome.attempts - 1 and attempt != outcome.attempts):
+        return None  # delivered or given up; or an older attempt's duplicate
+    if attempt is not None and attempt == outcome.attempts - 1:  # made already: queue its successor again
+        return next_attempt_in(outcome.attempts, now - event.created_at, settings.webhook_retry_base_s,
+                               settings.webhook_retry_max_s, settings.webhook_retry_for_s)
     signing = WebhookSecretStore(ctx.store, settings.output_prefix).ensure(job.tenant).signing(now)
-    attempt = attempt_delivery(event, signing, AllowList.parse(settings.webhook_allow),
-                               sender or sender_for(settings), now, resolver)
+    made = attempt_delivery(event, signing, AllowList.parse(settings.webhook_allow),
+                            sender or sender_for(settings), now, resolver)
     attempts = outcome.attempts + 1
-    wait = None if attempt.final else next_attempt_in(attempts, now - event.created_at, settings.webhook_retry_base_s,
-                                                      settings.webhook_retry_max_s, settings.webhook_retry_for_s)
-    state = "delivered" if attempt.delivered else "pending" if wait is not None else "failed"
-    error = attempt.error if wait is not None or attempt.final else f"gave up after {attempts} attempts: {attempt.error}"
-    outcome = outcome.model_copy(update={"state": state, "attempts": attempts, "last_status": attempt.status,
+    wait = None if made.final else next_attempt_in(attempts, now - event.created_at, settings.webhook_retry_base_s,
+                                                   settings.webhook_retry_max_s, settings.webhook_retry_for_s)
+    state = "delivered" if made.delivered else "pending" if wait is not None else "failed"
+    error = made.error if wait is not None or made.final else f"gave up after {attempts} attempts: {made.error}"
+    outcome = outcome.model_copy(update={"state": state, "attempts": attempts, "last_status": made.status,
                                          "error": error})
     records.write_outcome(name, outcome)
     show_on_status(ctx, job_id, name, outcome)

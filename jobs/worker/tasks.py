@@ -142,16 +142,16 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
             batch_id=batch_id)
 
     @app.task(name=WEBHOOK_TASK, bind=True, shared=False)
-    def webhook_task(self: Task, job_id: str, name: str) -> None:
+    def webhook_task(self: Task, job_id: str, name: str, attempt: int = 0) -> None:
         # One attempt; the next is a new message, sent with the back-off's countdown (a fresh one:
         # Celery's retry count stays the store failures'). A store failure is retried as any
         # step's; giving up leaves the outcome as the last attempt wrote it.
-        def attempt(ctx: JobContext) -> None:
-            wait = deliver_event(ctx, job_id, name)
+        def make_attempt(ctx: JobContext) -> None:
+            wait = deliver_event(ctx, job_id, name, attempt=attempt)
             if wait is not None:
-                ctx.enqueuer.deliver_webhook(job_id, name, wait)
+                ctx.enqueuer.deliver_webhook(job_id, name, attempt + 1, wait)
 
-        run(self, attempt, lambda ctx, exc: None, job_id=job_id, event=name)
+        run(self, make_attempt, lambda ctx, exc: None, job_id=job_id, event=name, attempt=attempt)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:

@@ -49,8 +49,8 @@ class RecordingEnqueuer(Enqueuer):
     def advance_batch(self, tenant, batch_id):
         self.tasks.append(("batch", tenant, batch_id))
 
-    def deliver_webhook(self, job_id, name, countdown_s=0.0):
-        self.tasks.append(("webhook", job_id, name, countdown_s))
+    def deliver_webhook(self, job_id, name, attempt=0, countdown_s=0.0):
+        self.tasks.append(("webhook", job_id, name, attempt, countdown_s))
 
     def waiting(self, queue):
         return self.depths.get(queue, 0)

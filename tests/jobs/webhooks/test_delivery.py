@@ -63,7 +63,7 @@ def _webhook_tasks(ctx):
 def test_a_finished_job_queues_its_end_event_once_and_it_is_delivered_signed(tmp_path, minilm_engine, receiver):
     ctx = _context(tmp_path, minilm_engine, receiver)
     job_id = _finished_job(ctx, receiver.url())
-    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
+    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0, 0.0)]
     assert current_status(JobHandle.bind(ctx, job_id)).webhook.state == "pending"
 
     assert deliver_event(ctx, job_id, JOB_ENDED) is None
@@ -95,6 +95,19 @@ def test_a_500_is_retried_after_the_back_off_with_the_same_id(tmp_path, minilm_e
     assert first.verified and second.verified
     done = current_status(JobHandle.bind(ctx, job_id)).webhook
     assert (done.state, done.attempts, done.last_status, done.error) == ("delivered", 2, 200, None)
+
+
+def test_an_event_queued_twice_starts_one_chain_of_attempts(tmp_path, minilm_engine, receiver):
+    receiver.statuses = [500]
+    ctx = _context(tmp_path, minilm_engine, receiver)
+    job_id = _finished_job(ctx, receiver.url())
+    assert deliver_event(ctx, job_id, JOB_ENDED, attempt=0) == 2.0  # the first message: attempt 0 made
+    # its duplicate sends nothing; it queues attempt 1 again (the first may have died before it did)
+    assert deliver_event(ctx, job_id, JOB_ENDED, attempt=0) == 2.0 and len(receiver.requests) == 1
+    assert deliver_event(ctx, job_id, JOB_ENDED, attempt=1) == 4.0  # attempt 1, made once ...
+    assert deliver_event(ctx, job_id, JOB_ENDED, attempt=1) == 4.0  # ... however often it is queued
+    assert deliver_event(ctx, job_id, JOB_ENDED, attempt=0) is None  # an older attempt's message: nothing
+    assert len(receiver.requests) == 2 and current_status(JobHandle.bind(ctx, job_id)).webhook.attempts == 2
 
 
 def test_retries_stop_when_the_retry_window_is_over(tmp_path, minilm_engine, receiver):
@@ -204,7 +217,7 @@ def test_the_reconciler_sends_the_end_of_a_job_whose_finalizer_died_after_the_ma
     assert WebhookRecords(ctx.store, job.layout).event(JOB_ENDED) is None
 
     reconcile(ctx)
-    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
+    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0, 0.0)]
     assert deliver_event(ctx, job_id, JOB_ENDED) is None
     assert json.loads(receiver.requests[0].body)["type"] == "job.succeeded" and receiver.requests[0].verified
 
@@ -215,7 +228,7 @@ def test_a_broker_that_refuses_the_delivery_task_leaves_the_job_ended_and_the_ev
     from poolq.jobs.worker.reconciler import reconcile
 
     class BrokerDown(RecordingEnqueuer):
-        def deliver_webhook(self, job_id, name, countdown_s=0.0):
+        def deliver_webhook(self, job_id, name, attempt=0, countdown_s=0.0):
             raise ConnectionError("the broker is down")
 
     ctx = _context(tmp_path, minilm_engine, receiver)
@@ -230,6 +243,6 @@ def test_a_broker_that_refuses_the_delivery_task_leaves_the_job_ended_and_the_ev
 
     ctx.enqueuer = recording  # the broker is back
     reconcile(ctx)
-    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0.0)]
+    assert _webhook_tasks(ctx) == [("webhook", job_id, JOB_ENDED, 0, 0.0)]
     assert not ctx.store.exists(ctx.service_layout.active(job_id))  # cleaned up now
     assert deliver_event(ctx, job_id, JOB_ENDED) is None and receiver.requests[0].verified
