@@ -3,8 +3,9 @@ and any other step's (``send_job_event``: a sink's load, ...).
 
 An event is written to the job's ledger first (once: a repeated call queues the same event, same
 id), then its delivery task is sent. A webhook never fails the job: ``send_job_event`` never
-raises (what went wrong is logged); ``announce_job_end`` raises only ``WebhookNotQueued``, when
-the delivery task could not be sent (the broker is down), so that the finalizer's clean-up waits
+raises (what went wrong is logged); ``announce_job_end`` raises only for an outage, when the
+event could not be written (StorageError) or its delivery task not sent (``WebhookNotQueued``:
+the broker), so that the finalizer's clean-up waits
 and the event is queued again (the finalize task's retry, else the reconciler's next pass over the
 job, which is still active until then). The job's end is recorded before either is called.
 """
@@ -21,6 +22,7 @@ from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.ledger.webhook_records import JOB_ENDED, WebhookRecords
 from poolq.jobs.model.webhook import WebhookEvent, WebhookOutcome
 from poolq.jobs.webhooks.delivery import show_on_status
+from poolq.storage import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +45,14 @@ def event_name(event_type: str, key: str = "") -> str:
     return event_type + (f".{hashlib.sha256(key.encode()).hexdigest()[:16]}" if key else "")
 
 
-def send_job_event(job: JobHandle, event_type: str, data: dict, *, key: str = "",
-                   name: str | None = None) -> WebhookOutcome | None:
+def send_job_event(job: JobHandle, event_type: str, data: dict, *, key: str = "") -> WebhookOutcome | None:
     """Queue ``event_type`` of ``job`` with ``data`` for its webhook; None if the job names no
     webhook (or queuing failed: logged). Call it after what the event reports is durably recorded.
     The same (``event_type``, ``key``) queues one event, however often it is called."""
     if not EVENT_TYPE.match(event_type):
         raise ValueError(f"event type {event_type!r}: dotted lowercase words, e.g. 'sink.load_ended'")
     try:
-        return _queue_if_wanted(job, name or event_name(event_type, key), event_type, data)
+        return _queue_if_wanted(job, event_name(event_type, key), event_type, data)
     except Exception:  # noqa: BLE001 - never fail the job's step for its webhook
         log.warning("job %s: webhook event %s not queued", job.id, event_type, exc_info=True)
         return None
@@ -78,7 +79,7 @@ def announce_job_end(job: JobHandle, manifest: JobManifest) -> WebhookOutcome | 
     }
     try:
         return _queue_if_wanted(job, JOB_ENDED, f"job.{manifest.status.value}", data)
-    except WebhookNotQueued:
+    except (WebhookNotQueued, StorageError):  # an outage: the caller's retry (or the reconciler) queues it
         raise
     except Exception:  # noqa: BLE001 - anything else about the webhook never holds up the job
         log.warning("job %s: its end's webhook event not queued", job.id, exc_info=True)
