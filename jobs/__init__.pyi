@@ -146,6 +146,7 @@ from .tenancy.api_keys import (
     ApiKeyStore as ApiKeyStore,
     InvalidTenant as InvalidTenant,
     Principal as Principal,
+    validate_tenant as validate_tenant,
 )
 from .tenancy.key_signature import (
     KeySigner as KeySigner,
@@ -164,4 +165,7 @@ from .worker.worker_startup import (
     WorkerOptions as WorkerOptions,
     run_worker as run_worker,
     run_worker_set as run_worker_set,
+)
+from .webhooks.webhook_secrets import (
+    WebhookSecretStore as WebhookSecretStore,
 )

@@ -214,6 +214,21 @@ class Settings(BaseSettings):
     metrics_public: bool = True
     log_format: Literal["json", "text"] = Field("json", description="API and worker logs: one JSON object per line, or text")
 
+    # Webhooks (docs/webhooks.md): where events may go, how long a receiver is waited for, how long
+    # delivery is retried. Delays stay under visibility_timeout_s: a Redis-broker message waiting
+    # longer would be delivered twice.
+    webhook_allow: str = Field("", description="comma-separated allow-list of webhook URL prefixes "
+                               "(scheme://host[:port][/path], host may be *.domain or an IP literal; ' private' after "
+                               "an entry also permits non-public addresses); empty: no webhooks")
+    webhook_connect_timeout_s: float = Field(2.0, gt=0, le=30, description="connecting to a webhook receiver")
+    webhook_read_timeout_s: float = Field(5.0, gt=0, le=60, description="waiting for a receiver's answer")
+    webhook_max_response_bytes: int = Field(64 << 10, ge=0, description="most of a receiver's answer read")
+    webhook_retry_base_s: float = Field(5.0, gt=0, description="first retry after this; doubles each time")
+    webhook_retry_max_s: float = Field(900.0, gt=0, description="longest wait between two attempts")
+    webhook_retry_for_s: float = Field(24 * 3600.0, ge=0, description="retries stop this long after the event")
+    webhook_secret_overlap_s: float = Field(24 * 3600.0, ge=0, description="after `poolq webhooks secret "
+                                            "--rotate`, events are signed with the old secret too for this long")
+
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200
     task_time_limit_s: int = 1500

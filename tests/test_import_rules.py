@@ -37,7 +37,8 @@ FLOORS = {
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
-        ("tenancy", "status", "sinks"),  # keys, uploads, input access; a job's status; loads into vector stores
+        ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
+        ("sinks",),  # loads into the user's vector stores (a load's end is a webhook event)
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
         ("batches", "schedules"),  # the Batch API's objects; scheduled reindex

@@ -15,6 +15,7 @@ from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cl
 from poolq.api.cli.log_command import logs
 from poolq.api.cli.schedule_commands import schedules
 from poolq.api.cli.sink_commands import sink
+from poolq.api.cli.webhook_commands import webhooks
 
 
 @click.group()
@@ -36,6 +37,7 @@ main.add_command(schedules)
 main.add_command(logs)
 main.add_command(embed)
 main.add_command(sink)
+main.add_command(webhooks)
 
 
 @main.command()

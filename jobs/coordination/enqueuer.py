@@ -14,6 +14,7 @@ RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
 BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
 SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
+WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 
@@ -40,6 +41,11 @@ class Enqueuer(ABC):
     def load_sinks(self, job_id: str) -> None:
         """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py); idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not load sinks")
+
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        """Make attempt ``attempt`` (0: the first) of the job's webhook event ``name`` (written to its
+        ledger) in ``countdown_s``."""
+        raise NotImplementedError(f"{type(self).__name__} delivers no webhooks")
 
     def waiting(self, queue: str) -> int | None:
         """Messages waiting in ``queue`` (sent, not yet delivered); None where that is unknown."""
@@ -69,6 +75,9 @@ class CeleryEnqueuer(Enqueuer):
 
     def load_sinks(self, job_id: str) -> None:
         self.app.send_task(SINK_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        self.app.send_task(WEBHOOK_TASK, args=[job_id, name, attempt], queue=CONTROL_QUEUE, countdown=countdown_s or None)
 
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).

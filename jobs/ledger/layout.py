@@ -196,6 +196,14 @@ class JobLayout:
     def errors(self) -> str:
         return self._key("errors.jsonl")
 
+    def webhook_event(self, name: str) -> str:
+        """``webhooks/<name>.event.json``: one event of the job, written once before it is sent."""
+        return self._key("webhooks", f"{name}.event.json")
+
+    def webhook_outcome(self, name: str) -> str:
+        """``webhooks/<name>.outcome.json``: how that event's delivery went (rewritten per attempt)."""
+        return self._key("webhooks", f"{name}.outcome.json")
+
     @property
     def manifest(self) -> str:
         return self._key("manifest.json")

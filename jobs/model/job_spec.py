@@ -19,6 +19,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
 from poolq.jobs.model.sink_config import SinkName
+from poolq.jobs.model.webhook import WebhookTarget
 from poolq.storage import EmbeddingCodec, codec_for
 
 
@@ -196,7 +197,9 @@ class JobSpec(_Strict):
         None, description="a sink the operator configured (POOLQ_SINKS) and granted to the tenant: once the job's parts "
         "are committed, its rows are loaded there (docs/sinks/)",
     )
-
+    webhook: WebhookTarget | None = Field(
+        None, description="where to POST the job's signed events (its end): docs/webhooks.md",
+    )
 
     @property
     def task_label(self) -> str:

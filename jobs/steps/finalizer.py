@@ -34,6 +34,7 @@ from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.tasks import job_task
+from poolq.jobs.webhooks.events import announce_job_end
 from poolq.storage import read_part_schema, type_name
 
 
@@ -77,6 +78,9 @@ def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
         raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
     sync_status(job, manifest)
+    # After the end is durable (manifest, status). If its delivery task cannot be sent (the broker
+    # is down) it raises before the clean-up: the job stays active for the retry or the reconciler.
+    announce_job_end(job, manifest)
     clean_finished_job(job, manifest)
     return manifest.status
 

@@ -20,6 +20,8 @@ from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
 from poolq.jobs.tenancy.input_access import InputNotAllowed, check_input_access
+from poolq.jobs.webhooks.allow_list import AllowList
+from poolq.jobs.webhooks.webhook_url import WebhookRefused
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 
@@ -66,6 +68,17 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", str(exc)) from None
         if target.scheme != "s3" and ctx.settings.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
+    if spec.webhook is not None:
+        _check_webhook(spec.webhook.url, ctx)
+
+
+def _check_webhook(url: str, ctx: JobContext) -> None:
+    """The URL is in the operator's allow-list (its host's addresses are checked at delivery, each
+    time: a name may resolve elsewhere by then)."""
+    try:
+        AllowList.parse(ctx.settings.webhook_allow).entry_for(url)
+    except WebhookRefused as exc:
+        raise JobRejected("webhook.url", f"webhook URL refused: {exc}") from None
 
 
 class IdempotencyConflict(ValueError):
