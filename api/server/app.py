@@ -13,7 +13,7 @@ from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddlewa
 from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import embeddings, estimates, jobs, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
@@ -58,6 +58,8 @@ def create_app(
     app.include_router(openai_files.router)
     app.include_router(openai_batches.router)
     app.include_router(embeddings.router)
+    app.include_router(estimates.router)
+    app.state.estimates = anyio.CapacityLimiter(settings.estimate_concurrency)
     app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,

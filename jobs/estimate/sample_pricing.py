@@ -1,0 +1,104 @@
+"""The sample priced exactly: each sampled document tokenized with the job's model tokenizer and
+run through the long-document policy's arithmetic (``engine/long_documents/document_cost.py``),
+then summed per stratum so the estimate can scale each bucket by its own counts."""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from poolq.engine import ModelSpec
+from poolq.engine.long_documents.document_cost import CostModel, DocumentCost
+from poolq.engine.tokenizer import TextTokenizer
+from poolq.jobs.estimate.stratified_sample import SampledDocument, Stratum
+from poolq.jobs.model.job_spec import JobSpec
+
+_TOKEN_TASKS = ("token_embed", "token_classify")
+_TOKENIZE_GROUP = 64  # documents tokenized per call
+
+
+@dataclass
+class PricedStratum:
+    """One bucket's sample, priced: sums over its sampled documents."""
+
+    documents: int  # every document of the bucket (the scan's count)
+    characters: int
+    sampled: int = 0
+    sampled_characters: int = 0
+    tokens: int = 0  # processed tokens (usage) of the sampled documents that would succeed
+    document_tokens: int = 0  # whole-document tokens, special tokens included
+    rows: int = 0
+    truncated: int = 0
+    chunked: int = 0
+    split: int = 0
+    reusable_tokens: int = 0
+    failed: Counter[str] = field(default_factory=Counter)
+
+    def add(self, document: SampledDocument, cost: DocumentCost, reusable: bool) -> None:
+        self.sampled += 1
+        self.sampled_characters += document.characters
+        self.document_tokens += cost.num_tokens
+        if cost.error is not None:
+            self.failed[cost.error] += 1
+            return
+        self.tokens += cost.processed_tokens
+        self.rows += cost.rows
+        self.truncated += cost.truncated
+        self.chunked += cost.windows > 1 or cost.rows > 1
+        self.split += cost.split_chunks > 0
+        self.reusable_tokens += cost.processed_tokens if reusable else 0
+
+
+class SampleTokenizers:
+    """The tokenizers estimates use, loaded once per model directory (tokenizer files only, no weights)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[Path, TextTokenizer] = {}
+        self._lock = threading.Lock()
+
+    def get(self, model_dir: Path) -> TextTokenizer:
+        with self._lock:
+            if model_dir not in self._loaded:
+                self._loaded[model_dir] = TextTokenizer(model_dir)
+            return self._loaded[model_dir]
+
+
+def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: TextTokenizer, max_chunks: int) -> CostModel:
+    tasks = spec.task if isinstance(spec.task, list) else [spec.task]
+    return CostModel.of(model_spec, spec.long_documents.policy(), tokenizer.special_token_counts, max_chunks,
+                        per_token=any(task in _TOKEN_TASKS for task in tasks))
+
+
+def price_stratum(stratum: Stratum, model: CostModel, tokenizer: TextTokenizer, reusable: dict[str, bool]) -> PricedStratum:
+    priced = PricedStratum(stratum.documents, stratum.characters)
+    sample = stratum.sample
+    for start in range(0, len(sample), _TOKENIZE_GROUP):
+        group = sample[start:start + _TOKENIZE_GROUP]
+        for document, cost in zip(group, _costs(group, model, tokenizer)):
+            priced.add(document, cost, reusable.get(document.content_hash, False))
+    return priced
+
+
+def _costs(group: list[SampledDocument], model: CostModel, tokenizer: TextTokenizer) -> list[DocumentCost]:
+    if any(document.query is not None for document in group):
+        return [_pair_cost(document, model, tokenizer) for document in group]
+    texts = [document.text for document in group]
+    if model.needs_offsets:
+        ids, offsets = tokenizer.tokenize_with_offsets(texts)
+        return [model.cost(len(content), document.text, text_offsets, document.chunk_spans)
+                for document, content, text_offsets in zip(group, ids, offsets)]
+    return [model.cost(len(content)) for content in tokenizer.count_and_tokenize(texts)]
+
+
+def _pair_cost(document: SampledDocument, model: CostModel, tokenizer: TextTokenizer) -> DocumentCost:
+    """A score job's pair, tokenized together as the engine does (cross-encoders)."""
+    if document.query is None:
+        return model.cost(len(tokenizer.count_and_tokenize([document.text])[0]))
+    truncate = model.policy.mode.value == "truncate"
+    item = tokenizer.tokenize_pair(document.query, document.text, model.window, truncate)
+    if item is None:
+        return DocumentCost(0, error="query_too_long")
+    if item.truncated and not truncate:
+        return DocumentCost(item.num_tokens, truncated=True, error="document_too_long")
+    return DocumentCost(item.num_tokens, len(item.token_ids), 1, item.truncated, windows=1)
