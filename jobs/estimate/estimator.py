@@ -16,7 +16,8 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.estimate.input_scan import InputScan, scan_input
 from poolq.jobs.estimate.job_estimate import Duplicates, EstimateSample, JobEstimate, Reuse
 from poolq.jobs.estimate.reuse_probe import NoReuseProbe, ReuseProbe
-from poolq.jobs.estimate.sample_pricing import PricedStratum, SampleTokenizers, cost_model, price_stratum
+from poolq.jobs.estimate.sample_pricing import PricedStratum, cost_model, price_stratum
+from poolq.jobs.estimate.sample_tokenizer import SampleTokenizers
 from poolq.jobs.estimate.worker_time import worker_time
 from poolq.jobs.model.job_spec import JobSpec
 

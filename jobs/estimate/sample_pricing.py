@@ -3,14 +3,12 @@ run through the long-document policy's arithmetic (``engine/long_documents/docum
 then summed per stratum so the estimate can scale each bucket by its own counts."""
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from poolq.engine import ModelSpec
 from poolq.engine.long_documents.document_cost import CostModel, DocumentCost
-from poolq.engine.tokenizer import TextTokenizer
+from poolq.jobs.estimate.sample_tokenizer import SampleTokenizer
 from poolq.jobs.estimate.stratified_sample import SampledDocument, Stratum
 from poolq.jobs.model.job_spec import JobSpec
 
@@ -50,27 +48,13 @@ class PricedStratum:
         self.reusable_tokens += cost.processed_tokens if reusable else 0
 
 
-class SampleTokenizers:
-    """The tokenizers estimates use, loaded once per model directory (tokenizer files only, no weights)."""
-
-    def __init__(self) -> None:
-        self._loaded: dict[Path, TextTokenizer] = {}
-        self._lock = threading.Lock()
-
-    def get(self, model_dir: Path) -> TextTokenizer:
-        with self._lock:
-            if model_dir not in self._loaded:
-                self._loaded[model_dir] = TextTokenizer(model_dir)
-            return self._loaded[model_dir]
-
-
-def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: TextTokenizer, max_chunks: int) -> CostModel:
+def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: SampleTokenizer, max_chunks: int) -> CostModel:
     tasks = spec.task if isinstance(spec.task, list) else [spec.task]
     return CostModel.of(model_spec, spec.long_documents.policy(), tokenizer.special_token_counts, max_chunks,
                         per_token=any(task in _TOKEN_TASKS for task in tasks))
 
 
-def price_stratum(stratum: Stratum, model: CostModel, tokenizer: TextTokenizer, reusable: dict[str, bool]) -> PricedStratum:
+def price_stratum(stratum: Stratum, model: CostModel, tokenizer: SampleTokenizer, reusable: dict[str, bool]) -> PricedStratum:
     priced = PricedStratum(stratum.documents, stratum.characters)
     sample = stratum.sample
     for start in range(0, len(sample), _TOKENIZE_GROUP):
@@ -80,7 +64,7 @@ def price_stratum(stratum: Stratum, model: CostModel, tokenizer: TextTokenizer, 
     return priced
 
 
-def _costs(group: list[SampledDocument], model: CostModel, tokenizer: TextTokenizer) -> list[DocumentCost]:
+def _costs(group: list[SampledDocument], model: CostModel, tokenizer: SampleTokenizer) -> list[DocumentCost]:
     if any(document.query is not None for document in group):
         return [_pair_cost(document, model, tokenizer) for document in group]
     texts = [document.text for document in group]
@@ -88,17 +72,19 @@ def _costs(group: list[SampledDocument], model: CostModel, tokenizer: TextTokeni
         ids, offsets = tokenizer.tokenize_with_offsets(texts)
         return [model.cost(len(content), document.text, text_offsets, document.chunk_spans)
                 for document, content, text_offsets in zip(group, ids, offsets)]
-    return [model.cost(len(content)) for content in tokenizer.count_and_tokenize(texts)]
+    return [model.cost(count) for count in tokenizer.token_counts(texts)]
 
 
-def _pair_cost(document: SampledDocument, model: CostModel, tokenizer: TextTokenizer) -> DocumentCost:
-    """A score job's pair, tokenized together as the engine does (cross-encoders)."""
+def _pair_cost(document: SampledDocument, model: CostModel, tokenizer: SampleTokenizer) -> DocumentCost:
+    """A score job's pair, tokenized together with the pair template, as the engine does
+    (cross-encoders); truncation cuts the second text only, so the tokens are at most a window."""
     if document.query is None:
-        return model.cost(len(tokenizer.count_and_tokenize([document.text])[0]))
-    truncate = model.policy.mode.value == "truncate"
-    item = tokenizer.tokenize_pair(document.query, document.text, model.window, truncate)
-    if item is None:
-        return DocumentCost(0, error="query_too_long")
-    if item.truncated and not truncate:
-        return DocumentCost(item.num_tokens, truncated=True, error="document_too_long")
-    return DocumentCost(item.num_tokens, len(item.token_ids), 1, item.truncated, windows=1)
+        return model.cost(tokenizer.token_counts([document.text])[0])
+    num_tokens = tokenizer.pair_tokens(document.query, document.text)
+    if num_tokens <= model.window:
+        return DocumentCost(num_tokens, num_tokens, 1, windows=1)
+    if model.policy.mode.value != "truncate":
+        return DocumentCost(num_tokens, truncated=True, error="document_too_long")
+    if tokenizer.pair_tokens(document.query, "") >= model.window:
+        return DocumentCost(num_tokens, error="query_too_long")
+    return DocumentCost(num_tokens, model.window, 1, True, windows=1)

@@ -15,7 +15,7 @@ from support.dev_stack import dev_stack
 from support.random_models import save_random_model, tiny_bert_config
 
 from poolq.api.cli.main import main
-from poolq.api.client.poolq_client import PoolqClient
+from poolq.api.client.poolq_client import PoolqClient, PoolqError
 from poolq.api.server.schemas import JobResults
 
 pytestmark = pytest.mark.integration
@@ -48,6 +48,16 @@ def _mixed_lines(sample_documents) -> bytes:
         start = rng.randrange(len(words) - length)
         texts.append(" ".join(words[start:start + length]))
     return "".join(json.dumps({"id": f"d{i}", "text": text}) + "\n" for i, text in enumerate(texts)).encode()
+
+
+def test_an_input_that_cannot_be_read_is_a_422_at_input_uri(stack):
+    with PoolqClient(stack["api_url"], stack["api_key"]) as client:
+        uri = client.upload(b'{"id": "a", "text": "x"}\n').rsplit("/", 1)[0] + "/missing.jsonl"
+        with pytest.raises(PoolqError) as refused:
+            client.estimate({"model": "tiny", "input": {"uri": uri}})
+    assert refused.value.status_code == 422
+    (error,) = refused.value.detail
+    assert error["loc"] == ["body", "input", "uri"] and "cannot be read" in error["msg"]
 
 
 def test_the_estimate_of_a_10k_document_job_is_within_5_percent_of_the_job(stack, sample_documents, tmp_path):
