@@ -22,7 +22,8 @@ def print_estimate(estimate: JobEstimate, console: Console | None = None) -> Non
         ("output rows", f"{estimate.rows:,}"), ("truncated", f"{estimate.truncated:,}"),
         ("chunked", f"{estimate.chunked:,}"), ("split", f"{estimate.split:,}"),
         *((f"would fail: {code}", f"{count:,}") for code, count in estimate.failed.items()),
-        ("duplicates", f"{estimate.duplicates.documents:,} ({estimate.duplicates.rate:.1%}, {estimate.duplicates.method})"),
+        ("duplicates", f"{estimate.duplicates.documents:,} ({estimate.duplicates.rate:.1%}, {estimate.duplicates.method}; "
+                       f"{estimate.duplicates.tokens:,} tokens)"),
         ("tokens available for reuse", f"{estimate.reuse.tokens:,} ({estimate.reuse.source})"),
         ("workers alive", str(estimate.time.workers_alive)),
         ("worker-seconds", _seconds(estimate.time.worker_seconds)), ("wall time", _seconds(estimate.time.wall_seconds)),

@@ -29,6 +29,7 @@ class Duplicates(BaseModel):
     documents: int = Field(description="documents whose content appeared earlier in the input")
     distinct: int
     rate: float = Field(description="documents / all documents")
+    tokens: int = Field(0, description="tokens of those repeats (tokens x rate): what computing each content once saves")
     method: str = Field(description="exact (every hash kept) or hyperloglog (a sketch, about 1.6 % error)")
 
 
