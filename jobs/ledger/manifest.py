@@ -144,6 +144,7 @@ class JobManifest(_ManifestBlock):
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
     report: DataReport | None = None  # the data report (jobs/report/): lengths, cuts, duplicates; absent before it
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("report",)  # manifests written before reports stay as they were
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()
