@@ -1,8 +1,9 @@
 """The estimate's one streaming pass over a job's input: every record read once, as planning
 reads it (same sections, same record checks), never held whole. It counts documents and
 characters, the records planning would refuse (by code), distinct contents, and feeds the
-sample. Past ``deadline_s`` it stops at a section's end and says which part of the input's
-bytes it read, so the estimate can scale what it saw."""
+sample. Past ``estimate_max_seconds`` it stops (inside a section where the share read is known,
+else at its end) and says which part of the input's bytes it read, so the estimate can scale
+what it saw."""
 from __future__ import annotations
 
 import hashlib
@@ -13,12 +14,17 @@ from typing import Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.estimate.stratified_sample import SampledDocument, StratifiedSample
+from poolq.jobs.inputs.input_format import InputFormat
+from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.planning.sections import list_sections, section_records
 from poolq.jobs.report.distinct_counter import DistinctCounter
+from poolq.storage import JsonlProgress
+
+_DEADLINE_EVERY = 1000  # records between two looks at the clock inside a section
 
 
 @dataclass
@@ -72,9 +78,26 @@ def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
     for section in sections:
         if time.monotonic() > deadline and scan.bytes_read:
             return
-        for _, record in section_records(section, fields, job.ctx):
+        progress, records = JsonlProgress(), 0
+        for _, record in section_records(section, fields, job.ctx, progress=progress):
             if isinstance(record, RecordError):
                 scan.invalid[record.code] += 1
             else:
                 scan.add(record)
+            records += 1
+            if records % _DEADLINE_EVERY == 0 and time.monotonic() > deadline and _cuttable(section):
+                scan.bytes_read += round(section.size_bytes * _fraction(section, progress, records))
+                return
         scan.bytes_read += section.size_bytes
+
+
+def _cuttable(section: InputSection) -> bool:
+    """Whether the share of a section read so far is known: a plain JSONL range (bytes read) or a
+    Parquet run (rows read); a gzip object's compressed size says nothing of it (read whole)."""
+    return section.format == InputFormat.PARQUET.value or not section.uri.endswith(".gz")
+
+
+def _fraction(section: InputSection, progress: JsonlProgress, records: int) -> float:
+    if section.format == InputFormat.PARQUET.value:
+        return min(1.0, records / max(1, section.end - section.start))
+    return min(1.0, progress.bytes / max(1, section.end - section.start))

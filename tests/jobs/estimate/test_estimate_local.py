@@ -96,3 +96,12 @@ def test_no_time_is_made_up_without_a_measured_worker(local_ctx):
     assert [rate.worker for rate in timed.measured] == ["w1"] and timed.measured[0].tokens_per_s == 2000
     assert timed.worker_seconds == pytest.approx(estimate.tokens / 2000, abs=0.1)
     assert timed.wall_seconds == pytest.approx(estimate.tokens / 4000, abs=0.1)  # w2 counted at the mean
+
+
+def test_past_its_time_the_pass_stops_and_scales_what_it_read_by_bytes(tmp_path, minilm_engine):
+    documents = [{"id": f"d{i}", "text": f"document number {i:05d} of a uniform corpus"} for i in range(3000)]
+    uri = _write(tmp_path / "in.jsonl", documents)
+    context = local_context(tmp_path / "out", Settings(plan_section_bytes=8192, estimate_max_seconds=1e-6))
+    estimate = estimate_job(JobSpec.model_validate({"input": {"uri": uri}}), context, "local")
+    assert 0 < estimate.sample.fraction_read < 0.05  # one section of many
+    assert abs(estimate.documents - 3000) / 3000 < 0.05 and abs(estimate.rows - 3000) / 3000 < 0.05
