@@ -153,7 +153,9 @@ class CostModel:
         """Each macro window's length (late chunking, stitched token tasks), as the planner steps them."""
         if num_tokens <= self.window:
             return [num_tokens]
-        step = self.window - default_overlap(self.policy, self.window)
+        # An overlap of a whole window would never step (check_policy refuses it for late chunks,
+        # not for a token task's stitched windows): price it as one token a step, never loop forever.
+        step = max(1, self.window - default_overlap(self.policy, self.window))
         lengths, start = [], 0
         while True:
             end = min(start + self.window, num_tokens)
