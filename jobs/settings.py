@@ -157,6 +157,14 @@ class Settings(BaseSettings):
                                       "documents in partitions of about this much input each (its memory bound)")
     shard_max_chars: int = Field(16_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
+    # Dry-run estimates (jobs/estimate/): a streaming pass over the input, a bounded sample tokenized.
+    estimate_sample_per_stratum: int = Field(256, ge=1, description="estimates tokenize at most this many documents "
+                                             "of each character-length bucket (a reservoir sample of it)")
+    estimate_sample_chars: int = Field(16_000_000, ge=1000, description="characters an estimate's sample holds at most "
+                                       "(all buckets together): its memory bound")
+    estimate_max_seconds: float = Field(60.0, gt=0, description="an estimate reads the input this long at most; past "
+                                        "it, what was read is extrapolated by bytes (the answer says how much)")
+    estimate_concurrency: int = Field(2, ge=1, description="estimates computed at once by one API process (more wait)")
 
     # Reliability: leases, the reconciler, poison shards, cooperative cancel.
     lease_ttl_s: float = Field(60.0, gt=0, description="a unit's lease lapses this long after its last renewal")

@@ -31,7 +31,7 @@ ALLOWED = {
 FLOORS = {
     "jobs": (
         ("model", "settings"),  # what a job is (spec, state, status, ids); the service's settings
-        ("inputs",),  # records read from an input, shard descriptors, content hashes
+        ("inputs", "report"),  # records read from an input, shard descriptors, content hashes; the data report's counts
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
@@ -41,7 +41,7 @@ FLOORS = {
         ("sinks",),  # loads into the user's vector stores (a load's end is a webhook event)
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
-        ("batches", "schedules"),  # the Batch API's objects; scheduled reindex
+        ("batches", "schedules", "estimate"),  # the Batch API's objects; scheduled reindex; dry-run estimates
         ("worker", "local_runner"),  # the Celery edge; the in-process runner
     ),
     "engine": (

@@ -15,6 +15,7 @@ from poolq.jobs import (
     ManifestUsage,
     OutputEncoding,
 )
+from poolq.jobs.report.data_report import DataReport
 from poolq.storage import ObjectStore
 
 # A route's ``responses=`` (its other answers in the OpenAPI document): status code -> what FastAPI takes.
@@ -53,6 +54,7 @@ class JobResults(BaseModel):
     url_expires_in_s: int
     manifest: dict  # the stored manifest itself (no URLs): what `poolq results` writes as manifest.json
     sinks: list[ManifestSink] | None = None  # the job names a sink: its load's state and counts (docs/sinks/)
+    report: DataReport | None = None  # the data report (absent for jobs finished before reports)
 
     @classmethod
     def from_manifest(cls, manifest: JobManifest, manifest_key: str, store: ObjectStore, expires_s: int) -> "JobResults":
@@ -67,7 +69,7 @@ class JobResults(BaseModel):
             parts=[ResultPart(**part.model_dump(), url=sign(part.key)) for part in manifest.parts],
             errors=ResultErrors(**manifest.errors.model_dump(), url=sign(manifest.errors.key)),
             url_expires_in_s=expires_s, manifest=manifest.model_dump(mode="json"),
-            sinks=manifest.sinks,
+            sinks=manifest.sinks, report=manifest.report,
         )
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.sink_config import SinkStateName
+from poolq.jobs.report.data_report import DataReport
 
 MANIFEST_VERSION = 3  # 3: output.schema
 
@@ -160,7 +161,9 @@ class JobManifest(_ManifestBlock):
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
     sinks: list[ManifestSink] | None = None  # a job naming a sink: its load's outcome (rewritten as it goes)
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks",)
+    report: DataReport | None = None  # the data report (jobs/report/): lengths, cuts, duplicates; absent before it
+    # Manifests written before sinks and reports stay as they were.
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report")
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

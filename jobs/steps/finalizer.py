@@ -33,6 +33,7 @@ from poolq.jobs.sinks.sink_load import pending_sinks
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
+from poolq.jobs.steps.job_report import job_report
 from poolq.jobs.tasks import job_task
 from poolq.jobs.webhooks.events import announce_job_end
 from poolq.storage import read_part_schema, type_name
@@ -127,7 +128,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     model_spec = _declared_spec(ctx, spec.model)
     # The parts' own schema where there are parts (the truth a reader gets); else what they would hold.
     schema = read_part_schema(ctx.store, parts[0].key) if parts else _unwritten_schema(spec, plan, model_spec, dimensions)
-    return JobManifest(
+    manifest = JobManifest(
         job_id=job.id,
         status=state,
         model=spec.model,
@@ -156,6 +157,8 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         error=failure,
         sinks=pending_sinks(spec.sink, state),
     )
+    manifest.report = job_report(job, stored_plan, commits, manifest)
+    return manifest
 
 
 def _known_total(spec: JobSpec) -> int:
