@@ -66,7 +66,9 @@ def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask 
             f"late chunking mean-pools chunk token states, but this model pools with {spec.pooling.value}: its token "
             "states are not trained to be averaged; set allow_any_pooling to use it anyway",
         )
-    if mode is LongDocumentMode.LATE_CHUNKS and default_overlap(policy, window) >= window:
+    # Late chunks and a token task's chunked mode step overlapping windows of the model's length by
+    # window - overlap: an overlap of a whole window would never step.
+    if mode in (LongDocumentMode.LATE_CHUNKS, LongDocumentMode.CHUNKED) and default_overlap(policy, window) >= window:
         raise PolicyError("overlap_tokens", f"overlap_tokens={policy.overlap_tokens} must be below the window ({window})")
     if policy.max_embed_len is not None and mode is not LongDocumentMode.CHUNKED and policy.max_embed_len > window:
         raise PolicyError("max_embed_len",

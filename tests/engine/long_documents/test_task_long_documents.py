@@ -145,4 +145,11 @@ def test_chunked_token_embed_stitches_macro_windows_one_state_per_token(minilm_e
     assert words[:3] == ["The", "river", "number"]
 
 
+@pytest.mark.timeout(60)  # before the check, this request looped forever on a worker
+def test_chunked_token_embed_refuses_an_overlap_of_a_whole_window(minilm_engine):
+    policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_tokens=64, overlap_tokens=64)
+    with pytest.raises(PolicyError, match="overlap_tokens=64 must be below the window"):
+        minilm_engine.run([PoolingRequest("t", " ".join(TEXT_SENTENCES), PoolingTask.TOKEN_EMBED)], policy)
+
+
 TEXT_SENTENCES = [f"The river number {i} runs past a town with a mill and an old stone bridge." for i in range(12)]
