@@ -38,6 +38,7 @@ FLOORS = {
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
         ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
+        ("reuse",),  # content-addressed reuse: keys, the tenant's store, the decide pass, a shard's copies
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
         ("batches", "schedules"),  # the Batch API's objects; scheduled reindex

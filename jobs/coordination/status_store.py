@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
+from poolq.jobs.model.reuse_counts import ReuseCounts
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
 # the model; and the characters of the records they took (with tokens: the job's characters per token).
@@ -171,6 +172,7 @@ class JobStatusStore(ABC):
                             if name.startswith(ERROR_FIELD) and int(value)},
             error_samples=json.loads(fields.get(SAMPLES_FIELD) or "[]"),
             in_progress=_in_progress(fields),
+            reuse=ReuseCounts.model_validate_json(fields["reuse"]) if fields.get("reuse") else None,
         )
 
     def field(self, job_id: str, name: str) -> str | None:

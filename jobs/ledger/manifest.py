@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.reuse_counts import ReuseCounts
 
 MANIFEST_VERSION = 3  # 3: output.schema
 
@@ -142,6 +143,7 @@ class JobManifest(_ManifestBlock):
     finished_at: datetime
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
+    reuse: ReuseCounts | None = None  # what content-addressed reuse saved (docs/reuse.md); None before it existed
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()
