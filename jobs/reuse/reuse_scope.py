@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.reuse.reuse_key import reuse_scope
 from poolq.jobs.reuse.reuse_store import ReuseStore
-from poolq.storage import join_key
+from poolq.jobs.tenancy.api_keys import validate_tenant
+from poolq.storage import ObjectStore, join_key
 
 # A score's rank depends on the other pairs of its query, not on the pair alone: never reused.
 UNREUSABLE_TASKS = frozenset({"score"})
@@ -37,3 +39,8 @@ class JobReuse:
 
 def tenant_reuse_root(job: JobHandle) -> str:
     return job.ctx.service_layout.tenant_key(job.tenant, "reuse")
+
+
+def tenant_reuse_store(store: ObjectStore, output_prefix: str, tenant: str) -> ReuseStore:
+    """``tenant``'s stored outputs (``poolq cache``); InvalidTenant for a name that is none."""
+    return ReuseStore(store, ServiceLayout(output_prefix).tenant_key(validate_tenant(tenant), "reuse"))
