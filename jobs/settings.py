@@ -194,6 +194,8 @@ class Settings(BaseSettings):
 
     # Content-addressed reuse (docs/reuse.md): a tenant's stored outputs, and how long a shard waits
     # for the shard that computes a text it repeats (then it computes the text itself).
+    reuse_enabled: bool = Field(True, description="false: every record is computed, repeats too (an operator's "
+                                "switch, and the benchmark's baseline)")
     reuse_ttl_s: float | None = Field(30 * 86400, gt=0, description="a tenant's stored outputs are evicted this "
                                       "long after they were computed (None: kept until the quota needs room)")
     reuse_quota_bytes: int | None = Field(10 << 30, ge=0, description="a tenant's stored outputs beyond this are "
