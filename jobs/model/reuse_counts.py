@@ -7,10 +7,14 @@ from pydantic import BaseModel
 
 
 class _Counted(Protocol):
-    documents: int
-    tokens: int
-    reused_documents: int
-    reused_tokens: int
+    """A shard's commit, as far as reuse counts go."""
+
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def reused_documents(self) -> int: ...
+    @property
+    def reused_tokens(self) -> int: ...
 
 
 class ReuseCounts(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +19,7 @@ _HEADER = "header"
 
 
 def encode_result(result: PoolingOutput) -> bytes:
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}  # Any: numpy's stubs read ``**arrays`` as its allow_pickle flag
     header = {
         "num_tokens": result.num_tokens, "truncated": result.truncated, "processed_tokens": result.processed_tokens,
         "chunks": None if result.chunks is None else [_span_fields(span) for span in result.chunks],
@@ -52,7 +53,7 @@ def _span_fields(span: ChunkSpan) -> list:
     return [span.chunk_index, span.token_start, span.token_end, span.char_start, span.char_end, span.split]
 
 
-def _put(arrays: dict[str, np.ndarray], name: str, value: object) -> dict:
+def _put(arrays: dict[str, Any], name: str, value: object) -> dict:
     """Store ``value`` under names starting with ``name``; returns how to read it back."""
     if isinstance(value, np.ndarray):
         arrays[name] = value
