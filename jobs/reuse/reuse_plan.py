@@ -23,15 +23,16 @@ from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SPILL_NAME, PlanningLedger
 from poolq.jobs.reuse.reuse_scope import SECTION_TABLE, JobReuse
 from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
-from poolq.storage import write_embeddings
 
 SPILL_DIGITS = PARTITION_DIGITS + 1  # 4,096 spill files
-_FLUSH_LINES = 1 << 16
+_FLUSH_BYTES = 1 << 20  # pending spill lines held before they are appended to their files
+_TABLE_ROWS = 1 << 16  # decisions per row group of a section's table
 
 
 @dataclass
@@ -70,10 +71,13 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
 
 
 def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: "_Spill") -> None:
-    skipped = set(left_out.tolist())  # one section's left-out positions
+    """The section's kept records into ``spill``; ``left_out`` (sorted) is walked, not copied."""
+    skip = 0
     with planning.store.open(planning.section_key(section, SPILL_NAME)) as stream:
         for position, raw in enumerate(stream):
-            if position in skipped:
+            while skip < len(left_out) and left_out[skip] < position:
+                skip += 1
+            if skip < len(left_out) and left_out[skip] == position:
                 continue
             record_id, digest, *_ = raw.decode("utf-8").rstrip("\n").split("\t")
             spill.add(int(digest[:SPILL_DIGITS], 16), f"{section}\t{record_id}\t{digest}\n")
@@ -105,16 +109,30 @@ def _decide_file(rows: Iterator[list[str]], stored: dict[str, str], decisions: "
         planned.followers += 1
 
 
+TABLE_SCHEMA = pa.schema([("id", pa.string()), ("kind", pa.string()), ("owner_section", pa.int32()),
+                          ("object", pa.string())])
+
+
 def _write_table(planning: PlanningLedger, section: int, rows: Iterator[list[str]]) -> None:
-    ids, kinds, owner_sections, objects = [], [], [], []
+    """The section's decisions as Parquet, built a row group at a time (spooled to a local file)."""
+    with tempfile.TemporaryFile() as spooled:
+        with pq.ParquetWriter(spooled, TABLE_SCHEMA) as writer:
+            writer.write_table(TABLE_SCHEMA.empty_table())  # a section without decisions: an empty table
+            for batch in _batches(rows):
+                writer.write_table(pa.table(list(zip(*batch)) or [[]] * 4, schema=TABLE_SCHEMA))
+        spooled.seek(0)
+        planning.store.put_chunks(planning.section_key(section, SECTION_TABLE), iter(lambda: spooled.read(1 << 20), b""))
+
+
+def _batches(rows: Iterator[list[str]]) -> Iterator[list[tuple]]:
+    batch: list[tuple] = []
     for record_id, kind, owner_section, stored_object in rows:
-        ids.append(record_id)
-        kinds.append(kind)
-        owner_sections.append(int(owner_section))
-        objects.append(stored_object)
-    table = pa.table({"id": pa.array(ids, pa.string()), "kind": pa.array(kinds, pa.string()),
-                      "owner_section": pa.array(owner_sections, pa.int32()), "object": pa.array(objects, pa.string())})
-    planning.store.put(planning.section_key(section, SECTION_TABLE), write_embeddings(table))
+        batch.append((record_id, kind, int(owner_section), stored_object))
+        if len(batch) >= _TABLE_ROWS:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class _Spill:
@@ -124,15 +142,15 @@ class _Spill:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory, self.files = directory, files
         self.pending: dict[int, list[str]] = defaultdict(list)
-        self.lines = 0
+        self.pending_bytes = 0
 
     def _path(self, number: int) -> Path:
         return self.directory / f"{number:05d}.tsv"
 
     def add(self, number: int, line: str) -> None:
         self.pending[number].append(line)
-        self.lines += 1
-        if self.lines >= _FLUSH_LINES:
+        self.pending_bytes += len(line)
+        if self.pending_bytes >= _FLUSH_BYTES:
             self.flush()
 
     def flush(self) -> None:
@@ -140,7 +158,7 @@ class _Spill:
             with self._path(number).open("a", encoding="utf-8") as handle:
                 handle.writelines(lines)
         self.pending.clear()
-        self.lines = 0
+        self.pending_bytes = 0
 
     def read(self, number: int) -> Iterator[list[str]]:
         path = self._path(number)
