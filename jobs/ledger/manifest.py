@@ -144,6 +144,7 @@ class JobManifest(_ManifestBlock):
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
     reuse: ReuseCounts | None = None  # what content-addressed reuse saved (docs/reuse.md); None before it existed
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("reuse",)
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

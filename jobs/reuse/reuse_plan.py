@@ -15,9 +15,10 @@ requests: 256 index partitions per job, never one per record.
 """
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -25,10 +26,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from poolq.engine import ModelSpecError, UnknownModelError
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SPILL_NAME, PlanningLedger
 from poolq.jobs.reuse.reuse_scope import SECTION_TABLE, JobReuse
 from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
+
+log = logging.getLogger(__name__)
 
 SPILL_DIGITS = PARTITION_DIGITS + 1  # 4,096 spill files
 _FLUSH_BYTES = 1 << 20  # pending spill lines held before they are appended to their files
@@ -49,6 +53,8 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
     reuse = JobReuse.of(job)
     if reuse is None:
         return ReusePlanned()
+    if reuse.tenant is not None and not _knows_model(reuse):
+        reuse = replace(reuse, tenant=None)  # its shards fail with the model's own error; repeats still found
     if reuse.tenant is not None:
         settings = job.ctx.settings
         reuse.tenant.evict(settings.reuse_ttl_s, settings.reuse_quota_bytes)
@@ -68,6 +74,14 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
         for section in range(len(valid_counts)):
             _write_table(planning, section, decisions.read(section))
     return planned
+
+
+def _knows_model(reuse: JobReuse) -> bool:
+    try:
+        return bool(reuse.scope)
+    except (UnknownModelError, ModelSpecError) as exc:
+        log.warning("job %s: no tenant reuse lookup: %s", reuse.job.id, exc)
+        return False
 
 
 def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: "_Spill") -> None:

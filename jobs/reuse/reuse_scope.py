@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import ServiceLayout
@@ -19,9 +20,15 @@ SECTION_TABLE = "reuse.parquet"  # the decide step's reuse decisions for one sec
 class JobReuse:
     """What reuse means for one job: ``tenant`` is its tenant's store when the job opted in."""
 
-    scope: str
+    job: JobHandle
     tenant: ReuseStore | None
     job_root: str  # the job's own reuse objects: texts one shard computes for another's repeats
+
+    @cached_property
+    def scope(self) -> str:
+        """The keys' scope: needs the engine's identity (the model's files), so only where it is used."""
+        spec = self.job.spec
+        return reuse_scope(spec, self.job.ctx.engines.identity(spec.model))
 
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":
@@ -31,7 +38,7 @@ class JobReuse:
             return None
         ctx = job.ctx
         tenant = ReuseStore(ctx.store, tenant_reuse_root(job)) if spec.reuse == "tenant" else None
-        return cls(reuse_scope(spec, ctx.engines.identity(spec.model)), tenant, join_key(job.layout.root, "reuse"))
+        return cls(job, tenant, join_key(job.layout.root, "reuse"))
 
     def shard_object(self, section: int, shard: int, attempt: str) -> str:
         return join_key(self.job_root, f"section-{section:05d}", f"shard-{shard:05d}-{attempt}.parquet")
