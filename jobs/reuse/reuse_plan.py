@@ -133,7 +133,7 @@ def _write_table(planning: PlanningLedger, section: int, rows: Iterator[list[str
         with pq.ParquetWriter(spooled, TABLE_SCHEMA) as writer:
             writer.write_table(TABLE_SCHEMA.empty_table())  # a section without decisions: an empty table
             for batch in _batches(rows):
-                writer.write_table(pa.table(list(zip(*batch)) or [[]] * 4, schema=TABLE_SCHEMA))
+                writer.write_table(pa.table([list(column) for column in zip(*batch)], schema=TABLE_SCHEMA))
         spooled.seek(0)
         planning.store.put_chunks(planning.section_key(section, SECTION_TABLE), iter(lambda: spooled.read(1 << 20), b""))
 
