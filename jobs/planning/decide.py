@@ -94,7 +94,8 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
-    plan_reuse(job, planning, [scan.valid for scan in scans], lambda index: _left_out(planning, index))
+    plan_reuse(job, planning, [scan.valid for scan in scans], lambda index: _left_out(planning, index),
+               sections_bytes(sections))
     included = tuple(job.spec.output.include_fields or ())
     return planning.write_decided(Decided(
         first_lines=numbers, duplicates=decisions.duplicates, carried=carried,

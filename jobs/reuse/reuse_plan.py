@@ -1,17 +1,19 @@
 """The decide step's reuse pass: which of a job's records copy an output instead of computing it.
 
 Runs after duplicate ids and carried documents are decided, over the records kept. Every kept
-record's (section, id, content hash) is spilled into 4,096 local files by the hash's first three
-hex digits, in input order; each group of 16 files shares the two digits of one partition of the
-tenant's index, which is read once for them (``ReuseStore.lookup``). In each file, per content hash:
+record's (section, id, content hash) is spilled into local files by the hash's first hex digits
+(256 files, or 4,096 or 65,536 for inputs so large that one would hold more than
+``plan_partition_bytes`` of input), in input order; the files sharing the first two digits share
+one partition of the tenant's index, read once for them (``ReuseStore.lookup``). In each file, per
+content hash:
 
 - the tenant stored it (``reuse: "tenant"``): every record of it copies (``tenant``, the object);
 - else its first record computes it, and if it repeats, that record is its ``owner`` and every
   later one ``follow``s it (naming the owner's section, whose shards publish what owners computed).
 
 The decisions go to one small Parquet table per section (only records that copy or own), read by
-the section's shards. Memory: one file's records (~1/4096 of the input) plus one index partition;
-requests: 256 index partitions per job, never one per record.
+the section's shards. Memory: one file's records (at most about ``plan_partition_bytes`` of input) plus one index
+partition; requests: 256 index partitions per job, never one per record.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
 
 log = logging.getLogger(__name__)
 
-SPILL_DIGITS = PARTITION_DIGITS + 1  # 4,096 spill files
+MAX_SPILL_DIGITS = PARTITION_DIGITS + 2  # at most 65,536 spill files
 _FLUSH_BYTES = 1 << 20  # pending spill lines held before they are appended to their files
 _TABLE_ROWS = 1 << 16  # decisions per row group of a section's table
 
@@ -47,9 +49,20 @@ class ReusePlanned:
     followers: int = 0
 
 
+def spill_digits(input_bytes: int, partition_bytes: int) -> int:
+    """Hex digits of the content hash naming a spill file: enough that one file holds about
+    ``partition_bytes`` of input (never fewer than the index partitions: one file opens per few records
+    otherwise, and opening files is what this pass would spend its time on)."""
+    digits = PARTITION_DIGITS
+    while digits < MAX_SPILL_DIGITS and input_bytes / 16 ** digits > partition_bytes:
+        digits += 1
+    return digits
+
+
 def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int],
-               left_out: Callable[[int], np.ndarray]) -> ReusePlanned:
-    """Decide every section's reuse table; ``left_out(section)``: its sorted left-out positions."""
+               left_out: Callable[[int], np.ndarray], input_bytes: int) -> ReusePlanned:
+    """Decide every section's reuse table; ``left_out(section)``: its sorted left-out positions;
+    ``input_bytes``: the input's size, which sizes the spill files."""
     reuse = JobReuse.of(job)
     if reuse is None:
         return ReusePlanned()
@@ -59,17 +72,19 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
         settings = job.ctx.settings
         reuse.tenant.evict(settings.reuse_ttl_s, settings.reuse_quota_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
-        spill = _Spill(Path(spill_dir) / "content", 16 ** SPILL_DIGITS)
+        digits = spill_digits(input_bytes, job.ctx.settings.plan_partition_bytes)
+        spill = _Spill(Path(spill_dir) / "content", 16 ** digits)
         for section in range(len(valid_counts)):
-            _spill_section(planning, section, left_out(section), spill)
+            _spill_section(planning, section, left_out(section), spill, digits)
         spill.flush()
         decisions = _Spill(Path(spill_dir) / "decided", len(valid_counts))
         planned = ReusePlanned()
         for partition in range(16 ** PARTITION_DIGITS):
             prefix = f"{partition:0{PARTITION_DIGITS}x}"
             stored = reuse.tenant.lookup(reuse.scope, prefix) if reuse.tenant is not None else {}
-            for sub in range(16):
-                _decide_file(spill.read(partition * 16 + sub), stored, decisions, planned)
+            subs = 16 ** (digits - PARTITION_DIGITS)  # the spill files sharing this partition's digits
+            for sub in range(subs):
+                _decide_file(spill.read(partition * subs + sub), stored, decisions, planned)
         decisions.flush()
         for section in range(len(valid_counts)):
             _write_table(planning, section, decisions.read(section))
@@ -84,7 +99,7 @@ def _knows_model(reuse: JobReuse) -> bool:
         return False
 
 
-def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: "_Spill") -> None:
+def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: "_Spill", digits: int) -> None:
     """The section's kept records into ``spill``; ``left_out`` (sorted) is walked, not copied."""
     skip = 0
     with planning.store.open(planning.section_key(section, SPILL_NAME)) as stream:
@@ -94,7 +109,7 @@ def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray,
             if skip < len(left_out) and left_out[skip] == position:
                 continue
             record_id, digest, *_ = raw.decode("utf-8").rstrip("\n").split("\t")
-            spill.add(int(digest[:SPILL_DIGITS], 16), f"{section}\t{record_id}\t{digest}\n")
+            spill.add(int(digest[:digits], 16), f"{section}\t{record_id}\t{digest}\n")
 
 
 def _by_prefix(stored: dict[str, str], width: int) -> dict[str, str]:

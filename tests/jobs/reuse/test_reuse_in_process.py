@@ -11,6 +11,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.reuse.reuse_plan import spill_digits
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
@@ -70,6 +71,26 @@ def test_half_duplicates_are_computed_once_and_each_row_equals_a_fresh_one(ctx, 
     reuse = manifest.reuse
     assert reuse.reused_documents == 12 and reuse.computed_tokens == fresh_manifest.usage.tokens
     assert reuse.reused_tokens == reuse.computed_tokens == manifest.usage.tokens
+
+
+def test_repeats_across_sections_are_computed_once(tmp_path, minilm_engine, sentences):
+    """Sections of ~1 KiB: the first copies and their repeats are in different sections (each
+    planned by its own task), and still each text is computed once."""
+    context = local_context(tmp_path / "out", Settings(shard_max_documents=3, plan_section_bytes=1024))
+    context.engines.use(MODEL, CountingEngine(minilm_engine))
+    docs = [{"id": f"x{i:02d}", "text": t} for i, t in enumerate(sentences[:9] * 3)]
+    manifest, rows = _run(context, _write(tmp_path, "sections.jsonl", docs))
+    sections = [key for key in context.store.list("") if key.endswith(".reuse.parquet")]  # one per section
+    assert len(sections) >= 3 and manifest.shards.total >= 9 and len(_keys(context)) == 9
+    assert manifest.reuse.reused_documents == 18 and len(rows) == 27
+    for i, doc in enumerate(docs):
+        assert rows[doc["id"]]["embedding"] == rows[f"x{i % 9:02d}"]["embedding"]
+
+
+def test_spill_files_grow_with_the_input_only():
+    assert spill_digits(10 << 20, 16 << 20) == 2  # a small input: 256 files
+    assert spill_digits(10 << 30, 16 << 20) == 3  # 10 GiB: 4,096 files of ~2.5 MiB
+    assert spill_digits(1 << 50, 16 << 20) == 4  # never more than 65,536
 
 
 def test_a_tenant_reuses_its_earlier_job_and_another_tenant_nothing(ctx, tmp_path, sentences):
