@@ -59,6 +59,7 @@ from .lane.redis_lane import (
 from .ledger.manifest import (
     JobManifest as JobManifest,
     ManifestCounts as ManifestCounts,
+    ManifestSink as ManifestSink,
     ManifestErrors as ManifestErrors,
     ManifestPart as ManifestPart,
     ManifestUsage as ManifestUsage,
@@ -112,6 +113,9 @@ from .schedules.schedule_runner import (
 )
 from .settings import (
     Settings as Settings,
+)
+from .sinks.sink_load import (
+    retry_sinks as retry_sinks,
 )
 from .status.job_listing import (
     list_jobs as list_jobs,

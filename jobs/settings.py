@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import redis
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
@@ -17,6 +17,33 @@ from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore
 # Whose calls a client makes: the API's (a request waits on them: short deadlines) or a worker's,
 # beat's or the CLI's (long parts stream through them: longer deadlines).
 Role = Literal["api", "worker"]
+
+
+class SinkConfig(BaseModel):  # POOLQ_SINKS' values (docs/sinks/); a job only names one (jobs/model/sink_config.py)
+    """One configured sink. A bare string in ``POOLQ_SINKS`` is its ``url``.
+
+    ``url`` schemes: ``postgresql://`` (pgvector), ``lancedb:///path`` or ``lancedb+s3://bucket/prefix``
+    (LanceDB), ``qdrant+local:///path``, ``qdrant://host:6333``, ``qdrants://host:6333`` (Qdrant),
+    ``memory://name`` (in-process, for tests and ``poolq embed``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: SecretStr
+    table: str = Field("poolq_vectors", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="table or collection the rows land in")
+    create_table: bool = Field(True, description="create the table (collection) when it does not exist")
+    index: Literal["hnsw", "ivfflat"] | None = Field(None, description="pgvector: build this index when creating the "
+                                                     "table; none otherwise (load first, index later)")
+    batch_rows: int = Field(2000, ge=1, le=100_000, description="rows per COPY batch / upsert call")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_url(cls, value: object) -> object:
+        return {"url": value} if isinstance(value, str) else value
+
+    @property
+    def scheme(self) -> str:
+        url = self.url.get_secret_value()
+        return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
 class Settings(BaseSettings):
@@ -162,6 +189,10 @@ class Settings(BaseSettings):
     max_active_jobs_per_tenant: int = Field(20, ge=1)
     # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
     tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)
+    # Sinks (docs/sinks/): name -> store URL (or {"url": ..., "table": ...}); credentials stay here, jobs name them.
+    sinks: dict[str, SinkConfig] = Field(default_factory=dict)
+    # tenant -> sink names its jobs and schedules may load into (none unless granted)
+    sink_grants: dict[str, list[str]] = Field(default_factory=dict)
     # file:// inputs: only for in-process runs on one's own machine (`poolq embed`), never the API.
     allow_file_inputs: bool = False
     upload_expires_s: int = Field(900, ge=60, le=3600)

@@ -37,7 +37,7 @@ FLOORS = {
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
-        ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
+        ("tenancy", "status", "sinks"),  # keys, uploads, input access; a job's status; loads into vector stores
         ("reuse",),  # content-addressed reuse: keys, the tenant's store, the decide pass, a shard's copies
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up

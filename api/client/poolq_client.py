@@ -125,6 +125,10 @@ class PoolqClient:
             params["before"] = before
         return self._call("GET", "/v1/jobs", params=params)
 
+    def retry_sinks(self, job_id: str) -> dict:
+        """``POST /v1/jobs/{id}/sinks/retry``: load the finished job's rows into its failed sink again."""
+        return self._call("POST", f"/v1/jobs/{job_id}/sinks/retry")
+
     def cancel(self, job_id: str) -> dict:
         """``POST /v1/jobs/{id}/cancel``: stop the job; committed parts stay in its manifest."""
         return self._call("POST", f"/v1/jobs/{job_id}/cancel")

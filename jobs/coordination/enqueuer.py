@@ -13,6 +13,7 @@ FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
 BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
+SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 
@@ -35,6 +36,10 @@ class Enqueuer(ABC):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         """Move an OpenAI-style batch along (read its input, or write its files); idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not run batches")
+
+    def load_sinks(self, job_id: str) -> None:
+        """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py); idempotent."""
+        raise NotImplementedError(f"{type(self).__name__} does not load sinks")
 
     def waiting(self, queue: str) -> int | None:
         """Messages waiting in ``queue`` (sent, not yet delivered); None where that is unknown."""
@@ -62,6 +67,9 @@ class CeleryEnqueuer(Enqueuer):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self.app.send_task(BATCH_TASK, args=[tenant, batch_id], queue=CONTROL_QUEUE)
 
+    def load_sinks(self, job_id: str) -> None:
+        self.app.send_task(SINK_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).
         with self.app.connection_for_read() as connection:
@@ -80,10 +88,12 @@ class InlineEnqueuer(Enqueuer):
         self.handlers: dict[str, Callable] = {}
 
     def bind(self, plan: Callable, plan_section: Callable, run_shard: Callable, finalize: Callable,
-             advance_batch: Callable | None = None) -> None:
+             advance_batch: Callable | None = None, load_sinks: Callable | None = None) -> None:
         self.handlers = {PLAN_TASK: plan, PLAN_SECTION_TASK: plan_section, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
         if advance_batch is not None:
             self.handlers[BATCH_TASK] = advance_batch
+        if load_sinks is not None:
+            self.handlers[SINK_TASK] = load_sinks
 
     def _submit(self, name: str, *args) -> None:
         self._queue.append(lambda: self.handlers[name](*args))
@@ -110,3 +120,6 @@ class InlineEnqueuer(Enqueuer):
 
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self._submit(BATCH_TASK, tenant, batch_id)
+
+    def load_sinks(self, job_id: str) -> None:
+        self._submit(SINK_TASK, job_id)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.reuse_counts import ReuseCounts
+from poolq.jobs.model.sink_config import SinkStateName
 
 MANIFEST_VERSION = 3  # 3: output.schema
 
@@ -120,6 +121,22 @@ class OutputEncoding(_ManifestBlock):
                                                      "sparse_aggregation", "labels")
 
 
+class ManifestSink(_ManifestBlock):
+    """One sink's load of the job's rows (docs/sinks/): its state and what it did, in rows.
+
+    ``upserted``: rows written (new, or replacing a changed document's); ``deleted``: rows removed
+    (documents gone from the input, chunks a changed document no longer has); ``unchanged``: rows
+    left as they were. ``error`` names why a load failed (never a credential)."""
+
+    name: str
+    state: SinkStateName
+    upserted: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    error: str | None = None
+    finished_at: datetime | None = None
+
+
 class JobManifest(_ManifestBlock):
     """``manifest.json``: what a finished job produced, where it is, and how it was made."""
 
@@ -143,8 +160,9 @@ class JobManifest(_ManifestBlock):
     finished_at: datetime
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
+    sinks: list[ManifestSink] | None = None  # a job naming a sink: its load's outcome (rewritten as it goes)
     reuse: ReuseCounts | None = None  # what content-addressed reuse saved (docs/reuse.md); None before it existed
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("reuse",)
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("reuse", "sinks")
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

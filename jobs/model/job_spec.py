@@ -18,6 +18,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
+from poolq.jobs.model.sink_config import SinkName
 from poolq.storage import EmbeddingCodec, codec_for
 
 
@@ -194,6 +195,10 @@ class JobSpec(_Strict):
     reuse: Literal["job", "tenant"] = Field(
         "job", description="job: a text repeated in this job is computed once; tenant: also copy outputs computed "
         "by this tenant's earlier jobs (same model and options), and keep this job's for later ones (docs/reuse.md)",
+    )
+    sink: SinkName | None = Field(
+        None, description="a sink the operator configured (POOLQ_SINKS) and granted to the tenant: once the job's parts "
+        "are committed, its rows are loaded there (docs/sinks/)",
     )
 
 

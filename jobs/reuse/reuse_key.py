@@ -10,7 +10,7 @@ A key is ``sha256(scope, content hash)``:
 - the *scope* covers what made the output: the engine's identity (model files' fingerprint and
   compute dtype, ``EnginePool.identity``) and the job spec's options. The options are the spec's
   own typed fields, dumped, minus the few named in ``REUSE_NEUTRAL`` (where the input is, lineage,
-  the reuse choice itself, copied input fields): an option added to the spec later is covered
+  the reuse choice itself, where rows are loaded, copied input fields): an option added to the spec later is covered
   without anyone listing it here.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 from poolq.jobs.model.job_spec import JobSpec
 
 # Spec fields that do not change any computed value (dotted: a field of a nested model).
-REUSE_NEUTRAL: frozenset[str] = frozenset({"input", "incremental_from", "reuse", "output.include_fields"})
+REUSE_NEUTRAL: frozenset[str] = frozenset({"input", "incremental_from", "reuse", "sink", "output.include_fields"})
 
 
 def reuse_options(spec: JobSpec) -> dict:

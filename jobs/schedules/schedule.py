@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from poolq.engine import DEFAULT_MODEL
 from poolq.jobs.model.job_spec import JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
 from poolq.jobs.model.job_status import LOCAL_TENANT
+from poolq.jobs.model.sink_config import SinkName
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -31,6 +32,7 @@ class JobTemplate(BaseModel):
     score_mode: ScoreMode = "auto"
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
+    sink: SinkName | None = None  # every run loads into it, keeping the store in sync (docs/sinks/)
 
 
 class ScheduleRequest(BaseModel):

@@ -28,7 +28,9 @@ from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.model.reuse_counts import ReuseCounts
+from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.observability.job_events import job_finished
+from poolq.jobs.sinks.sink_load import pending_sinks
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
@@ -68,6 +70,8 @@ def _write_manifest(job: JobHandle, manifest: JobManifest) -> None:
     if job.ledger.write_manifest(manifest):
         job.ctx.metrics.job_finished(manifest.status.value)
         job_finished(job.id, job.tenant, manifest)
+        if any(sink.state == SinkState.PENDING for sink in manifest.sinks or []):
+            job.ctx.enqueuer.load_sinks(job.id)  # its own step: a sink never holds the job back
 
 
 def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
@@ -150,6 +154,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         timings=_timings(status, finished_at),
         error=failure,
         reuse=ReuseCounts.of(commits.values()),
+        sinks=pending_sinks(spec.sink, state),
     )
 
 

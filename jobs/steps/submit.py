@@ -15,6 +15,7 @@ from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriI
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobStatus
 from poolq.jobs.observability.job_events import job_submitted
+from poolq.jobs.sinks.sink_access import SinkNotAllowed, check_sink_access
 from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
@@ -127,6 +128,10 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
     """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
     if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
         raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
+    try:
+        check_sink_access(spec, tenant, ctx.settings)
+    except SinkNotAllowed as exc:
+        raise JobRejected("sink", str(exc)) from None
     if isinstance(spec.input, UriInput):
         try:
             check_input_access(spec.input.uri, tenant, ctx.settings)
