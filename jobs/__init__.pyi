@@ -141,6 +141,7 @@ from .steps.submit import (
     submit_job as submit_job,
     validate_spec as validate_spec,
 )
+from .reuse.reuse_scope import tenant_reuse_store as tenant_reuse_store
 from .tasks import JOB_TASKS as JOB_TASKS
 from .tenancy.api_keys import (
     ApiKeyStore as ApiKeyStore,

@@ -38,7 +38,7 @@ FLOORS = {
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
         ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
-        ("sinks",),  # loads into the user's vector stores (a load's end is a webhook event)
+        ("sinks", "reuse"),  # loads into the user's vector stores; content-addressed reuse (keys, store, decide pass, copies)
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
         ("batches", "schedules", "estimate"),  # the Batch API's objects; scheduled reindex; dry-run estimates

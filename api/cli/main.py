@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from poolq.api.cli.cache_commands import cache
 from poolq.api.cli.dev_commands import dev
 from poolq.api.cli.embed_command import embed
 from poolq.api.cli.job_commands import JOB_COMMANDS
@@ -31,6 +32,7 @@ def main(context: click.Context, stack: Path | None) -> None:
 
 main.add_command(dev)
 main.add_command(keys)
+main.add_command(cache)
 for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
     main.add_command(_command)
 main.add_command(schedules)

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
+from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.webhook import WebhookOutcome
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
@@ -173,6 +174,7 @@ class JobStatusStore(ABC):
             error_samples=json.loads(fields.get(SAMPLES_FIELD) or "[]"),
             in_progress=_in_progress(fields),
             webhook=WebhookOutcome.model_validate_json(fields["webhook"]) if fields.get("webhook") else None,
+            reuse=ReuseCounts.model_validate_json(fields["reuse"]) if fields.get("reuse") else None,
         )
 
     def field(self, job_id: str, name: str) -> str | None:

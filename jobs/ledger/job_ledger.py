@@ -92,6 +92,8 @@ class ShardCommit:
     engine: str | None = None  # JobContext.engine_identity of the worker that embedded it
     error_codes: dict[str, int] = field(default_factory=dict)  # its errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages
+    reused_documents: int = 0  # of ``documents``: copied from an earlier computation of their text (docs/reuse.md)
+    reused_tokens: int = 0  # the tokens those copies would have cost; ``tokens`` counts what was computed
 
     @property
     def errors_summary(self) -> ErrorSummary:

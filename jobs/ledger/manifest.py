@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkStateName
 from poolq.jobs.report.data_report import DataReport
 
@@ -162,8 +163,9 @@ class JobManifest(_ManifestBlock):
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
     sinks: list[ManifestSink] | None = None  # a job naming a sink: its load's outcome (rewritten as it goes)
     report: DataReport | None = None  # the data report (jobs/report/): lengths, cuts, duplicates; absent before it
-    # Manifests written before sinks and reports stay as they were.
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report")
+    reuse: ReuseCounts | None = None  # what content-addressed reuse saved (docs/reuse.md); None before it existed
+    # Manifests written before sinks, reports and reuse stay as they were.
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report", "reuse")
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

@@ -193,6 +193,10 @@ class JobSpec(_Strict):
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
     )
+    reuse: Literal["job", "tenant"] = Field(
+        "job", description="job: a text repeated in this job is computed once; tenant: also copy outputs computed "
+        "by this tenant's earlier jobs (same model and options), and keep this job's for later ones (docs/reuse.md)",
+    )
     sink: SinkName | None = Field(
         None, description="a sink the operator configured (POOLQ_SINKS) and granted to the tenant: once the job's parts "
         "are committed, its rows are loaded there (docs/sinks/)",

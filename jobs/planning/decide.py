@@ -25,6 +25,7 @@ from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.incremental import Baseline
 from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.sections import sections_bytes
+from poolq.jobs.reuse.reuse_plan import plan_reuse
 
 
 def _none() -> np.ndarray:
@@ -93,6 +94,8 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
+    plan_reuse(job, planning, [scan.valid for scan in scans], lambda index: _left_out(planning, index),
+               sections_bytes(sections))
     included = tuple(job.spec.output.include_fields or ())
     return planning.write_decided(Decided(
         first_lines=numbers, duplicates=decisions.duplicates, carried=carried,
@@ -100,6 +103,12 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
         carried_records=decisions.carried if carried else 0,
         engine=ctx.engines.identity(job.spec.model) if carried else None,  # what Baseline.load checked
     ))
+
+
+def _left_out(planning: PlanningLedger, index: int) -> np.ndarray:
+    """The section's positions left out of its shards (repeated ids, carried documents), sorted."""
+    skips = SectionSkips.from_bytes(planning.store.get(planning.section_key(index, SKIPS_NAME)))
+    return np.union1d(skips.duplicates, skips.carried)
 
 
 def _spill_section(planning: PlanningLedger, index: int, scan: SectionScan, ids: IdPartitions, lines: IO[bytes],

@@ -41,7 +41,8 @@ class BaselineChanged(RuntimeError):
 
 def comparable_options(options: dict) -> dict:
     """A manifest's (or spec's) options without what does not change the vectors."""
-    return {name: value for name, value in options.items() if name not in ("input", "incremental_from", "sink", "webhook")}
+    return {name: value for name, value in options.items()
+            if name not in ("input", "incremental_from", "sink", "webhook", "reuse")}
 
 
 def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:

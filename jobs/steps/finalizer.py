@@ -27,6 +27,7 @@ from poolq.jobs.ledger.manifest import (
 from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.observability.job_events import job_finished
 from poolq.jobs.sinks.sink_load import pending_sinks
@@ -95,6 +96,8 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     ctx.status.set_counts(job.id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
                           not_processed=counts.not_processed, errors=manifest.errors.summary)
     ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
+    if manifest.reuse is not None:
+        ctx.status.update(job.id, reuse=manifest.reuse.model_dump_json())
     ctx.status.remove_active(job.tenant, job.id)
     extra = {"error": manifest.error} if manifest.error else {}
     ctx.status.advance_to(job.id, manifest.status, finished_at=manifest.finished_at, **extra)
@@ -155,6 +158,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         finished_at=finished_at,
         timings=_timings(status, finished_at),
         error=failure,
+        reuse=ReuseCounts.of(commits.values()),
         sinks=pending_sinks(spec.sink, state),
     )
     manifest.report = job_report(job, stored_plan, commits, manifest)

@@ -36,6 +36,15 @@ class AttemptOutput:
     gave_up: bool = False
     engine: str | None = None  # EnginePool.identity of the engine that embedded the rows
     stats: ShardStats | None = None  # the data report's counts (written beside the part)
+    reused_documents: int = 0  # of ``documents``: rows copied from an earlier computation of their text
+    reused_tokens: int = 0  # what computing those would have cost (``tokens`` counts only what was computed)
+
+    def count_tokens(self, tokens: int, reused: bool) -> None:
+        if reused:
+            self.reused_documents += 1
+            self.reused_tokens += tokens
+        else:
+            self.tokens += tokens
 
     @property
     def not_processed(self) -> int:
@@ -60,6 +69,7 @@ def write_attempt(job: JobHandle, shard: int, lease: Lease, output: AttemptOutpu
         errors=len(output.errors), tokens=output.tokens, dimensions=output.dimensions, gave_up=output.gave_up,
         engine=output.engine, error_codes=summary.codes, error_samples=list(summary.samples),
         not_processed=output.not_processed, characters=output.characters,
+        reused_documents=output.reused_documents, reused_tokens=output.reused_tokens,
     )
 
 

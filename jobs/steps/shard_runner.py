@@ -20,6 +20,8 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
 from poolq.jobs.observability.job_events import shard_committed, shard_started
 from poolq.jobs.report.shard_stats import ShardStats
+from poolq.jobs.reuse.reuse_scope import JobReuse
+from poolq.jobs.reuse.shard_reuse import no_copies, publish, sort_out
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.shard_attempt import (
@@ -122,9 +124,13 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     output = AttemptOutput(rows, dimensions=task.dimensions(engine), engine=job.ctx.engines.identity(spec.model),
                            stats=stats)
     done: set[str] = set()
+    reuse = JobReuse.of(job)
+    copies = no_copies(records)
     try:
-        for result in task.run(engine, records, on_step=StepWatch(job, shard_unit(shard))):
-            record = records[_record_id(result)]
+        if reuse is not None:
+            copies = sort_out(job, reuse, shard, records, on_wait=lambda: _check_cancel(job))
+        fresh = task.run(engine, copies.compute, on_step=StepWatch(job, shard_unit(shard)))
+        for record, result, reused in copies.results(fresh, _record_id):
             done.add(record.id)
             output.characters += record.characters
             stats.observe(result, record.content_hash)
@@ -132,7 +138,7 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
                 output.errors.append(RecordError(record.id, record.line, result.code, f"{record.place}: {result.message}"))
                 continue
             task.append(rows, result, record, included.values(record.fields))
-            output.tokens += result.processed_tokens
+            output.count_tokens(result.processed_tokens, reused)
             output.documents += 1
     except ShardCancelled:
         message = "the job was cancelled before this record was embedded"
@@ -143,7 +149,14 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
                 stats.fail(NOT_PROCESSED_CODE, record.content_hash)
         log.info("shard %s stopped by a cancel: %d records done, %d not processed", shard, len(done),
                  len(records) - len(done))
+    if reuse is not None:
+        publish(job, reuse, shard, lease.attempt, copies)
     return write_attempt(job, shard, lease, output)
+
+
+def _check_cancel(job: JobHandle) -> None:
+    if job.ledger.cancel_requested():
+        raise ShardCancelled()
 
 
 def _record_id(result: EngineResult) -> str:

@@ -1,0 +1,53 @@
+"""A job's reuse, bound once: whether it applies, its key scope, its stores' places."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.layout import ServiceLayout
+from poolq.jobs.reuse.reuse_key import reuse_scope
+from poolq.jobs.reuse.reuse_store import ReuseStore
+from poolq.jobs.tenancy.api_keys import validate_tenant
+from poolq.storage import ObjectStore, join_key
+
+# A score's rank depends on the other pairs of its query, not on the pair alone: never reused.
+UNREUSABLE_TASKS = frozenset({"score"})
+SECTION_TABLE = "reuse.parquet"  # the decide step's reuse decisions for one section's records
+
+
+@dataclass(frozen=True)
+class JobReuse:
+    """What reuse means for one job: ``tenant`` is its tenant's store when the job opted in."""
+
+    job: JobHandle
+    tenant: ReuseStore | None
+    job_root: str  # the job's own reuse objects: texts one shard computes for another's repeats
+
+    @cached_property
+    def scope(self) -> str:
+        """The keys' scope: needs the engine's identity (the model's files), so only where it is used."""
+        spec = self.job.spec
+        return reuse_scope(spec, self.job.ctx.engines.identity(spec.model))
+
+    @classmethod
+    def of(cls, job: JobHandle) -> "JobReuse | None":
+        """None for a job whose outputs are never reused (see ``UNREUSABLE_TASKS``)."""
+        spec = job.spec
+        if spec.task_label in UNREUSABLE_TASKS or not job.ctx.settings.reuse_enabled:
+            return None
+        ctx = job.ctx
+        tenant = ReuseStore(ctx.store, tenant_reuse_root(job)) if spec.reuse == "tenant" else None
+        return cls(job, tenant, join_key(job.layout.root, "reuse"))
+
+    def shard_object(self, section: int, shard: int, attempt: str) -> str:
+        return join_key(self.job_root, f"section-{section:05d}", f"shard-{shard:05d}-{attempt}.parquet")
+
+
+def tenant_reuse_root(job: JobHandle) -> str:
+    return job.ctx.service_layout.tenant_key(job.tenant, "reuse")
+
+
+def tenant_reuse_store(store: ObjectStore, output_prefix: str, tenant: str) -> ReuseStore:
+    """``tenant``'s stored outputs (``poolq cache``); InvalidTenant for a name that is none."""
+    return ReuseStore(store, ServiceLayout(output_prefix).tenant_key(validate_tenant(tenant), "reuse"))

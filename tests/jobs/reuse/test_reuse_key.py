@@ -1,0 +1,72 @@
+"""Reuse keys: every output-changing option of the spec is in them (derived from the typed spec,
+so a new option is too), nothing else is, and the engine's identity is."""
+import pytest
+from pydantic import Field
+
+from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.reuse.reuse_key import REUSE_NEUTRAL, reuse_key, reuse_options, reuse_scope
+
+ENGINE = "sha256:abc/float32"
+BASE = {"input": {"documents": [{"id": "a", "text": "x"}]}}
+
+
+def _scope(engine=ENGINE, **options) -> str:
+    return reuse_scope(JobSpec.model_validate({**BASE, **options}), engine)
+
+
+@pytest.mark.parametrize("options", [
+    {"model": "bge-small-en-v1.5"},
+    {"task": "sparse_embed"},
+    {"task": ["embed", "sparse_embed"]},
+    {"long_documents": {"mode": "truncate"}},
+    {"long_documents": {"mode": "late_chunks", "chunk_tokens": 64}},
+    {"long_documents": {"mode": "late_chunks", "chunk_tokens": 65}},
+    {"long_documents": {"mode": "naive_chunks", "overlap_tokens": 8}},
+    {"long_documents": {"mode": "truncate", "side": "start"}},
+    {"output": {"dimensions": 64}},
+    {"output": {"dtype": "int8"}},
+    {"output": {"sparse_top_k": 10}},
+    {"output": {"activation": False}},
+    {"score_mode": "cosine"},
+])
+def test_an_option_that_changes_the_output_changes_the_scope(options):
+    assert _scope(**options) != _scope()
+
+
+@pytest.mark.parametrize("options", [
+    {"input": {"uri": "s3://bucket/elsewhere.jsonl"}},
+    {"incremental_from": "0" * 32},
+    {"reuse": "tenant"},
+    {"output": {"include_fields": ["title"]}},
+])
+def test_what_does_not_change_the_output_keeps_the_scope(options):
+    assert _scope(**options) == _scope()
+
+
+def test_the_engine_identity_is_in_the_scope():
+    assert _scope(engine="sha256:abc/float16") != _scope() != _scope(engine="sha256:def/float32")
+
+
+def test_an_option_added_to_the_spec_later_is_covered_without_listing_it():
+    class FutureSpec(JobSpec):
+        pooling_temperature: float = Field(1.0)
+
+    base = FutureSpec.model_validate(BASE)
+    changed = FutureSpec.model_validate({**BASE, "pooling_temperature": 0.5})
+    assert "pooling_temperature" in reuse_options(changed)
+    assert reuse_scope(changed, ENGINE) != reuse_scope(base, ENGINE)
+
+
+def test_the_neutral_names_are_fields_of_the_spec():
+    """A renamed field must not silently fall out of the neutral list (and into keys)."""
+    for name in REUSE_NEUTRAL:
+        model = JobSpec
+        *parents, leaf = name.split(".")
+        for parent in parents:
+            model = model.model_fields[parent].annotation
+        assert leaf in model.model_fields, name
+
+
+def test_keys_differ_by_scope_and_content():
+    assert reuse_key("s1", "h1") != reuse_key("s2", "h1") != reuse_key("s1", "h2")
+    assert len(reuse_key("s1", "h1")) == 64 and reuse_key("s1", "h1") == reuse_key("s1", "h1")
