@@ -63,8 +63,9 @@ class PoolingEngine:
         registry: ModelRegistry | None = None,
         calibration: Calibration | None = None,
     ) -> "PoolingEngine":
-        """Load a local model directory, or a name the registry knows. Never reaches a hub. ``dtype="auto"``
-        picks what a worker's ``auto`` picks on this device (engine/hardware.py)."""
+        """Load a local model directory, or a name the registry knows. Never reaches a hub. The dtype is
+        ``dtype``, else ``config.dtype``, else ``auto``: what a worker's ``auto`` picks on this device
+        (engine/hardware.py: bf16 where the hardware runs it natively, fp16 on older GPUs, else fp32)."""
         config = config or EngineConfig()
         device = device or config.device
         config = replace(config, device=device, dtype=resolve_dtype(dtype or config.dtype, device))

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.hardware import resolve_dtype
 from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
@@ -49,7 +50,7 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
 
     hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
     spec = read_model_spec(model_dir, is_causal=_is_decoder(model_dir))
-    device, dtype = torch.device(config.device), torch_dtype(config.dtype)
+    device, dtype = torch.device(config.device), torch_dtype(resolve_dtype(config.dtype, config.device))
     auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
     model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
     model.eval().to(device)

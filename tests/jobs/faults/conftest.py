@@ -552,7 +552,7 @@ def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, n
     from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
-    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config())
+    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config(), dtype="float32")
     task = PoolingTask(task_name)
     requests = (PoolingRequest(key=d["id"], text=d["text"], task=task) for d in documents)
     outputs = {}
@@ -582,7 +582,7 @@ def score_reference(sample_documents) -> dict[str, np.ndarray]:
     from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
-    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
+    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config(), dtype="float32")
     policy = LongDocuments(**TRUNCATE).policy()
     query = engine.embed([SCORE_QUERY], normalize=True, policy=policy)[0]
     texts = engine.embed([d["text"] for d in sample_documents], normalize=True, policy=policy)
