@@ -45,7 +45,8 @@ class PoolingEngine:
         self.tokenizer = loaded.tokenizer
         self.runner = loaded.runner
         self.dispatcher = loaded.dispatcher
-        self.config = config
+        # ``auto`` names what the model was loaded in (a config of an engine built on loaded weights)
+        self.config = replace(config, dtype=loaded.compute_dtype) if config.dtype == "auto" else config
         self.turns = EngineTurns()  # steps of concurrent runs take turns; urgent runs go first
         # A packed runner pads nothing: steps take windows in arrival order and results flow out in
         # order; a padded runner wants similar lengths side by side.

@@ -41,6 +41,7 @@ class LoadedModel:
     output_dim: int  # of embed outputs (after any projector)
     token_output_dim: int  # of token_embed outputs (BGE-M3: its ColBERT layer's)
     hf_config: object  # the transformers config (FLOP accounting, introspection)
+    compute_dtype: str = "float32"  # what it was loaded to compute in (``auto`` resolved)
 
 
 def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration | None = None) -> LoadedModel:
@@ -50,7 +51,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
 
     hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
     spec = read_model_spec(model_dir, is_causal=_is_decoder(model_dir))
-    device, dtype = torch.device(config.device), torch_dtype(resolve_dtype(config.dtype, config.device))
+    compute_dtype = resolve_dtype(config.dtype, config.device)
+    device, dtype = torch.device(config.device), torch_dtype(compute_dtype)
     auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
     model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
     model.eval().to(device)
@@ -61,11 +63,11 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
     dispatcher = build_dispatcher(spec, model, projector, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
-    if config.dtype == "int8":
+    if compute_dtype == "int8":
         quantize_runner(runner, tokenizer, spec.window_tokens)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
-    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config)
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config, compute_dtype)
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:

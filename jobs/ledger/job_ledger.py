@@ -92,6 +92,7 @@ class ShardCommit:
     engine: str | None = None  # JobContext.engine_identity of the worker that embedded it
     error_codes: dict[str, int] = field(default_factory=dict)  # its errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages
+    engine_identity: dict | None = None  # EngineIdentity of the engine that embedded it, in full
 
     @property
     def errors_summary(self) -> ErrorSummary:

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.model.job_state import JobState
 
 MANIFEST_VERSION = 3  # 3: output.schema
@@ -129,6 +130,9 @@ class JobManifest(_ManifestBlock):
     task: str
     options: dict[str, Any]  # the job spec without its input: what the output depends on
     engines: list[str] = []  # engine identities that made the vectors (model files + dtype)
+    # The one engine identity the rows come from (model, revision, dtype, pooling, head, device); None
+    # if no shard embedded any, or several engines did (allow_mixed_engines: ``engines`` lists them).
+    engine: EngineIdentity | None = None
     columns: list[str]
     dimensions: int | None
     output: OutputEncoding | None = None

@@ -31,6 +31,7 @@ class AttemptOutput:
     dimensions: int | None = None
     gave_up: bool = False
     engine: str | None = None  # EnginePool.identity of the engine that embedded the rows
+    engine_identity: dict | None = None  # and in full (EngineIdentity): model, revision, dtype, pooling, head, device
 
     @property
     def not_processed(self) -> int:
@@ -53,6 +54,7 @@ def write_attempt(job: JobHandle, shard: int, lease: Lease, output: AttemptOutpu
         errors=len(output.errors), tokens=output.tokens, dimensions=output.dimensions, gave_up=output.gave_up,
         engine=output.engine, error_codes=summary.codes, error_samples=list(summary.samples),
         not_processed=output.not_processed, characters=output.characters,
+        engine_identity=output.engine_identity,
     )
 
 
