@@ -27,10 +27,10 @@ def claim_engine(ledger: JobLedger, identity: EngineIdentity) -> EngineIdentity:
     return claimed
 
 
-def job_engine(ledger: JobLedger, commits: dict[int, ShardCommit]) -> EngineIdentity | None:
-    """The manifest's ``engine``: the claimed identity; in a mixing job, the one identity its commits
-    with rows name, None if they name several (or none)."""
-    claimed = claimed_engine(ledger)
+def job_engine(ledger: JobLedger, commits: dict[int, ShardCommit], mixed: bool) -> EngineIdentity | None:
+    """The manifest's ``engine``: the claimed identity; in a job that allows mixing (``mixed``), the
+    one identity its commits with rows name, None if they name several (``engines`` lists them)."""
+    claimed = None if mixed else claimed_engine(ledger)
     if claimed is not None:
         return claimed
     made = {EngineIdentity.model_validate(c.engine_identity) for c in commits.values() if c.rows and c.engine_identity}

@@ -127,7 +127,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         task=spec.task_label,
         options=spec.model_dump(mode="json", exclude={"input"}),
         engines=_engines(plan, commits),
-        engine=job_engine(ledger, commits),
+        engine=job_engine(ledger, commits, spec.allow_mixed_engines),
         columns=schema.names,
         dimensions=dimensions,
         output=_output_block(spec, dimensions, schema, model_spec),
