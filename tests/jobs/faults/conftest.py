@@ -277,10 +277,13 @@ class Deployment:
         self.procs.append(proc)
         return proc
 
-    def start_worker(self, name: str = "w1", *, wait: bool = True, **faults: object) -> Proc:
-        """A worker through the fault launcher; ``faults`` are ``POOLQ_FAULT_<NAME>`` values."""
+    def start_worker(self, name: str = "w1", *, wait: bool = True, settings: dict | None = None,
+                     **faults: object) -> Proc:
+        """A worker through the fault launcher; ``faults`` are ``POOLQ_FAULT_<NAME>`` values, ``settings``
+        this worker's own ``POOLQ_<NAME>`` values (a fleet of unlike workers)."""
         env = {**self.env, "POOLQ_FAULT_LOG_DIR": str(self.fault_dir), "POOLQ_FAULT_HOSTNAME": f"{name}@%h",
                "POOLQ_FAULT_RESTORE_INTERVAL_S": str(RESTORE_INTERVAL_S)}
+        env.update({f"POOLQ_{key.upper()}": str(value) for key, value in (settings or {}).items()})
         env.update({f"POOLQ_FAULT_{key.upper()}": str(value) for key, value in faults.items()})
         proc = self.standby.take(name, env)
         self.procs.append(proc)
