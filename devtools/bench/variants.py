@@ -36,7 +36,8 @@ def poolq_variant(model: str, dtype: str, registry, device: str = "cpu") -> Vari
     except Int8Refused as refused:
         return f"poolq {dtype}: {refused}"
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, window_tokens=engine.spec.max_position_tokens)
-    return Variant(f"poolq {dtype}", dtype, lambda texts: engine.embed(texts, policy=policy))
+    name = f"poolq {dtype}" if dtype != "auto" else f"poolq auto={engine.config.dtype}"  # the default path
+    return Variant(name, engine.config.dtype, lambda texts: engine.embed(texts, policy=policy))
 
 
 def st_variant(model_dir: str, backend: str, window: int, batch_size: int, device: str = "cpu") -> Variant | str:
