@@ -25,7 +25,9 @@ class EngineConfig:
     """
 
     device: str = "cpu"
-    dtype: str = "auto"  # resolved when the model loads (PoolingEngine.from_pretrained); int8: the packed encoder's GEMMs in int8, quality-gated (engine/models/int8_encoder.py)
+    # auto: resolved when the model loads (PoolingEngine.from_pretrained, load_model);
+    # int8: the packed encoder's GEMMs in int8, quality-gated (engine/models/int8_encoder.py)
+    dtype: str = "auto"
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 128
     lookahead_tokens: int = 65536
