@@ -133,6 +133,7 @@ class JobManifest(_ManifestBlock):
     # The one engine identity the rows come from (model, revision, dtype, pooling, head, device); None
     # if no shard embedded any, or several engines did (allow_mixed_engines: ``engines`` lists them).
     engine: EngineIdentity | None = None
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("engine",)  # absent in manifests written before it
     columns: list[str]
     dimensions: int | None
     output: OutputEncoding | None = None
