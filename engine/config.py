@@ -34,6 +34,9 @@ class EngineConfig:
     num_threads: int | None = None
     packed: bool = True  # the native packed forward where the architecture has one
     max_chunks_per_document: int | None = None  # chunk modes: more chunk rows are a per-record error
+    # Experimental: bias + LayerNorm after the dense GEMMs as one inductor-compiled pass (packed
+    # encoders; engine/models/fused_norm.py). Off by default: not yet measured on a quiet machine.
+    fuse_norms: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1:

@@ -11,6 +11,7 @@ from poolq.engine.hardware import resolve_dtype
 from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
+from poolq.engine.models.fused_norm import fuse_norms
 from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.pooling.classifier_heads import Calibration
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
@@ -65,6 +66,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
     if compute_dtype == "int8":
         quantize_runner(runner, tokenizer, spec.window_tokens)
+    if config.fuse_norms and isinstance(runner, PackedRunner):
+        fuse_norms(runner.encoder)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
     return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config, compute_dtype)
