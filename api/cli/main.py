@@ -146,7 +146,8 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
 @click.option("--threads", default=None, type=int, help="torch threads (default: torch's)")
 @click.option("--dtypes", default="auto,float32,int8", show_default=True,
-              help="poolq's compute dtypes to run, comma-separated (auto: the default path; float32, bfloat16, int8)")
+              help="poolq's compute dtypes to run, comma-separated (auto: the default path; float32, bfloat16, int8; "
+              "DTYPE+fused: with the experimental fused bias+LayerNorm)")
 @click.option("--baselines", default="torch,onnx,openvino", show_default=True,
               help="sentence-transformers backends beside torch fp32, where importable")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")

@@ -15,9 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from poolq.engine.models.packed_bert import PackedBertEncoder
-
-BiasNorm = Callable[[torch.Tensor, torch.Tensor, nn.LayerNorm], torch.Tensor]
+from poolq.engine.models.packed_bert import PackedBertEncoder, PackedLayer
 
 
 def _bias_layer_norm(summed: torch.Tensor, bias: torch.Tensor, weight: torch.Tensor, norm_bias: torch.Tensor,
@@ -38,4 +36,5 @@ def fused_bias_norm(summed: torch.Tensor, bias: torch.Tensor, norm: nn.LayerNorm
 def fuse_norms(encoder: PackedBertEncoder) -> None:
     """Every layer of ``encoder`` ends its dense parts with the fused bias + LayerNorm."""
     for layer in encoder.layers:
-        layer.bias_norm = fused_bias_norm
+        if isinstance(layer, PackedLayer):
+            layer.bias_norm = fused_bias_norm

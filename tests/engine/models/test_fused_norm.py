@@ -3,7 +3,7 @@ float32 engine, per vector, on real text of mixed lengths: MiniLM (embed) and SP
 within the bf16 gate (cosine >= 0.999); in fact they match to float32 rounding."""
 import numpy as np
 import pytest
-from test_precision_quality import TRUNCATE, _cosines, _dense_pair, texts  # noqa: F401 - texts: a fixture
+from test_precision_quality import TRUNCATE, _cosines, _dense_pair
 
 from poolq.engine import EngineConfig, PoolingEngine, PoolingTask
 from poolq.engine.models.fused_norm import fused_bias_norm
@@ -13,8 +13,13 @@ FUSED = EngineConfig(dtype="float32", fuse_norms=True)
 
 
 @pytest.fixture(scope="module")
-def mixed_texts(texts):
-    return texts[:12]  # 1 to ~500 words: the compiled kernel sees many token counts (dynamic shapes)
+def mixed_texts(long_documents):
+    """12 passages of 1 to ~500 words from real articles: the compiled kernel sees many token counts."""
+    words = " ".join(d["text"] for d in long_documents).split()
+    rng = np.random.default_rng(11)
+    lengths = [1, 5, *rng.integers(3, 500, 10).tolist()]
+    starts = rng.integers(0, len(words) - 600, len(lengths))
+    return [" ".join(words[s:s + n]) for s, n in zip(starts, lengths)]
 
 
 def test_minilm_fused_vectors_pass_the_gate(mixed_texts, minilm_engine):
