@@ -14,7 +14,15 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
-from poolq.jobs.model.job_spec import JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
+from poolq.jobs.model.job_spec import (
+    ComputeDtype,
+    JobSpec,
+    JobTasks,
+    LongDocuments,
+    OutputOptions,
+    ScoreMode,
+    UriInput,
+)
 from poolq.jobs.model.job_status import LOCAL_TENANT
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
@@ -31,6 +39,8 @@ class JobTemplate(BaseModel):
     score_mode: ScoreMode = "auto"
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
+    compute_dtype: ComputeDtype = "auto"  # pin it where workers' dtypes differ: runs carry rows of one dtype
+    allow_mixed_engines: bool = False
 
 
 class ScheduleRequest(BaseModel):
