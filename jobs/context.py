@@ -15,6 +15,7 @@ from poolq.jobs.coordination.redis_fair_share import RedisFairShare
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.status_store import JobStatusStore
 from poolq.jobs.coordination.worker_registry import InMemoryWorkerRegistry, RedisWorkerRegistry, WorkerRegistry
+from poolq.jobs.coordination.worker_throughput import InMemoryThroughputBoard, RedisThroughputBoard, ThroughputBoard
 from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.job_records import WrittenOnceCache
 from poolq.jobs.ledger.job_ledger import Plan
@@ -43,6 +44,7 @@ class JobContext:
     metrics: JobMetrics = field(default_factory=InMemoryJobMetrics)  # work done, for /metrics
     fair: FairShare = field(default_factory=InMemoryFairShare)  # which job's shard runs next; shards in flight
     workers: WorkerRegistry = field(default_factory=InMemoryWorkerRegistry)  # compute workers alive
+    throughput: ThroughputBoard = field(default_factory=InMemoryThroughputBoard)  # their measured tokens/s
     # Written once, never changed: read once per process (JobHandle reads specs and plans through them).
     tenants: WrittenOnceCache[str] = field(default_factory=lambda: WrittenOnceCache(_TENANTS_KEPT), repr=False)
     specs: WrittenOnceCache[JobSpec] = field(default_factory=WrittenOnceCache, repr=False)
@@ -86,4 +88,4 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
     return JobContext(settings=settings, store=settings.object_store(role), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry, engines=engines,
                       metrics=RedisJobMetrics(redis_client), fair=RedisFairShare(redis_client),
-                      workers=RedisWorkerRegistry(redis_client))
+                      workers=RedisWorkerRegistry(redis_client), throughput=RedisThroughputBoard(redis_client))

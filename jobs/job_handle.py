@@ -54,3 +54,14 @@ class JobHandle:
         if plan is None:
             raise ObjectNotFoundError(f"job {self.id} has no plan yet")
         return plan
+
+    @classmethod
+    def unsubmitted(cls, ctx: JobContext, spec: JobSpec, tenant: str) -> "JobHandle":
+        """A handle on ``spec`` that was never submitted (an estimate reads its input as planning
+        would): it has no id of its own and nothing of it is in the ledger."""
+        handle = cls.of_tenant(ctx, UNSUBMITTED_JOB_ID, tenant)
+        handle.__dict__["spec"] = spec  # the cached_property's slot: never read from the store
+        return handle
+
+
+UNSUBMITTED_JOB_ID = "0" * 32  # no job has it: new_job_id is random

@@ -12,6 +12,7 @@ from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.settings import Settings
+from poolq.jobs.sinks.sink_load import fail_sinks, load_sinks
 from poolq.jobs.steps.failures import fail_job, fail_shard
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
@@ -37,6 +38,7 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
         finalize=lambda job_id: _run_bound(ctx, job_id, finalize_job, fail_job),
         # A batch step that fails leaves the batch where it was: the next call takes it on from there.
         advance_batch=lambda tenant, batch_id: advance_batch(tenant, batch_id, ctx),
+        load_sinks=lambda job_id: _run_bound(ctx, job_id, load_sinks, fail_sinks),
     )
     return ctx
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Literal
 
 import redis
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
@@ -17,6 +17,33 @@ from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore
 # Whose calls a client makes: the API's (a request waits on them: short deadlines) or a worker's,
 # beat's or the CLI's (long parts stream through them: longer deadlines).
 Role = Literal["api", "worker"]
+
+
+class SinkConfig(BaseModel):  # POOLQ_SINKS' values (docs/sinks/); a job only names one (jobs/model/sink_config.py)
+    """One configured sink. A bare string in ``POOLQ_SINKS`` is its ``url``.
+
+    ``url`` schemes: ``postgresql://`` (pgvector), ``lancedb:///path`` or ``lancedb+s3://bucket/prefix``
+    (LanceDB), ``qdrant+local:///path``, ``qdrant://host:6333``, ``qdrants://host:6333`` (Qdrant),
+    ``memory://name`` (in-process, for tests and ``poolq embed``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: SecretStr
+    table: str = Field("poolq_vectors", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="table or collection the rows land in")
+    create_table: bool = Field(True, description="create the table (collection) when it does not exist")
+    index: Literal["hnsw", "ivfflat"] | None = Field(None, description="pgvector: build this index when creating the "
+                                                     "table; none otherwise (load first, index later)")
+    batch_rows: int = Field(2000, ge=1, le=100_000, description="rows per COPY batch / upsert call")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_url(cls, value: object) -> object:
+        return {"url": value} if isinstance(value, str) else value
+
+    @property
+    def scheme(self) -> str:
+        url = self.url.get_secret_value()
+        return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
 class Settings(BaseSettings):
@@ -130,6 +157,14 @@ class Settings(BaseSettings):
                                       "documents in partitions of about this much input each (its memory bound)")
     shard_max_chars: int = Field(16_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
+    # Dry-run estimates (jobs/estimate/): a streaming pass over the input, a bounded sample tokenized.
+    estimate_sample_per_stratum: int = Field(256, ge=1, description="estimates tokenize at most this many documents "
+                                             "of each character-length bucket (a reservoir sample of it)")
+    estimate_sample_chars: int = Field(16_000_000, ge=1000, description="characters an estimate's sample holds at most "
+                                       "(all buckets together): its memory bound")
+    estimate_max_seconds: float = Field(60.0, gt=0, description="an estimate reads the input this long at most; past "
+                                        "it, what was read is extrapolated by bytes (the answer says how much)")
+    estimate_concurrency: int = Field(2, ge=1, description="estimates computed at once by one API process (more wait)")
 
     # Reliability: leases, the reconciler, poison shards, cooperative cancel.
     lease_ttl_s: float = Field(60.0, gt=0, description="a unit's lease lapses this long after its last renewal")
@@ -162,6 +197,10 @@ class Settings(BaseSettings):
     max_active_jobs_per_tenant: int = Field(20, ge=1)
     # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
     tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)
+    # Sinks (docs/sinks/): name -> store URL (or {"url": ..., "table": ...}); credentials stay here, jobs name them.
+    sinks: dict[str, SinkConfig] = Field(default_factory=dict)
+    # tenant -> sink names its jobs and schedules may load into (none unless granted)
+    sink_grants: dict[str, list[str]] = Field(default_factory=dict)
     # file:// inputs: only for in-process runs on one's own machine (`poolq embed`), never the API.
     allow_file_inputs: bool = False
     upload_expires_s: int = Field(900, ge=60, le=3600)
@@ -182,6 +221,21 @@ class Settings(BaseSettings):
     # Operations: GET /metrics without a key (aggregates only, no tenant data) or only with an admin key.
     metrics_public: bool = True
     log_format: Literal["json", "text"] = Field("json", description="API and worker logs: one JSON object per line, or text")
+
+    # Webhooks (docs/webhooks.md): where events may go, how long a receiver is waited for, how long
+    # delivery is retried. Delays stay under visibility_timeout_s: a Redis-broker message waiting
+    # longer would be delivered twice.
+    webhook_allow: str = Field("", description="comma-separated allow-list of webhook URL prefixes "
+                               "(scheme://host[:port][/path], host may be *.domain or an IP literal; ' private' after "
+                               "an entry also permits non-public addresses); empty: no webhooks")
+    webhook_connect_timeout_s: float = Field(2.0, gt=0, le=30, description="connecting to a webhook receiver")
+    webhook_read_timeout_s: float = Field(5.0, gt=0, le=60, description="waiting for a receiver's answer")
+    webhook_max_response_bytes: int = Field(64 << 10, ge=0, description="most of a receiver's answer read")
+    webhook_retry_base_s: float = Field(5.0, gt=0, description="first retry after this; doubles each time")
+    webhook_retry_max_s: float = Field(900.0, gt=0, description="longest wait between two attempts")
+    webhook_retry_for_s: float = Field(24 * 3600.0, ge=0, description="retries stop this long after the event")
+    webhook_secret_overlap_s: float = Field(24 * 3600.0, ge=0, description="after `poolq webhooks secret "
+                                            "--rotate`, events are signed with the old secret too for this long")
 
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200

@@ -31,16 +31,17 @@ ALLOWED = {
 FLOORS = {
     "jobs": (
         ("model", "settings"),  # what a job is (spec, state, status, ids); the service's settings
-        ("inputs",),  # records read from an input, shard descriptors, content hashes
+        ("inputs", "report"),  # records read from an input, shard descriptors, content hashes; the data report's counts
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
         ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
-        ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
+        ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
+        ("sinks",),  # loads into the user's vector stores (a load's end is a webhook event)
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
-        ("batches", "schedules"),  # the Batch API's objects; scheduled reindex
+        ("batches", "schedules", "estimate"),  # the Batch API's objects; scheduled reindex; dry-run estimates
         ("worker", "local_runner"),  # the Celery edge; the in-process runner
     ),
     "engine": (

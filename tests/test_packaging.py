@@ -47,3 +47,10 @@ def test_the_demo_corpus_and_the_console_script_ship(wheel):
     assert "poolq/engine/models/int8_calibration.txt" in names  # dtype int8 calibrates on it at load
     entry_points = next(name for name in names if name.endswith("entry_points.txt"))
     assert "poolq = poolq.api.cli.main:main" in wheel.read(entry_points).decode()
+
+
+def test_the_dashboard_assets_ship(wheel):
+    names = set(wheel.namelist())
+    assets = {f"poolq/api/server/ui/{path.name}" for path in (ROOT / "api" / "server" / "ui").iterdir()}
+    assert {"poolq/api/server/ui/index.html", "poolq/api/server/ui/dashboard.js"} <= assets
+    assert assets - names == set()

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import click
 
-from poolq.api.cli.output import ExitCode, job_details, job_exit_code, job_summary, print_json, with_client
+from poolq.api.cli.estimate_report import print_estimate, print_report
+from poolq.api.cli.output import ExitCode, fail, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.client.upload_format import upload_format
+from poolq.api.server.schemas import JobResults
 
 DTYPES = ("float32", "float16", "int8", "binary")
 _poll_option = click.option("--poll-interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
@@ -37,16 +39,27 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @output_option
 @click.option("--idempotency-key", default=None, help="the same key returns the same job (safe retries)")
 @click.option("--wait", "wait_", is_flag=True, help="wait for the job to finish (exit code by its outcome)")
+@click.option("--estimate", "estimate_only", is_flag=True,
+              help="submit nothing: print what the job would cost (tokens, rows, cuts, duplicates, time)")
 @_poll_option
 @_timeout_option
 @_json_option
 @with_client
 def submit(client: PoolqClient, source: str, model: str | None, task: str | None, id_field: str, text_field: str,
            long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None,
-           idempotency_key: str | None, wait_: bool, poll_interval: float, timeout: float | None, as_json: bool) -> None:
-    """Submit SOURCE: a local JSONL, .jsonl.gz or Parquet file (uploaded first) or an s3:// URI. Prints the job id."""
+           idempotency_key: str | None, wait_: bool, estimate_only: bool, poll_interval: float, timeout: float | None,
+           as_json: bool) -> None:
+    """Submit SOURCE: a local JSONL, .jsonl.gz or Parquet file (uploaded first) or an s3:// URI. Prints the job id
+    (with --estimate: the job's estimate, and nothing is submitted; a local file is uploaded all the same)."""
     spec = add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions), task, output)
     spec["input"]["uri"] = _input_uri(client, source, spec)
+    if estimate_only:
+        estimate = client.estimate(spec)
+        if as_json:
+            print_json(estimate.model_dump(mode="json"))
+        else:
+            print_estimate(estimate)
+        return
     job = client.submit(spec, idempotency_key=idempotency_key)
     if as_json and not wait_:
         print_json(job)
@@ -85,9 +98,18 @@ def wait(client: PoolqClient, job_id: str, poll_interval: float, timeout: float 
 @click.argument("job_id")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="directory for manifest.json, parts/*.parquet and errors.jsonl (default: ./JOB_ID/)")
+@click.option("--report", "report_only", is_flag=True, help="download nothing: print the job's data report")
 @with_client
-def results(client: PoolqClient, job_id: str, out_dir: Path | None) -> None:
-    """Download a finished job's results: every part, the error file and its stored manifest."""
+def results(client: PoolqClient, job_id: str, out_dir: Path | None, report_only: bool) -> None:
+    """Download a finished job's results: every part, the error file and its stored manifest
+    (with --report: print its data report instead: lengths, cuts, failures, duplicates)."""
+    if report_only:
+        report = JobResults.model_validate(client.results(job_id)).report
+        if report is None:
+            fail(f"job {job_id} has no data report (it finished before poolq wrote them)", ExitCode.NOT_FOUND)
+        else:
+            print_report(job_id, report)
+        return
     paths = client.download(job_id, out_dir if out_dir is not None else Path(job_id))
     manifest = json.loads(paths[-1].read_text(encoding="utf-8"))
     for part, path in zip(manifest["parts"], paths):

@@ -14,6 +14,8 @@ from poolq.api.cli.key_commands import keys
 from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
 from poolq.api.cli.log_command import logs
 from poolq.api.cli.schedule_commands import schedules
+from poolq.api.cli.sink_commands import sink
+from poolq.api.cli.webhook_commands import webhooks
 
 
 @click.group()
@@ -34,6 +36,8 @@ for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
 main.add_command(schedules)
 main.add_command(logs)
 main.add_command(embed)
+main.add_command(sink)
+main.add_command(webhooks)
 
 
 @main.command()

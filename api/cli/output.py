@@ -156,6 +156,10 @@ def job_details(job: dict) -> list[str]:
         lines.append(f"  manifest   {job['result']['manifest_uri']}")
     for message in job.get("error_samples") or ():
         lines.append(f"  failed     {message}")
+    if job.get("webhook"):
+        hook = job["webhook"]
+        lines.append(f"  webhook    {hook['type']} {hook['state']} after {hook['attempts']} attempt(s)"
+                     + (f": {hook['error']}" if hook.get("error") else ""))
     return lines
 
 

@@ -21,6 +21,7 @@ import httpx
 from poolq.api.client.result_files import decode_vectors, fetch_bytes, save_url
 from poolq.api.client.upload_format import upload_format
 from poolq.api.server.schemas import JobResults
+from poolq.jobs.estimate.job_estimate import JobEstimate
 
 TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
 API_KEY_ENV = "POOLQ_API_KEY"
@@ -88,6 +89,12 @@ class PoolqClient:
         """``POST /v1/jobs/validate``: the submission's checks, nothing submitted (422 names what is wrong)."""
         return self._call("POST", "/v1/jobs/validate", json=spec)
 
+    def estimate(self, spec: dict, *, timeout: float = 300.0) -> JobEstimate:
+        """``POST /v1/jobs/estimate``: what the job would cost (tokens, rows, cuts, duplicates, time on
+        the live workers); nothing is submitted. Refused like ``submit``. ``timeout``: the server reads
+        the whole input (up to its ``estimate_max_seconds``), so it waits longer than other calls."""
+        return JobEstimate.model_validate(self._call("POST", "/v1/jobs/estimate", json=spec, timeout=timeout))
+
     def upload(self, source: str | os.PathLike | bytes, *, format: str | None = None) -> str:
         """Upload an input file (a path, or its bytes: JSONL, ``.jsonl.gz`` or Parquet) through a
         presigned PUT (``POST /v1/uploads``); returns the ``s3://`` URI to submit as
@@ -124,6 +131,10 @@ class PoolqClient:
         if before:
             params["before"] = before
         return self._call("GET", "/v1/jobs", params=params)
+
+    def retry_sinks(self, job_id: str) -> dict:
+        """``POST /v1/jobs/{id}/sinks/retry``: load the finished job's rows into its failed sink again."""
+        return self._call("POST", f"/v1/jobs/{job_id}/sinks/retry")
 
     def cancel(self, job_id: str) -> dict:
         """``POST /v1/jobs/{id}/cancel``: stop the job; committed parts stay in its manifest."""

@@ -10,10 +10,13 @@ from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
 from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
+from poolq.api.server.dashboard import install_dashboard
 from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import embeddings, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import embeddings, estimates, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import sinks as sink_routes
+from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
 from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
@@ -46,6 +49,7 @@ def create_app(
     app = FastAPI(title="poolq", version="1", description="Async jobs for pooling models: embed corpora into Parquet.",
                   docs_url=None, redoc_url=None)
     install_docs_pages(app)
+    install_dashboard(app)
     app.state.ctx = ctx
     app.state.keys = ApiKeyStore.from_settings(ctx.store, settings)
     app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
@@ -53,11 +57,15 @@ def create_app(
                                                                    settings.auth_failure_burst)
     readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
     app.include_router(jobs.router)
+    app.include_router(job_details_router)
     app.include_router(uploads.router)
     app.include_router(schedules.router)
     app.include_router(openai_files.router)
     app.include_router(openai_batches.router)
     app.include_router(embeddings.router)
+    app.include_router(sink_routes.router)
+    app.include_router(estimates.router)
+    app.state.estimates = anyio.CapacityLimiter(settings.estimate_concurrency)
     app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,

@@ -5,7 +5,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from poolq.jobs import JobManifest, JobStatus, ManifestCounts, ManifestErrors, ManifestPart, ManifestUsage, OutputEncoding
+from poolq.jobs import (
+    JobManifest,
+    JobStatus,
+    ManifestCounts,
+    ManifestErrors,
+    ManifestPart,
+    ManifestSink,
+    ManifestUsage,
+    OutputEncoding,
+)
+from poolq.jobs.report.data_report import DataReport
 from poolq.storage import ObjectStore
 
 # A route's ``responses=`` (its other answers in the OpenAPI document): status code -> what FastAPI takes.
@@ -43,6 +53,8 @@ class JobResults(BaseModel):
     errors: ResultErrors
     url_expires_in_s: int
     manifest: dict  # the stored manifest itself (no URLs): what `poolq results` writes as manifest.json
+    sinks: list[ManifestSink] | None = None  # the job names a sink: its load's state and counts (docs/sinks/)
+    report: DataReport | None = None  # the data report (absent for jobs finished before reports)
 
     @classmethod
     def from_manifest(cls, manifest: JobManifest, manifest_key: str, store: ObjectStore, expires_s: int) -> "JobResults":
@@ -57,6 +69,7 @@ class JobResults(BaseModel):
             parts=[ResultPart(**part.model_dump(), url=sign(part.key)) for part in manifest.parts],
             errors=ResultErrors(**manifest.errors.model_dump(), url=sign(manifest.errors.key)),
             url_expires_in_s=expires_s, manifest=manifest.model_dump(mode="json"),
+            sinks=manifest.sinks, report=manifest.report,
         )
 
 

@@ -13,6 +13,8 @@ FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
 BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
+SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
+WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
 CONTROL_QUEUE = "control"
 GPU_QUEUE = "gpu"
 
@@ -35,6 +37,15 @@ class Enqueuer(ABC):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         """Move an OpenAI-style batch along (read its input, or write its files); idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not run batches")
+
+    def load_sinks(self, job_id: str) -> None:
+        """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py); idempotent."""
+        raise NotImplementedError(f"{type(self).__name__} does not load sinks")
+
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        """Make attempt ``attempt`` (0: the first) of the job's webhook event ``name`` (written to its
+        ledger) in ``countdown_s``."""
+        raise NotImplementedError(f"{type(self).__name__} delivers no webhooks")
 
     def waiting(self, queue: str) -> int | None:
         """Messages waiting in ``queue`` (sent, not yet delivered); None where that is unknown."""
@@ -62,6 +73,12 @@ class CeleryEnqueuer(Enqueuer):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self.app.send_task(BATCH_TASK, args=[tenant, batch_id], queue=CONTROL_QUEUE)
 
+    def load_sinks(self, job_id: str) -> None:
+        self.app.send_task(SINK_TASK, args=[job_id], queue=CONTROL_QUEUE)
+
+    def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
+        self.app.send_task(WEBHOOK_TASK, args=[job_id, name, attempt], queue=CONTROL_QUEUE, countdown=countdown_s or None)
+
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).
         with self.app.connection_for_read() as connection:
@@ -80,10 +97,12 @@ class InlineEnqueuer(Enqueuer):
         self.handlers: dict[str, Callable] = {}
 
     def bind(self, plan: Callable, plan_section: Callable, run_shard: Callable, finalize: Callable,
-             advance_batch: Callable | None = None) -> None:
+             advance_batch: Callable | None = None, load_sinks: Callable | None = None) -> None:
         self.handlers = {PLAN_TASK: plan, PLAN_SECTION_TASK: plan_section, SHARD_TASK: run_shard, FINALIZE_TASK: finalize}
         if advance_batch is not None:
             self.handlers[BATCH_TASK] = advance_batch
+        if load_sinks is not None:
+            self.handlers[SINK_TASK] = load_sinks
 
     def _submit(self, name: str, *args) -> None:
         self._queue.append(lambda: self.handlers[name](*args))
@@ -110,3 +129,6 @@ class InlineEnqueuer(Enqueuer):
 
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self._submit(BATCH_TASK, tenant, batch_id)
+
+    def load_sinks(self, job_id: str) -> None:
+        self._submit(SINK_TASK, job_id)

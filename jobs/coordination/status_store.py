@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
+from poolq.jobs.model.webhook import WebhookOutcome
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
 # the model; and the characters of the records they took (with tokens: the job's characters per token).
@@ -171,6 +172,7 @@ class JobStatusStore(ABC):
                             if name.startswith(ERROR_FIELD) and int(value)},
             error_samples=json.loads(fields.get(SAMPLES_FIELD) or "[]"),
             in_progress=_in_progress(fields),
+            webhook=WebhookOutcome.model_validate_json(fields["webhook"]) if fields.get("webhook") else None,
         )
 
     def field(self, job_id: str, name: str) -> str | None:
@@ -238,6 +240,8 @@ def flatten_status(status: JobStatus) -> dict[str, str]:
         fields["manifest_uri"] = status.result.manifest_uri
     if status.error:
         fields["error"] = status.error
+    if status.webhook is not None:
+        fields["webhook"] = status.webhook.model_dump_json()
     return fields
 
 

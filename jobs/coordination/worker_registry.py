@@ -5,11 +5,18 @@ A worker that stops (or is killed) drops out once its last word is older than th
 """
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from abc import ABC, abstractmethod
 
 _WORKERS_KEY = "poolq:compute:workers"  # sorted set: worker -> when its word runs out
+
+
+def this_worker() -> str:
+    """This process's name among the workers (its heartbeat and its throughput reports)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 class WorkerRegistry(ABC):
@@ -24,6 +31,10 @@ class WorkerRegistry(ABC):
     @abstractmethod
     def live(self, now: float | None = None) -> int:
         """How many workers are alive."""
+
+    @abstractmethod
+    def live_names(self, now: float | None = None) -> set[str]:
+        """Which workers are alive."""
 
 
 class RedisWorkerRegistry(WorkerRegistry):
@@ -42,6 +53,10 @@ class RedisWorkerRegistry(WorkerRegistry):
 
     def live(self, now: float | None = None) -> int:
         return int(self.redis.zcount(_WORKERS_KEY, f"({time.time() if now is None else now}", "+inf"))
+
+    def live_names(self, now: float | None = None) -> set[str]:
+        names = self.redis.zrangebyscore(_WORKERS_KEY, f"({time.time() if now is None else now}", "+inf")
+        return {name.decode() if isinstance(name, bytes) else name for name in names}
 
 
 class InMemoryWorkerRegistry(WorkerRegistry):
@@ -67,3 +82,8 @@ class InMemoryWorkerRegistry(WorkerRegistry):
         now = time.time() if now is None else now
         with self._lock:
             return sum(until > now for until in self._until.values())
+
+    def live_names(self, now: float | None = None) -> set[str]:
+        now = time.time() if now is None else now
+        with self._lock:
+            return {worker for worker, until in self._until.items() if until > now}

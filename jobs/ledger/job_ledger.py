@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
-from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
@@ -172,3 +172,14 @@ class JobLedger:
     def manifest(self) -> JobManifest | None:
         raw = self._read_json(self.layout.manifest)
         return None if raw is None else JobManifest.model_validate(raw)
+
+    def rewrite_manifest_sinks(self, sinks: list[ManifestSink]) -> JobManifest | None:
+        """Replace the written manifest's ``sinks`` (a sink load's progress; everything else stays
+        as the finalizer wrote it). None if the job has no manifest yet. One sink step runs per job
+        at a time (its lease), so this read-modify-write has no concurrent writer."""
+        manifest = self.manifest()
+        if manifest is None:
+            return None
+        updated = manifest.model_copy(update={"sinks": sinks})
+        self.store.put(self.layout.manifest, _dump(updated.model_dump(mode="json")))
+        return updated

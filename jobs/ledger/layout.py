@@ -16,6 +16,7 @@ class ShardObjectKind(Enum):
     COMMIT = "commit"  # work/shard-00001.commit.json
     ATTEMPT_ERRORS = "attempt_errors"  # work/shard-00001.<attempt>.errors.jsonl
     ATTEMPT_PART = "attempt_part"  # parts/part-00001.<attempt>.parquet
+    ATTEMPT_STATS = "attempt_stats"  # work/shard-00001.<attempt>.stats.json (the data report's counts)
 
 
 # The names JobLayout builds below, read back: the one place that parses a shard's object keys.
@@ -23,6 +24,7 @@ _SHARD_OBJECT_NAMES = {
     ShardObjectKind.COMMIT: re.compile(r"shard-(\d{5,})\.commit\.json"),
     ShardObjectKind.ATTEMPT_ERRORS: re.compile(r"shard-(\d{5,})\.([^.]+)\.errors\.jsonl"),
     ShardObjectKind.ATTEMPT_PART: re.compile(r"part-(\d{5,})\.([^.]+)\.parquet"),
+    ShardObjectKind.ATTEMPT_STATS: re.compile(r"shard-(\d{5,})\.([^.]+)\.stats\.json"),
 }
 
 
@@ -185,6 +187,10 @@ class JobLayout:
     def attempt_part(self, shard: int, attempt: str) -> str:
         return self._key("parts", f"part-{shard:05d}.{attempt}.parquet")
 
+    def attempt_stats(self, shard: int, attempt: str) -> str:
+        """The attempt's counts for the data report (``jobs/report/shard_stats.py``)."""
+        return self._key("work", f"shard-{shard:05d}.{attempt}.stats.json")
+
     def carried_part(self, index: int) -> str:
         """Rows carried unchanged from the ``index``-th part of an earlier run (incremental jobs)."""
         return self._key("parts", f"carried-{index:05d}.parquet")
@@ -200,6 +206,14 @@ class JobLayout:
     @property
     def errors(self) -> str:
         return self._key("errors.jsonl")
+
+    def webhook_event(self, name: str) -> str:
+        """``webhooks/<name>.event.json``: one event of the job, written once before it is sent."""
+        return self._key("webhooks", f"{name}.event.json")
+
+    def webhook_outcome(self, name: str) -> str:
+        """``webhooks/<name>.outcome.json``: how that event's delivery went (rewritten per attempt)."""
+        return self._key("webhooks", f"{name}.outcome.json")
 
     @property
     def manifest(self) -> str:

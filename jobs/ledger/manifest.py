@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.sink_config import SinkStateName
+from poolq.jobs.report.data_report import DataReport
 
 MANIFEST_VERSION = 3  # 3: output.schema
 
@@ -120,6 +122,22 @@ class OutputEncoding(_ManifestBlock):
                                                      "sparse_aggregation", "labels")
 
 
+class ManifestSink(_ManifestBlock):
+    """One sink's load of the job's rows (docs/sinks/): its state and what it did, in rows.
+
+    ``upserted``: rows written (new, or replacing a changed document's); ``deleted``: rows removed
+    (documents gone from the input, chunks a changed document no longer has); ``unchanged``: rows
+    left as they were. ``error`` names why a load failed (never a credential)."""
+
+    name: str
+    state: SinkStateName
+    upserted: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    error: str | None = None
+    finished_at: datetime | None = None
+
+
 class JobManifest(_ManifestBlock):
     """``manifest.json``: what a finished job produced, where it is, and how it was made."""
 
@@ -133,7 +151,6 @@ class JobManifest(_ManifestBlock):
     # The one engine identity the rows come from (model, revision, dtype, pooling, head, device); None
     # if no shard embedded any, or several engines did (allow_mixed_engines: ``engines`` lists them).
     engine: EngineIdentity | None = None
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("engine",)  # absent in manifests written before it
     columns: list[str]
     dimensions: int | None
     output: OutputEncoding | None = None
@@ -147,6 +164,10 @@ class JobManifest(_ManifestBlock):
     finished_at: datetime
     timings: ManifestTimings = ManifestTimings()
     error: str | None = None  # why the job failed as a whole (None when records failed one by one)
+    sinks: list[ManifestSink] | None = None  # a job naming a sink: its load's outcome (rewritten as it goes)
+    report: DataReport | None = None  # the data report (jobs/report/): lengths, cuts, duplicates; absent before it
+    # Manifests written before sinks, reports and the engine block stay as they were.
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report", "engine")
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

@@ -18,6 +18,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
+from poolq.jobs.model.sink_config import SinkName
+from poolq.jobs.model.webhook import WebhookTarget
 from poolq.storage import EmbeddingCodec, codec_for
 
 
@@ -195,6 +197,13 @@ class JobSpec(_Strict):
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
     )
+    sink: SinkName | None = Field(
+        None, description="a sink the operator configured (POOLQ_SINKS) and granted to the tenant: once the job's parts "
+        "are committed, its rows are loaded there (docs/sinks/)",
+    )
+    webhook: WebhookTarget | None = Field(
+        None, description="where to POST the job's signed events (its end): docs/webhooks.md",
+    )
     compute_dtype: ComputeDtype = Field(
         "auto", description="what the model computes in; auto: the dtype of the worker that runs the first shard "
         "(bf16 where the hardware runs it natively), then every shard in it. A pinned dtype is computed by any "
@@ -205,7 +214,6 @@ class JobSpec(_Strict):
         "compute_dtype pins one, its model files, its device kind); by default all rows come from one engine "
         "identity, the manifest's engine block",
     )
-
 
     @property
     def task_label(self) -> str:

@@ -6,6 +6,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.webhook import WebhookOutcome
 
 
 class JobCounts(BaseModel):
@@ -71,3 +72,4 @@ class JobStatus(BaseModel):
     in_progress: JobProgress = Field(default_factory=JobProgress)
     estimate: JobEstimate = Field(default_factory=JobEstimate)  # done so far: usage.tokens + in_progress.tokens
     rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})
+    webhook: WebhookOutcome | None = None  # the delivery of its end event, if it names a webhook

@@ -43,7 +43,7 @@ def comparable_options(options: dict) -> dict:
     """A manifest's (or spec's) options without what does not change the vectors."""
     # compute_dtype: the engine identity below compares what the rows were computed in
     return {name: value for name, value in options.items()
-            if name not in ("input", "incremental_from", "compute_dtype", "allow_mixed_engines")}
+            if name not in ("input", "incremental_from", "sink", "webhook", "compute_dtype", "allow_mixed_engines")}
 
 
 def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:

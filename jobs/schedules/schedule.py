@@ -24,6 +24,8 @@ from poolq.jobs.model.job_spec import (
     UriInput,
 )
 from poolq.jobs.model.job_status import LOCAL_TENANT
+from poolq.jobs.model.sink_config import SinkName
+from poolq.jobs.model.webhook import WebhookTarget
 
 CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
@@ -39,6 +41,7 @@ class JobTemplate(BaseModel):
     score_mode: ScoreMode = "auto"
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
+    sink: SinkName | None = None  # every run loads into it, keeping the store in sync (docs/sinks/)
     compute_dtype: ComputeDtype = "auto"  # pin it where workers' dtypes differ: runs carry rows of one dtype
     allow_mixed_engines: bool = False
 
@@ -53,6 +56,7 @@ class ScheduleRequest(BaseModel):
     input: UriInput = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
     template: JobTemplate = Field(default_factory=JobTemplate)
     enabled: bool = Field(True, description="false: never fires on its own (runs only when triggered)")
+    webhook: WebhookTarget | None = Field(None, description="where every run's job POSTs its signed events")
 
     @field_validator("cron")
     @classmethod
@@ -71,7 +75,7 @@ class Schedule(ScheduleRequest):
         """The job of one run: the template, the input, and the run to carry documents from (a score
         job's runs score everything again: carried pairs would keep stale ranks)."""
         carry_from = None if self.template.task == "score" else incremental_from
-        return JobSpec(input=self.input, incremental_from=carry_from, **dict(self.template))
+        return JobSpec(input=self.input, incremental_from=carry_from, webhook=self.webhook, **dict(self.template))
 
     def slot_at(self, now: datetime) -> datetime:
         """The slot a trigger at ``now`` belongs to: the latest cron time at or before it."""

@@ -38,7 +38,7 @@ def create_schedule(
         spec = schedule.job_spec(incremental_from=None)
         check_job(spec, ctx, tenant)  # what each run's submission will check
     except JobRejected as exc:
-        field = exc.field if exc.field.startswith("input") else f"template.{exc.field}"
+        field = exc.field if exc.field.startswith(("input", "webhook")) else f"template.{exc.field}"
         raise JobRejected(field, str(exc)) from None
     _store(ctx).create(schedule)
     beat = beat_for(ctx)

@@ -9,6 +9,7 @@ from poolq.jobs.coordination.work_units import PLAN_UNIT, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary, merge_all
 from poolq.jobs.ledger.job_ledger import Plan, ShardCommit
+from poolq.jobs.ledger.webhook_records import JOB_ENDED, WebhookRecords
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobCounts, JobResult, JobStatus, JobUsage
 from poolq.jobs.observability.job_rates import job_rates
@@ -34,6 +35,7 @@ def status_from_ledger(job: JobHandle) -> JobStatus | None:
             started_at=manifest.started_at, finished_at=manifest.finished_at,
             result=JobResult(manifest_uri=job.ctx.store.uri(job.layout.manifest)),
             error=manifest.error, errors_by_code=manifest.errors.by_code, error_samples=manifest.errors.samples,
+            webhook=WebhookRecords(job.ctx.store, job.layout).outcome(JOB_ENDED) if spec.webhook else None,
         )
     plan = ledger.plan()
     commits = ledger.commits() if plan else {}

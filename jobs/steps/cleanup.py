@@ -48,7 +48,7 @@ def _attempt_objects(job: JobHandle,
     return found
 
 
-_ATTEMPT_KINDS = (ShardObjectKind.ATTEMPT_PART, ShardObjectKind.ATTEMPT_ERRORS)
+_ATTEMPT_KINDS = (ShardObjectKind.ATTEMPT_PART, ShardObjectKind.ATTEMPT_ERRORS, ShardObjectKind.ATTEMPT_STATS)
 
 
 def abort_stale_uploads(job: JobHandle, older_than_s: float) -> int:

@@ -28,11 +28,15 @@ from poolq.jobs.ledger.manifest import (
 from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.observability.job_events import job_finished
+from poolq.jobs.sinks.sink_load import pending_sinks
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
+from poolq.jobs.steps.job_report import job_report
 from poolq.jobs.tasks import job_task
+from poolq.jobs.webhooks.events import announce_job_end
 from poolq.storage import read_part_schema, type_name
 
 
@@ -68,12 +72,17 @@ def _write_manifest(job: JobHandle, manifest: JobManifest) -> None:
     if job.ledger.write_manifest(manifest):
         job.ctx.metrics.job_finished(manifest.status.value)
         job_finished(job.id, job.tenant, manifest)
+        if any(sink.state == SinkState.PENDING for sink in manifest.sinks or []):
+            job.ctx.enqueuer.load_sinks(job.id)  # its own step: a sink never holds the job back
 
 
 def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
         raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
     sync_status(job, manifest)
+    # After the end is durable (manifest, status). If its delivery task cannot be sent (the broker
+    # is down) it raises before the clean-up: the job stays active for the retry or the reconciler.
+    announce_job_end(job, manifest)
     clean_finished_job(job, manifest)
     return manifest.status
 
@@ -120,7 +129,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     model_spec = _declared_spec(ctx, spec.model)
     # The parts' own schema where there are parts (the truth a reader gets); else what they would hold.
     schema = read_part_schema(ctx.store, parts[0].key) if parts else _unwritten_schema(spec, plan, model_spec, dimensions)
-    return JobManifest(
+    manifest = JobManifest(
         job_id=job.id,
         status=state,
         model=spec.model,
@@ -148,7 +157,10 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         finished_at=finished_at,
         timings=_timings(status, finished_at),
         error=failure,
+        sinks=pending_sinks(spec.sink, state),
     )
+    manifest.report = job_report(job, stored_plan, commits, manifest)
+    return manifest
 
 
 def _known_total(spec: JobSpec) -> int:

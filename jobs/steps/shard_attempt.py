@@ -2,15 +2,19 @@
 marker that names them (a conditional write: the first attempt to write it wins)."""
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
 from poolq.jobs.coordination.leases import Lease
+from poolq.jobs.coordination.worker_registry import this_worker
+from poolq.jobs.coordination.worker_throughput import dtype_of
 from poolq.jobs.inputs.records import RecordError
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import ShardCommit
+from poolq.jobs.report.shard_stats import ShardStats
 from poolq.storage import RowColumns, dump_jsonl
 
 log = logging.getLogger(__name__)
@@ -32,6 +36,7 @@ class AttemptOutput:
     gave_up: bool = False
     engine: str | None = None  # EnginePool.identity of the engine that embedded the rows
     engine_identity: dict | None = None  # and in full (EngineIdentity): model, revision, dtype, pooling, head, device
+    stats: ShardStats | None = None  # the data report's counts (written beside the part)
 
     @property
     def not_processed(self) -> int:
@@ -48,6 +53,8 @@ def write_attempt(job: JobHandle, shard: int, lease: Lease, output: AttemptOutpu
         store.put(part_key, output.rows.to_parquet_bytes())
     errors_key = layout.attempt_errors(shard, lease.attempt)
     store.put(errors_key, dump_jsonl([error.to_json() for error in output.errors]))
+    if output.stats is not None:
+        store.put(layout.attempt_stats(shard, lease.attempt), json.dumps(output.stats.to_json()).encode("utf-8"))
     summary = ErrorSummary.of(output.errors)
     return ShardCommit(
         attempt=lease.attempt, part_key=part_key, errors_key=errors_key, rows=rows, documents=output.documents,
@@ -78,5 +85,6 @@ def record_attempt_metrics(job: JobHandle, commit: ShardCommit, latency_s: float
     """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
     try:
         job.ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
+        job.ctx.throughput.record(this_worker(), job.spec.model, dtype_of(commit.engine), commit.tokens, latency_s)
     except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
         log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)

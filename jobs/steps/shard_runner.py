@@ -19,6 +19,7 @@ from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_re
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
 from poolq.jobs.observability.job_events import shard_committed, shard_started
+from poolq.jobs.report.shard_stats import ShardStats
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.engine_choice import choose_engine
@@ -118,14 +119,16 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     rows = task.rows(engine)
     included = IncludedColumns(spec.output.include_fields, job.plan.field_types)
     rows.include_columns(included.arrow_types())
+    stats = ShardStats(window=engine.window(spec.long_documents.policy()))
     output = AttemptOutput(rows, dimensions=task.dimensions(engine), engine=identity.key,
-                           engine_identity=identity.model_dump())
+                           engine_identity=identity.model_dump(), stats=stats)
     done: set[str] = set()
     try:
         for result in task.run(engine, records, on_step=StepWatch(job, shard_unit(shard))):
             record = records[_record_id(result)]
             done.add(record.id)
             output.characters += record.characters
+            stats.observe(result, record.content_hash)
             if isinstance(result, RequestError):
                 output.errors.append(RecordError(record.id, record.line, result.code, f"{record.place}: {result.message}"))
                 continue
@@ -136,6 +139,9 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
         message = "the job was cancelled before this record was embedded"
         output.errors += [RecordError(record.id, record.line, NOT_PROCESSED_CODE, f"{record.place}: {message}")
                           for record in records.values() if record.id not in done]
+        for record in records.values():
+            if record.id not in done:
+                stats.fail(NOT_PROCESSED_CODE, record.content_hash)
         log.info("shard %s stopped by a cancel: %d records done, %d not processed", shard, len(done),
                  len(records) - len(done))
     return write_attempt(job, shard, lease, output)
@@ -173,4 +179,7 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
 def _give_up(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord], message: str) -> ShardCommit:
     """The shard cannot be embedded: its records go to the error file, with ``message``."""
     errors = [RecordError(record.id, record.line, GAVE_UP_CODE, f"{record.place}: {message}") for record in records.values()]
-    return write_attempt(job, shard, lease, AttemptOutput(None, errors, gave_up=True))
+    stats = ShardStats()
+    for record in records.values():
+        stats.fail(GAVE_UP_CODE, record.content_hash)
+    return write_attempt(job, shard, lease, AttemptOutput(None, errors, gave_up=True, stats=stats))

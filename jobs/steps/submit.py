@@ -15,10 +15,13 @@ from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriI
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobStatus
 from poolq.jobs.observability.job_events import job_submitted
+from poolq.jobs.sinks.sink_access import SinkNotAllowed, check_sink_access
 from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
 from poolq.jobs.tenancy.input_access import InputNotAllowed, check_input_access
+from poolq.jobs.webhooks.allow_list import AllowList
+from poolq.jobs.webhooks.webhook_url import WebhookRefused
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 
@@ -65,6 +68,17 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", str(exc)) from None
         if target.scheme != "s3" and ctx.settings.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
+    if spec.webhook is not None:
+        _check_webhook(spec.webhook.url, ctx)
+
+
+def _check_webhook(url: str, ctx: JobContext) -> None:
+    """The URL is in the operator's allow-list (its host's addresses are checked at delivery, each
+    time: a name may resolve elsewhere by then)."""
+    try:
+        AllowList.parse(ctx.settings.webhook_allow).entry_for(url)
+    except WebhookRefused as exc:
+        raise JobRejected("webhook.url", f"webhook URL refused: {exc}") from None
 
 
 class IdempotencyConflict(ValueError):
@@ -127,6 +141,10 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
     """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
     if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
         raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
+    try:
+        check_sink_access(spec, tenant, ctx.settings)
+    except SinkNotAllowed as exc:
+        raise JobRejected("sink", str(exc)) from None
     if isinstance(spec.input, UriInput):
         try:
             check_input_access(spec.input.uri, tenant, ctx.settings)

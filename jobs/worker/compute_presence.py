@@ -4,12 +4,11 @@ hands out the shards waiting for it, instead of leaving them to the next commit 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 from typing import Callable
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.worker_registry import this_worker
 from poolq.jobs.steps.dispatch import dispatch_waiting
 
 log = logging.getLogger(__name__)
@@ -22,7 +21,7 @@ class ComputePresence:
 
     def __init__(self, context: Callable[[], JobContext], name: str | None = None) -> None:
         self.context = context
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.name = name or this_worker()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="poolq-compute-presence", daemon=True)
 

@@ -36,6 +36,7 @@ from poolq.jobs.steps.dispatch import (
 )
 from poolq.jobs.steps.finalizer import sync_status
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
+from poolq.jobs.webhooks.events import announce_job_end
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ def _reconcile_job(job: JobHandle, now: float, queues: QueueDepths, report: Reco
         if ctx.status.get(job.id) is None:
             recover_status(job)
         sync_status(job, manifest)
+        announce_job_end(job, manifest)  # a finalizer that died after the manifest never sent it
         clean_finished_job(job, manifest)
         report.finalized.append(job.id)
         return

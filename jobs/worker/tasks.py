@@ -24,6 +24,8 @@ from poolq.jobs.coordination.enqueuer import (
     RECONCILE_TASK,
     SCHEDULE_TASK,
     SHARD_TASK,
+    SINK_TASK,
+    WEBHOOK_TASK,
     CeleryEnqueuer,
 )
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
@@ -32,11 +34,13 @@ from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.observability.log_format import log_context
 from poolq.jobs.schedules.schedule_runner import run_schedule
 from poolq.jobs.settings import Settings
+from poolq.jobs.sinks.sink_load import fail_sinks, load_sinks
 from poolq.jobs.steps.failures import MAX_RETRIES, describe, fail_job, fail_shard, is_retryable, retry_delay_s
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.webhooks.delivery import deliver_event
 from poolq.jobs.worker.reconciler import reconcile
 
 log = logging.getLogger(__name__)
@@ -138,6 +142,24 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
         # Giving up leaves the batch where it was for the reconciler's next pass, unless it keeps failing.
         run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: give_up_batch(tenant, batch_id, exc, ctx),
             batch_id=batch_id)
+
+    @app.task(name=SINK_TASK, bind=True, shared=False)
+    def sink_task(self: Task, job_id: str) -> None:
+        # A store that cannot be reached is retried (SinkUnavailable); giving up fails the sink, not the job.
+        run(self, lambda ctx: load_sinks(JobHandle.bind(ctx, job_id)),
+            lambda ctx, exc: fail_sinks(JobHandle.bind(ctx, job_id), exc), job_id=job_id)
+
+    @app.task(name=WEBHOOK_TASK, bind=True, shared=False)
+    def webhook_task(self: Task, job_id: str, name: str, attempt: int = 0) -> None:
+        # One attempt; the next is a new message, sent with the back-off's countdown (a fresh one:
+        # Celery's retry count stays the store failures'). A store failure is retried as any
+        # step's; giving up leaves the outcome as the last attempt wrote it.
+        def make_attempt(ctx: JobContext) -> None:
+            wait = deliver_event(ctx, job_id, name, attempt=attempt)
+            if wait is not None:
+                ctx.enqueuer.deliver_webhook(job_id, name, attempt + 1, wait)
+
+        run(self, make_attempt, lambda ctx, exc: None, job_id=job_id, event=name, attempt=attempt)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:

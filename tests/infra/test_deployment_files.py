@@ -424,8 +424,10 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     from datetime import datetime, timezone
 
     from poolq.jobs.ledger.layout import ServiceLayout
+    from poolq.jobs.ledger.webhook_records import JOB_ENDED
     from poolq.jobs.schedules.schedule import slot_name
     from poolq.jobs.tenancy.api_keys import ApiKeyStore
+    from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
     from poolq.storage import LocalObjectStore, join_key
 
     prefix, tenant, job, schedule, digest, attempt = "jobs", "acme", "1" * 32, "2" * 32, "3" * 64, "4" * 16
@@ -436,6 +438,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     layout = service.job(tenant, job)
     store = LocalObjectStore(tmp_path)
     _, record = ApiKeyStore(store, prefix, signing_secret=TEST_KEY_SIGNING_SECRET).create(tenant)
+    WebhookSecretStore(store, prefix).ensure(tenant)  # its record, listed with the key's below
     built = {
         service.active(job), service.idempotency(digest), service.schedule(schedule),
         service.schedule_run(schedule, slot_name(slot)), service.job_index(job),
@@ -445,12 +448,13 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
         *(layout.section_object(0, name) for name in ("ids.tsv", "skips.npz", "errors.jsonl")),
         layout.stage_record(0, "scan"), layout.stage_record(0, "cut"),
         layout.attempt_part(0, attempt), layout.attempt_errors(0, attempt), layout.carried_part(0),
-        layout.errors, layout.manifest,
+        layout.errors, layout.manifest, layout.webhook_event(JOB_ENDED), layout.webhook_outcome(JOB_ENDED),
         layout.engine_claim,
     }
     values = {"<prefix>": prefix, "<tenant>": tenant, "<job_id>": job, "<schedule_id>": schedule,
               "<sha256>": digest, "<attempt>": attempt, "<key_id>": record.key_id, "<slot>": slot_name(slot),
-              "<upload_id>": upload, "<id>": upload, "<ending>": "jsonl", "NNNNN": "00000"}
+              "<upload_id>": upload, "<id>": upload, "<ending>": "jsonl", "NNNNN": "00000",
+              "<event>": JOB_ENDED}
     patterns = _documented_key_patterns()
     assert len(patterns) >= 10 and any("manifest.json" in p for p in patterns)
     for pattern in patterns:

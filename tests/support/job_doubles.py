@@ -8,6 +8,7 @@ from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.ledger.planning_ledger import SectionStage
+from poolq.jobs.sinks.sink_load import load_sinks
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
@@ -49,6 +50,12 @@ class RecordingEnqueuer(Enqueuer):
     def advance_batch(self, tenant, batch_id):
         self.tasks.append(("batch", tenant, batch_id))
 
+    def load_sinks(self, job_id):
+        self.tasks.append(("sink", job_id))
+
+    def deliver_webhook(self, job_id, name, attempt=0, countdown_s=0.0):
+        self.tasks.append(("webhook", job_id, name, attempt, countdown_s))
+
     def waiting(self, queue):
         return self.depths.get(queue, 0)
 
@@ -60,7 +67,7 @@ class RecordingEnqueuer(Enqueuer):
 
 # What each recorded task runs: its job is bound once, then the step gets the handle.
 JOB_STEPS = {"plan": plan_job, "plan_section": lambda job, stage, section: plan_section(job, SectionStage(stage), section),
-             "shard": run_shard, "finalize": finalize_job}
+             "shard": run_shard, "finalize": finalize_job, "sink": load_sinks}
 
 
 def run_task(task: tuple, ctx) -> None:

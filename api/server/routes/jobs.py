@@ -56,6 +56,9 @@ def _refusals() -> Iterator[None]:
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
 
 
+submission_refusals = _refusals  # the same answers for POST /v1/jobs/estimate (routes/estimates.py)
+
+
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
              responses={413: {"model": ErrorBody, "description": "body too large"},
                         429: {"model": ErrorBody, "description": "rate or active-job limit"}})

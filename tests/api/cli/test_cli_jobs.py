@@ -317,3 +317,12 @@ def _tenant_key(stack: dict, *, admin: bool) -> str:
     key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
                          signing_secret=stack["key_signing_secret"]).create("dev", admin=admin)
     return key
+
+
+@pytest.mark.integration
+def test_sink_retry_is_refused_for_a_job_with_nothing_to_retry(env, sample_documents, tmp_path):
+    job_id = cli("submit", str(_jsonl(tmp_path / "one.jsonl", _docs(sample_documents, 1))), env=env).stdout.strip()
+    assert cli("wait", job_id, "--poll-interval", "0.2", "--timeout", "120", env=env).exit_code == ExitCode.OK
+    refused = cli("sink", "retry", job_id, env=env)
+    assert refused.exit_code == ExitCode.REFUSED and "HTTP 409" in refused.stderr and "no failed sink load" in refused.stderr
+    assert cli("sink", "retry", "f" * 32, env=env).exit_code == ExitCode.NOT_FOUND

@@ -1,6 +1,6 @@
 """``/docs`` and ``/redoc`` load everything they need from the API itself (no CDN: they work
-offline), and ``/`` sends a browser to ``/docs``. The pages are parsed for every script,
-stylesheet and icon they load; each must be a path on this API that answers with the asset."""
+offline). The pages are parsed for every script, stylesheet and icon they load; each must be a
+path on this API that answers with the asset. (``/`` goes to the dashboard: test_dashboard.py.)"""
 from html.parser import HTMLParser
 
 import pytest
@@ -42,12 +42,6 @@ def test_doc_pages_load_only_local_assets(client, page, bundle):
         assert asset.status_code == 200 and len(asset.content) > 1000, url
     # the page reads the API's own schema, which this API serves
     assert "/openapi.json" in response.text and client.get("/openapi.json").status_code == 200
-
-
-def test_root_redirects_to_the_docs(client):
-    response = client.get("/", follow_redirects=False)
-    assert response.status_code in (302, 307) and response.headers["location"] == "/docs"
-    assert client.get("/").url.path == "/docs"
 
 
 def test_the_pages_are_not_in_the_schema(client):

@@ -218,6 +218,9 @@ def test_deep_paths_answer_on_schema(stack, api, sample_documents):
     results = _validated(schema, "GET", "/v1/jobs/{job_id}/results", key=key, expect=200,
                          path_parameters={"job_id": job["id"]})
     assert sum(part["rows"] for part in results["parts"]) == 3
+    spec_read = _validated(schema, "GET", "/v1/jobs/{job_id}/spec", key=key, expect=200, path_parameters={"job_id": job["id"]})
+    assert spec_read["input"]["uri"] == upload["uri"] and spec_read["long_documents"]["mode"] == "truncate"
+    _validated(schema, "GET", "/v1/jobs/{job_id}/error-samples", key=key, expect=200, path_parameters={"job_id": job["id"]})
     _validated(schema, "POST", "/v1/jobs/{job_id}/cancel", key=key, expect=409, path_parameters={"job_id": job["id"]})
     _validated(schema, "GET", "/v1/jobs", key=key, expect=200, query={"limit": 1})
     # a schedule over the upload: created, shown, run by hand (a second job), shown with its run, deleted

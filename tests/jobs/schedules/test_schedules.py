@@ -93,7 +93,8 @@ def test_the_slot_is_the_latest_cron_time_at_or_before_now(cron, now, slot):
 
 
 def test_the_template_holds_every_job_field_but_the_input(tmp_path):
-    assert set(JobTemplate.model_fields) == set(JobSpec.model_fields) - {"input", "incremental_from"}
+    # webhook: the schedule's own field, given to each run's job
+    assert set(JobTemplate.model_fields) == set(JobSpec.model_fields) - {"input", "incremental_from", "webhook"}
     schedule = Schedule(id="a" * 32, created_at=T0, **dict(_request(tmp_path, template={"model": "all-MiniLM-L6-v2"})))
     spec = schedule.job_spec(incremental_from="b" * 32)
     assert spec.input.uri.endswith("/docs/") and spec.incremental_from == "b" * 32

@@ -1,0 +1,45 @@
+"""``POST /v1/jobs/estimate``: what a job would cost, before it is submitted. The body is a job's,
+refused exactly as ``POST /v1/jobs`` refuses it (the same ``check_job``, the same answers); then
+the input is read once and a sample tokenized, in a thread pool of its own
+(``Settings.estimate_concurrency`` at once), so a big input never stalls the event loop or the
+threads other routes run on."""
+from __future__ import annotations
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.exceptions import RequestValidationError
+
+from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.routes.jobs import submission_refusals
+from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.strict_json import StrictJsonRoute, strict_body
+from poolq.jobs import JobContext, JobSpec, check_job
+from poolq.jobs.estimate.estimator import estimate_job
+from poolq.jobs.estimate.job_estimate import JobEstimate
+from poolq.jobs.inputs.shard_input import InputChanged
+from poolq.storage import ObjectNotFoundError
+from poolq.storage.parquet_input import MissingColumnError, NotParquetError
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
+_UNREADABLE_INPUT = (ObjectNotFoundError, MissingColumnError, NotParquetError, InputChanged)
+
+
+@router.post("/estimate", response_model=JobEstimate)
+async def estimate(spec: JobSpec, request: Request, ctx: Context, principal: Caller,
+                   _strict: None = strict_body(JobSpec)) -> JobEstimate:
+    """Documents, characters, tokens and rows the job would make, the documents it would cut or
+    fail (by reason), duplicates within its input, tokens already available for reuse, and its
+    time on the compute workers alive now (none when no worker has measured its throughput).
+    Nothing is submitted. An input that cannot be read is a 422 at ``input.uri``."""
+    with submission_refusals():
+        check_job(spec, ctx, principal.tenant)
+    limiter: anyio.CapacityLimiter = request.app.state.estimates
+    return await anyio.to_thread.run_sync(_estimate, spec, ctx, principal.tenant, limiter=limiter)
+
+
+def _estimate(spec: JobSpec, ctx: JobContext, tenant: str) -> JobEstimate:
+    try:
+        return estimate_job(spec, ctx, tenant)
+    except _UNREADABLE_INPUT as exc:
+        raise RequestValidationError([{"loc": ("body", "input", "uri"), "msg": f"the input cannot be read: {exc}",
+                                       "type": "value_error"}]) from None

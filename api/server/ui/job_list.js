@@ -1,0 +1,38 @@
+// The tenant's jobs, newest first: one row each, with what a watcher wants at a glance.
+import { TERMINAL, badge, counts, duration, el, errorsByCode, number, progressBar, rate, tokensDone, when } from "./dom.js";
+
+const COLUMNS = ["Job", "Status", "Progress", "Tokens", "Tokens/s", "ETA", "Records", "Errors by code"];
+
+function cell(label, content, extra = {}) {
+  return el("td", { "data-label": label, ...extra }, content);
+}
+
+function row(job) {
+  // an id per link: the list is redrawn as it updates, and the focus comes back to the same link
+  const link = el("a", { href: `#/jobs/${job.id}`, class: "job-link", id: `link-${job.id}`, "aria-label": `job ${job.id}` },
+    el("code", {}, job.id.slice(0, 12)));
+  return el("tr", { "data-job-id": job.id, "data-status": job.status },
+    cell("Job", [link, el("div", { class: "muted" }, `${job.task} · ${job.model}`), el("div", { class: "muted" }, when(job.created_at))]),
+    cell("Status", badge(job.status), { class: "status" }),
+    cell("Progress", progressBar(job, `progress-${job.id}`)),
+    cell("Tokens", number(tokensDone(job)), { class: "num tokens-done", "data-tokens": tokensDone(job) }),
+    cell("Tokens/s", rate(job.rates.tokens_per_s), { class: "num" }),
+    cell("ETA", TERMINAL.has(job.status) ? "–" : duration(job.rates.eta_s), { class: "num" }),
+    cell("Records", counts(job)),
+    cell("Errors by code", errorsByCode(job.errors_by_code)),
+  );
+}
+
+export function jobList(list) {
+  if (!list.jobs.length) {
+    return el("section", {}, el("h2", {}, "Jobs"), el("p", { class: "muted" }, "No jobs yet for this key's tenant."));
+  }
+  return el("section", {},
+    el("h2", {}, "Jobs"),
+    el("p", { class: "muted" }, `The ${list.jobs.length} most recent, updating live.`),
+    el("table", { class: "cards", id: "jobs", "aria-label": "Jobs" },
+      el("thead", {}, el("tr", {}, COLUMNS.map((name) => el("th", { scope: "col", class: /Tokens|ETA/.test(name) ? "num" : null }, name)))),
+      el("tbody", {}, list.jobs.map(row)),
+    ),
+  );
+}

@@ -1,0 +1,93 @@
+"""What each compute worker measured: tokens per second per model and compute dtype, from its own
+shard runs (tokens a committed shard ran over the seconds its attempt took, reading and writing
+included: what a job's shard costs). Estimates divide a job's tokens by it (``jobs/estimate``).
+
+Each report folds into a decayed sum (``DECAY`` per report), so a worker's rate follows its recent
+shards without one odd shard swinging it. Only the worker's own process writes its entries.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+
+_THROUGHPUT_KEY = "poolq:compute:throughput:"  # hash per model: "<worker>\t<dtype>" -> MeasuredRate JSON
+DECAY = 0.8
+
+
+@dataclass(frozen=True)
+class MeasuredRate:
+    worker: str
+    model: str
+    dtype: str
+    tokens: float  # decayed sums of the reports
+    seconds: float
+    reported_at: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def folded(self, tokens: int, seconds: float, now: float) -> "MeasuredRate":
+        return MeasuredRate(self.worker, self.model, self.dtype, self.tokens * DECAY + tokens,
+                            self.seconds * DECAY + seconds, now)
+
+
+def dtype_of(engine_identity: str | None) -> str:
+    """The compute dtype an engine identity names (``sha256:…/float32`` -> ``float32``)."""
+    return engine_identity.rsplit("/", 1)[-1] if engine_identity and "/" in engine_identity else "unknown"
+
+
+class ThroughputBoard(ABC):
+    def record(self, worker: str, model: str, dtype: str, tokens: int, seconds: float, now: float | None = None) -> None:
+        """``worker`` ran ``tokens`` of ``model`` at ``dtype`` in ``seconds``."""
+        if tokens <= 0 or seconds <= 0:
+            return
+        now = time.time() if now is None else now
+        previous = self._get(model, worker, dtype) or MeasuredRate(worker, model, dtype, 0.0, 0.0, now)
+        self._put(previous.folded(tokens, seconds, now))
+
+    @abstractmethod
+    def rates(self, model: str) -> list[MeasuredRate]:
+        """Every worker's measured rate for ``model`` (alive or not: see WorkerRegistry.live_names)."""
+
+    @abstractmethod
+    def _get(self, model: str, worker: str, dtype: str) -> MeasuredRate | None: ...
+
+    @abstractmethod
+    def _put(self, rate: MeasuredRate) -> None: ...
+
+
+class RedisThroughputBoard(ThroughputBoard):
+    def __init__(self, redis_client) -> None:
+        self.redis = redis_client
+
+    def rates(self, model: str) -> list[MeasuredRate]:
+        return [MeasuredRate(**json.loads(raw)) for raw in self.redis.hgetall(_THROUGHPUT_KEY + model).values()]
+
+    def _get(self, model: str, worker: str, dtype: str) -> MeasuredRate | None:
+        raw = self.redis.hget(_THROUGHPUT_KEY + model, f"{worker}\t{dtype}")
+        return None if raw is None else MeasuredRate(**json.loads(raw))
+
+    def _put(self, rate: MeasuredRate) -> None:
+        self.redis.hset(_THROUGHPUT_KEY + rate.model, f"{rate.worker}\t{rate.dtype}", json.dumps(asdict(rate)))
+
+
+class InMemoryThroughputBoard(ThroughputBoard):
+    def __init__(self) -> None:
+        self._rates: dict[tuple[str, str, str], MeasuredRate] = {}
+        self._lock = threading.Lock()
+
+    def rates(self, model: str) -> list[MeasuredRate]:
+        with self._lock:
+            return [rate for (rate_model, _, _), rate in self._rates.items() if rate_model == model]
+
+    def _get(self, model: str, worker: str, dtype: str) -> MeasuredRate | None:
+        with self._lock:
+            return self._rates.get((model, worker, dtype))
+
+    def _put(self, rate: MeasuredRate) -> None:
+        with self._lock:
+            self._rates[(rate.model, rate.worker, rate.dtype)] = rate

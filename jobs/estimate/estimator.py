@@ -1,0 +1,85 @@
+"""``estimate_job``: what a job would cost, without submitting it. One streaming pass over the
+input (``input_scan.py``), its stratified sample priced exactly (``sample_pricing.py``), each
+stratum scaled by its own counts, then the time on the live workers (``worker_time.py``).
+
+Memory is bounded by the sample (``Settings.estimate_sample_chars``) and the distinct counters
+(exact up to a cap, then a fixed-size sketch); time by ``estimate_max_seconds`` for the pass and
+the sample's size for the pricing. The caller runs checks first (``check_job``: the submission's
+own), and runs this off the event loop (it reads and tokenizes for seconds).
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.estimate.input_scan import InputScan, scan_input
+from poolq.jobs.estimate.job_estimate import Duplicates, EstimateSample, JobEstimate, Reuse
+from poolq.jobs.estimate.reuse_probe import NoReuseProbe, ReuseProbe
+from poolq.jobs.estimate.sample_pricing import PricedStratum, cost_model, price_stratum
+from poolq.jobs.estimate.sample_tokenizer import SampleTokenizers
+from poolq.jobs.estimate.worker_time import worker_time
+from poolq.jobs.model.job_spec import JobSpec
+
+_TOKENIZERS = SampleTokenizers()  # one per process: a tokenizer loads in a second, then serves every estimate
+
+
+def estimate_job(spec: JobSpec, ctx: JobContext, tenant: str, probe: ReuseProbe | None = None) -> JobEstimate:
+    """The estimate of ``spec`` (already checked by ``check_job``) for ``tenant``."""
+    probe = probe or NoReuseProbe()
+    scan = scan_input(spec, ctx, tenant)
+    started = time.monotonic()
+    tokenizer = _TOKENIZERS.get(ctx.registry.resolve(spec.model))
+    model = cost_model(spec, ctx.registry.spec(spec.model), tokenizer, ctx.settings.max_chunks_per_document)
+    hashes = [document.content_hash for stratum in scan.sample.strata for document in stratum.sample]
+    reusable = dict(zip(hashes, probe.reusable(spec, tenant, hashes)))
+    priced = [price_stratum(stratum, model, tokenizer, reusable) for stratum in scan.sample.strata if stratum.sample]
+    return _extrapolated(spec, ctx, scan, priced, probe.name, time.monotonic() - started)
+
+
+def _scaled(stratum: PricedStratum) -> Counter[str]:
+    """A stratum's sample scaled to the whole stratum: tokens by characters (within a stratum
+    tokens follow characters closely), per-document counts by documents."""
+    by_chars = stratum.characters / stratum.sampled_characters if stratum.sampled_characters else 0.0
+    by_docs = stratum.documents / stratum.sampled
+    scaled: Counter[str] = Counter({
+        "tokens": stratum.tokens * by_chars, "document_tokens": stratum.document_tokens * by_chars,
+        "reusable_tokens": stratum.reusable_tokens * by_chars, "rows": stratum.rows * by_docs,
+        "truncated": stratum.truncated * by_docs, "chunked": stratum.chunked * by_docs, "split": stratum.split * by_docs,
+    })
+    scaled.update({f"failed:{code}": count * by_docs for code, count in stratum.failed.items()})
+    return scaled
+
+
+def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[PricedStratum], reuse_source: str,
+                  price_seconds: float) -> JobEstimate:
+    # Scaled to the whole input (a pass stopped early read part of it), then less the records
+    # planning refuses as repeated ids (it keeps each id's first record).
+    whole = 1 / scan.fraction_read if scan.fraction_read else 1.0
+    distinct_ids = scan.ids.count().distinct
+    factor = whole * (distinct_ids / scan.documents if scan.documents else 1.0)
+    sums: Counter[str] = Counter()
+    for stratum in priced:
+        sums.update(_scaled(stratum))
+    totals = {name: round(value * factor) for name, value in sums.items()}
+    failed = {name.removeprefix("failed:"): value for name, value in totals.items() if name.startswith("failed:")}
+    failed.update({code: round(count * whole) for code, count in scan.invalid.items()})
+    if scan.documents > distinct_ids:
+        failed["duplicate_id"] = round((scan.documents - distinct_ids) * whole)
+    distinct = scan.distinct.count()
+    repeated = max(0, scan.documents - distinct.distinct)
+    return JobEstimate(
+        model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
+        documents=round(scan.documents * whole), characters=round(scan.characters * whole),
+        tokens=totals.get("tokens", 0), document_tokens=totals.get("document_tokens", 0), rows=totals.get("rows", 0),
+        failed={code: count for code, count in sorted(failed.items()) if count},
+        truncated=totals.get("truncated", 0), chunked=totals.get("chunked", 0), split=totals.get("split", 0),
+        duplicates=Duplicates(documents=round(repeated * whole), distinct=round(distinct.distinct * whole),
+                              rate=repeated / scan.documents if scan.documents else 0.0, method=distinct.method,
+                              tokens=round(totals.get("tokens", 0) * repeated / scan.documents) if scan.documents else 0),
+        reuse=Reuse(tokens=totals.get("reusable_tokens", 0), source=reuse_source),
+        time=worker_time(ctx, spec.model, totals.get("tokens", 0)),
+        sample=EstimateSample(documents=sum(s.sampled for s in priced), characters=sum(s.sampled_characters for s in priced),
+                              fraction_read=round(scan.fraction_read, 4), scan_seconds=round(scan.seconds, 3),
+                              price_seconds=round(price_seconds, 3)),
+    )

@@ -1,0 +1,186 @@
+"""The sink step: after a job's manifest is written, load its rows into the sink it names.
+
+Runs as its own task (``poolq.load_sinks``), never inside the finalizer: a slow or failing store
+cannot hold the job back. The outcome is the manifest's ``sinks`` entry: ``pending`` (queued or
+retried), ``succeeded`` with the rows ``upserted``, ``deleted`` and ``unchanged``, or ``failed``
+with the error (the job's own state is untouched). ``poolq sink retry JOB`` queues a failed load
+again; nothing is recomputed: the parts in the bucket are loaded again.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.sink_config import SinkState
+from poolq.jobs.settings import Settings
+from poolq.jobs.sinks.sink import Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
+from poolq.jobs.sinks.sink_factory import open_sink
+from poolq.jobs.sinks.sink_outcome import record_sink_outcome
+from poolq.jobs.sinks.sink_rows import require_hashes, sink_rows, sink_schema, vector_origin
+from poolq.jobs.sinks.sync_plan import SyncPlan, plan_sync
+from poolq.storage import ObjectNotFoundError, read_embeddings
+
+log = logging.getLogger(__name__)
+
+SINK_UNIT = "sinks"  # the lease one sink step of a job holds
+LOADABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})
+
+
+def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | None:
+    """The manifest's first ``sinks``: pending for a job with rows to load, skipped otherwise."""
+    if sink is None:
+        return None
+    return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
+
+
+def load_sinks(job: JobHandle) -> None:
+    """Load the job's rows into each pending sink; SinkUnavailable (retryable) propagates."""
+    manifest = job.ledger.manifest()
+    if manifest is None or not manifest.sinks:
+        return
+    lease = job.ctx.leases.acquire(job.id, SINK_UNIT, job.ctx.settings.lease_ttl_s)
+    if lease is None:
+        return  # another sink step of this job runs
+    try:
+        for entry in manifest.sinks:
+            if entry.state == SinkState.PENDING:
+                plan = _load_scrubbed(job, manifest, entry.name)
+                outcome = ManifestSink(name=entry.name, state=SinkState.SUCCEEDED, upserted=plan.upserted,
+                                       deleted=len(plan.stale), unchanged=plan.unchanged,
+                                       finished_at=datetime.now(timezone.utc))
+                manifest = _record(job, outcome) or manifest
+    finally:
+        job.ctx.leases.release(lease)
+
+
+def _load_scrubbed(job: JobHandle, manifest: JobManifest, name: str) -> SyncPlan:
+    """``load_into`` sink ``name``; a sink error leaves with any configured URL or password masked
+    (the worker logs what a task raises)."""
+    try:
+        return load_into(job, manifest, open_sink(name, job.ctx.settings))
+    except (SinkError, SinkUnavailable) as exc:
+        raise type(exc)(scrub(str(exc), job.ctx.settings)) from None
+
+
+def fail_sinks(job: JobHandle, exc: BaseException) -> None:
+    """Giving up: every pending sink of the job is failed, with the error (secrets masked)."""
+    manifest = job.ledger.manifest()
+    for entry in (manifest.sinks or []) if manifest else []:
+        if entry.state == SinkState.PENDING:
+            error = scrub(f"{type(exc).__name__}: {exc}", job.ctx.settings)
+            log.warning("job %s: loading into sink %s failed: %s", job.id, entry.name, error)
+            _record(job, ManifestSink(name=entry.name, state=SinkState.FAILED, error=error,
+                                      finished_at=datetime.now(timezone.utc)))
+
+
+def retry_sinks(job: JobHandle) -> list[str]:
+    """Mark the job's failed sinks pending again and queue the load (and a pending one's again, in
+    case its task was lost: a load already running holds the lease, so the extra one does nothing);
+    the names retried."""
+    manifest = job.ledger.manifest()
+    retryable = (SinkState.FAILED, SinkState.PENDING)
+    failed = [entry.name for entry in (manifest.sinks or []) if entry.state in retryable] if manifest else []
+    if manifest is None or not failed:
+        return []
+    sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
+             for entry in manifest.sinks or []]
+    job.ledger.rewrite_manifest_sinks(sinks)
+    job.ctx.enqueuer.load_sinks(job.id)
+    return failed
+
+
+def load_into(job: JobHandle, manifest: JobManifest, sink: Sink) -> SyncPlan:
+    """Make ``sink`` hold exactly the job's rows (documents that failed this run keep theirs)."""
+    try:
+        parts = [part.key for part in manifest.parts]
+        schema = _schema(job, manifest, parts)
+        origin = vector_origin(manifest)
+        current = _current_keys(job, parts, origin)
+        plan = plan_sync(sink.stored_keys(), current, _failed_ids(job))
+        rows = _changed_rows(job, parts, schema, origin, plan.changed)
+        sink.apply(SinkLoad(schema=schema, rows=rows, stale=plan.stale))
+        return plan
+    finally:
+        sink.close()
+
+
+def _record(job: JobHandle, outcome: ManifestSink) -> JobManifest | None:
+    manifest = job.ledger.manifest()
+    sinks = [outcome if entry.name == outcome.name else entry for entry in (manifest.sinks or [])] if manifest else []
+    updated = job.ledger.rewrite_manifest_sinks(sinks)
+    record_sink_outcome(job, outcome)
+    return updated
+
+
+def _schema(job: JobHandle, manifest: JobManifest, parts: list[str]) -> SinkSchema:
+    part_schema = read_embeddings(job.ctx.store.get(parts[0])).schema if parts else pa.schema([])
+    return sink_schema(job.spec, part_schema, manifest.dimensions, _vocabulary_size(job))
+
+
+def _vocabulary_size(job: JobHandle) -> int | None:
+    """The model's vocabulary (sparsevec's dimensions), from its config.json."""
+    try:
+        config = json.loads((job.ctx.registry.resolve(job.spec.model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError):
+        return None
+    size = config.get("vocab_size")
+    return size if isinstance(size, int) else None
+
+
+def _current_keys(job: JobHandle, parts: list[str], origin: str) -> pa.Table:
+    """Every row's sync columns (``sink_rows`` without vectors), part by part."""
+    tables = []
+    for key in parts:
+        keys = sink_rows(read_embeddings(job.ctx.store.get(key)), SinkSchema(), None, origin)
+        require_hashes(keys)
+        tables.append(keys)
+    return pa.concat_tables(tables) if tables else SinkSchema().arrow_schema().empty_table()
+
+
+def _changed_rows(job: JobHandle, parts: list[str], schema: SinkSchema, origin: str,
+                  changed: frozenset[str]) -> Iterator[pa.Table]:
+    """The rows of changed documents, one part at a time (never the whole job in memory)."""
+    if not changed:
+        return
+    wanted = pa.array(sorted(changed), pa.string())
+    codec = job.spec.output.codec(normalized=True)
+    for key in parts:
+        part = read_embeddings(job.ctx.store.get(key))
+        part = part.filter(pc.is_in(part.column("id"), value_set=wanted))
+        if part.num_rows:
+            yield sink_rows(part, schema, codec, origin)
+
+
+def _failed_ids(job: JobHandle) -> frozenset[str]:
+    """Documents whose records failed this run (the error file's ids): their earlier rows stay."""
+    try:
+        raw = job.ctx.store.get(job.layout.errors)
+    except ObjectNotFoundError:
+        return frozenset()
+    ids = set()
+    for line in raw.splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if isinstance(record.get("id"), str):
+            ids.add(record["id"])
+    return frozenset(ids)
+
+
+def scrub(message: str, settings: Settings) -> str:
+    """``message`` without any configured sink's URL or password (a driver may quote them)."""
+    for config in settings.sinks.values():
+        url = config.url.get_secret_value()
+        password = urlsplit(url).password
+        message = message.replace(url, "<sink url>")
+        if password:
+            message = message.replace(password, "***")
+    return message
+

@@ -1,0 +1,122 @@
+"""Delivering one event: one signed attempt, its outcome recorded in the ledger (and on the job's
+status), and when the next attempt is due. The Celery task (``jobs/worker/tasks.py``) calls
+``deliver_event`` and re-sends itself after the delay it returns.
+
+Delivery is at least once: every attempt carries the event's id (``webhook-id``), so a receiver
+drops repeats. A 2xx answer delivers it; a redirect (never followed), 410 Gone or a refused
+address ends it as failed; anything else (no answer, other statuses) is retried with
+exponential back-off until ``webhook_retry_for_s`` after the event.
+"""
+from __future__ import annotations
+
+import http.client
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.webhook_records import JOB_ENDED, WebhookRecords
+from poolq.jobs.model.webhook import WebhookEvent, WebhookOutcome
+from poolq.jobs.settings import Settings
+from poolq.jobs.webhooks.address_check import Resolver, pinned_address, resolve
+from poolq.jobs.webhooks.allow_list import AllowList
+from poolq.jobs.webhooks.backoff import next_attempt_in
+from poolq.jobs.webhooks.sender import HttpSender, WebhookSender
+from poolq.jobs.webhooks.signing import signed_headers
+from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
+from poolq.jobs.webhooks.webhook_url import WebhookRefused
+
+log = logging.getLogger(__name__)
+GONE = 410  # the receiver says it will never want this event
+
+
+@dataclass(frozen=True)
+class Attempt:
+    status: int | None  # the receiver's answer, None if none came
+    error: str | None
+    final: bool  # another attempt would not change it
+
+    @property
+    def delivered(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def sender_for(settings: Settings) -> WebhookSender:
+    return HttpSender(settings.webhook_connect_timeout_s, settings.webhook_read_timeout_s,
+                      settings.webhook_max_response_bytes)
+
+
+def attempt_delivery(event: WebhookEvent, signing_secrets: list[str], allow: AllowList, sender: WebhookSender,
+                     now: float, resolver: Resolver = resolve) -> Attempt:
+    """One signed POST of ``event``, if its URL is allowed and its address may be reached now."""
+    try:
+        url, entry = allow.entry_for(event.url)  # the allow-list of now: the operator may have narrowed it
+        address = pinned_address(url, entry, resolver)
+    except WebhookRefused as exc:
+        return Attempt(None, f"refused: {exc}", final=True)
+    except ConnectionError as exc:  # the name does not resolve (now)
+        return Attempt(None, str(exc), final=False)
+    body = event.body()
+    try:
+        answer = sender.post(url, address, signed_headers(signing_secrets, event.id, int(now), body), body)
+    except (OSError, http.client.HTTPException) as exc:
+        return Attempt(None, f"no answer: {type(exc).__name__}: {exc}", final=False)
+    if 200 <= answer.status < 300:
+        return Attempt(answer.status, None, final=True)
+    if 300 <= answer.status < 400:
+        return Attempt(answer.status, f"redirect to {answer.location!r} not followed", final=True)
+    return Attempt(answer.status, f"HTTP {answer.status}: {answer.excerpt}".rstrip(": "), final=answer.status == GONE)
+
+
+def deliver_event(ctx: JobContext, job_id: str, name: str, *, attempt: int | None = None,
+                  sender: WebhookSender | None = None, resolver: Resolver = resolve,
+                  clock: Callable[[], float] = time.time) -> float | None:
+    """Attempt event ``name`` of ``job_id`` unless its delivery is over; returns the seconds until
+    the next attempt, or None when there is none (delivered, failed, no such event).
+
+    With ``attempt`` (the task's: 0, 1, ...) a message for an attempt already made sends nothing:
+    a message queued twice starts one chain of retries, not two. If it was the latest attempt,
+    the wait for the next is returned again (the task that made it may have died before queuing
+    it; a duplicate of that next message is dropped the same way)."""
+    job = JobHandle.bind(ctx, job_id)
+    records = WebhookRecords(ctx.store, job.layout)
+    event = records.event(name)
+    if event is None:
+        log.warning("job %s: no webhook event %s to deliver", job_id, name)
+        return None
+    outcome = records.outcome(name) or WebhookOutcome(event_id=event.id, type=event.type)
+    settings = ctx.settings
+    now = clock()
+    if outcome.is_final or (attempt is not None and attempt != outcome.attempts - 1 and attempt != outcome.attempts):
+        return None  # delivered or given up; or an older attempt's duplicate
+    if attempt is not None and attempt == outcome.attempts - 1:  # made already: queue its successor again
+        return next_attempt_in(outcome.attempts, now - event.created_at, settings.webhook_retry_base_s,
+                               settings.webhook_retry_max_s, settings.webhook_retry_for_s)
+    signing = WebhookSecretStore(ctx.store, settings.output_prefix).ensure(job.tenant).signing(now)
+    made = attempt_delivery(event, signing, AllowList.parse(settings.webhook_allow),
+                            sender or sender_for(settings), now, resolver)
+    attempts = outcome.attempts + 1
+    wait = None if made.final else next_attempt_in(attempts, now - event.created_at, settings.webhook_retry_base_s,
+                                                   settings.webhook_retry_max_s, settings.webhook_retry_for_s)
+    state = "delivered" if made.delivered else "pending" if wait is not None else "failed"
+    error = made.error if wait is not None or made.final else f"gave up after {attempts} attempts: {made.error}"
+    outcome = outcome.model_copy(update={"state": state, "attempts": attempts, "last_status": made.status,
+                                         "error": error})
+    records.write_outcome(name, outcome)
+    show_on_status(ctx, job_id, name, outcome)
+    log.info("job %s: webhook %s (%s) attempt %d: %s", job_id, event.id, event.type, attempts, error or state)
+    return wait
+
+
+def show_on_status(ctx: JobContext, job_id: str, name: str, outcome: WebhookOutcome) -> None:
+    """The job-end event's outcome on the cached status (the ledger's record is the truth; a status
+    whose record expired is rebuilt from it, so none is made here)."""
+    if name != JOB_ENDED:
+        return
+    try:
+        if ctx.status.field(job_id, "status") is not None:
+            ctx.status.update(job_id, webhook=outcome.model_dump_json())
+    except Exception:  # noqa: BLE001 - the cache is best effort; the ledger has the outcome
+        log.warning("job %s: webhook outcome not cached", job_id, exc_info=True)

@@ -1,0 +1,60 @@
+"""What a load must do, decided from keys alone; the in-process sink applies it like the real ones
+(tests/jobs/sinks/test_sink_sync.py runs all of them end to end)."""
+import pyarrow as pa
+import pytest
+
+from poolq.jobs.settings import Settings, SinkConfig
+from poolq.jobs.sinks.memory_sink import MemorySink
+from poolq.jobs.sinks.sink import STORED_KEYS_SCHEMA, SinkError, SinkLoad, SinkSchema
+from poolq.jobs.sinks.sink_load import scrub
+from poolq.jobs.sinks.sync_plan import plan_sync
+
+
+def _keys(*rows):
+    return pa.Table.from_pylist([dict(zip(STORED_KEYS_SCHEMA.names, row)) for row in rows], schema=STORED_KEYS_SCHEMA)
+
+
+def test_unchanged_changed_gone_and_stale_chunks():
+    stored = _keys(("same", 0, "h", "o"), ("edited", 0, "old", "o"), ("edited", 1, "old", "o"), ("edited", 2, "old", "o"),
+                   ("gone", 0, "h", "o"), ("failed", 0, "h", "o"), ("remodelled", 0, "h", "old-model"))
+    current = _keys(("same", 0, "h", "o"), ("edited", 0, "new", "o"), ("edited", 1, "new", "o"), ("new", 0, "h", "o"),
+                    ("remodelled", 0, "h", "o"))
+    plan = plan_sync(stored, current, kept=frozenset({"failed"}))
+    assert plan.changed == {"edited", "new", "remodelled"}
+    assert plan.stale == {("edited", 2), ("gone", 0)}  # the failed document keeps its row
+    assert (plan.upserted, plan.unchanged) == (4, 1)
+
+
+def test_a_half_loaded_document_is_loaded_again():
+    """An interrupted load left one of a document's two chunks: the document counts as changed."""
+    plan = plan_sync(_keys(("doc", 0, "h", "o")), _keys(("doc", 0, "h", "o"), ("doc", 1, "h", "o")))
+    assert plan.changed == {"doc"} and plan.upserted == 2 and not plan.stale
+
+
+def test_in_sync_means_nothing_to_do():
+    rows = _keys(("a", 0, "h", "o"), ("a", 1, "h", "o"), ("b", 0, "g", "o"))
+    plan = plan_sync(rows, rows)
+    assert (plan.changed, plan.stale, plan.upserted, plan.unchanged) == (frozenset(), frozenset(), 0, 3)
+
+
+def test_the_memory_sink_applies_a_load_and_refuses_a_missing_table():
+    schema = SinkSchema()
+    batch = pa.Table.from_pylist([{"id": "a", "chunk_index": 0, "content_hash": "h", "vector_origin": "o"}],
+                                 schema=schema.arrow_schema())
+    sink = MemorySink({}, create_table=True)
+    sink.apply(SinkLoad(schema, [batch]))
+    sink.apply(SinkLoad(schema, [batch]))  # idempotent
+    assert sink.stored_keys().to_pylist() == batch.to_pylist()
+    sink.apply(SinkLoad(schema, [], frozenset({("a", 0)})))
+    assert sink.stored_keys().num_rows == 0
+    with pytest.raises(SinkError, match="does not exist"):
+        MemorySink({}, create_table=False).apply(SinkLoad(schema, [batch]))
+
+
+def test_errors_lose_the_credentials_and_settings_never_print_them():
+    url = "postgresql://loader:hunter2-secret@db.internal/search"
+    settings = Settings(sinks={"db": url})
+    assert scrub(f"could not connect to {url}: password hunter2-secret refused", settings) == \
+        "could not connect to <sink url>: password *** refused"
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.sinks)
+    assert settings.sinks["db"] == SinkConfig(url=url)  # a bare string is the URL, with the defaults
