@@ -5,6 +5,9 @@ from dataclasses import dataclass
 
 # What the engine computes in. int8 weights are loaded as float32, then quantized and measured.
 COMPUTE_DTYPES = ("float32", "float16", "bfloat16", "int8")
+# What a caller may ask for: a compute dtype, or ``auto`` (engine/hardware.py's resolve_dtype picks it
+# for the device when the model loads: bf16 where the hardware runs it natively, else fp16/fp32).
+REQUESTED_DTYPES = (*COMPUTE_DTYPES, "auto")
 
 
 class EngineConfigError(ValueError):
@@ -22,13 +25,18 @@ class EngineConfig:
     """
 
     device: str = "cpu"
-    dtype: str = "float32"  # int8: the packed encoder's GEMMs in int8, quality-gated (engine/models/int8_encoder.py)
+    # auto: resolved when the model loads (PoolingEngine.from_pretrained, load_model);
+    # int8: the packed encoder's GEMMs in int8, quality-gated (engine/models/int8_encoder.py)
+    dtype: str = "auto"
     max_num_batched_tokens: int = 8192
     max_num_seqs: int = 128
     lookahead_tokens: int = 65536
     num_threads: int | None = None
     packed: bool = True  # the native packed forward where the architecture has one
     max_chunks_per_document: int | None = None  # chunk modes: more chunk rows are a per-record error
+    # Experimental: bias + LayerNorm after the dense GEMMs as one inductor-compiled pass (packed
+    # encoders; engine/models/fused_norm.py). Off by default: not yet measured on a quiet machine.
+    fuse_norms: bool = False
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1:
@@ -42,7 +50,7 @@ class EngineConfig:
             )
         if self.max_chunks_per_document is not None and self.max_chunks_per_document < 1:
             raise EngineConfigError(f"max_chunks_per_document must be >= 1, got {self.max_chunks_per_document}")
-        if self.dtype not in COMPUTE_DTYPES:
-            raise EngineConfigError(f"dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {self.dtype!r}")
+        if self.dtype not in REQUESTED_DTYPES:
+            raise EngineConfigError(f"dtype must be one of {', '.join(REQUESTED_DTYPES)}, got {self.dtype!r}")
         if self.dtype == "int8" and not self.device.startswith("cpu"):
             raise EngineConfigError(f"dtype int8 runs on the CPU (fbgemm); on {self.device} use bfloat16 or float16")

@@ -45,7 +45,8 @@ class PoolingEngine:
         self.tokenizer = loaded.tokenizer
         self.runner = loaded.runner
         self.dispatcher = loaded.dispatcher
-        self.config = config
+        # ``auto`` names what the model was loaded in (a config of an engine built on loaded weights)
+        self.config = replace(config, dtype=loaded.compute_dtype) if config.dtype == "auto" else config
         self.turns = EngineTurns()  # steps of concurrent runs take turns; urgent runs go first
         # A packed runner pads nothing: steps take windows in arrival order and results flow out in
         # order; a padded runner wants similar lengths side by side.
@@ -63,8 +64,9 @@ class PoolingEngine:
         registry: ModelRegistry | None = None,
         calibration: Calibration | None = None,
     ) -> "PoolingEngine":
-        """Load a local model directory, or a name the registry knows. Never reaches a hub. ``dtype="auto"``
-        picks what a worker's ``auto`` picks on this device (engine/hardware.py)."""
+        """Load a local model directory, or a name the registry knows. Never reaches a hub. The dtype is
+        ``dtype``, else ``config.dtype``, else ``auto``: what a worker's ``auto`` picks on this device
+        (engine/hardware.py: bf16 where the hardware runs it natively, fp16 on older GPUs, else fp32)."""
         config = config or EngineConfig()
         device = device or config.device
         config = replace(config, device=device, dtype=resolve_dtype(dtype or config.dtype, device))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.ledger.engine_claim import claimed_engine
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.model.job_ids import JobNotFound
@@ -43,6 +44,16 @@ class JobHandle:
     def spec(self) -> JobSpec:
         """The job's spec (written at submission, never changed)."""
         return self.ctx.specs.get(self.id, lambda: JobSpec.model_validate_json(self.ctx.store.get(self.layout.spec)))
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the job's rows are computed in here: its pin, else the one its first shard claimed
+        (docs/engine.md, "One engine per job"), else this worker's own."""
+        spec = self.spec
+        if spec.compute_dtype != "auto":
+            return spec.compute_dtype
+        claimed = None if spec.allow_mixed_engines else claimed_engine(self.ledger)
+        return claimed.dtype if claimed is not None else self.ctx.engines.dtype_for()
 
     @property
     def plan(self) -> Plan:

@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # int8 (CPU): the encoder's GEMMs in int8 where that keeps cosine >= 0.99 to float32, else refused
     # POOLQ_COMPUTE_DTYPE (POOLQ_DTYPE, its first name, still works)
     dtype: Literal["float32", "float16", "bfloat16", "int8", "auto"] = Field(
-        "float32", validation_alias=AliasChoices("POOLQ_COMPUTE_DTYPE", "POOLQ_DTYPE", "dtype"))
+        "auto", validation_alias=AliasChoices("POOLQ_COMPUTE_DTYPE", "POOLQ_DTYPE", "dtype"))
     # The engine's step: progress, cancel and the interactive lane's turn come between two steps, so
     # a step stays about a second of work. On a 2-core CPU, MiniLM does ~2,000 tokens/s, and a
     # smaller batch costs it no throughput (its GEMMs are long enough either way).

@@ -17,6 +17,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # API key records are signed (jobs/tenancy/key_signature.py): the APIs, CLIs and processes the tests start
 # share this secret, as a deployment's processes share theirs.
 os.environ.setdefault("POOLQ_KEY_SIGNING_SECRET", TEST_KEY_SIGNING_SECRET)
+# The compute dtype defaults to auto (bf16 on CPUs with AVX512-BF16 or AMX): the suite's comparisons at
+# 1e-5 (jobs vs engine vs HF references) pin float32, here for every Settings and every process the tests
+# start, and by dtype="float32" on each PoolingEngine.from_pretrained. Tests of auto clear it.
+os.environ.setdefault("POOLQ_COMPUTE_DTYPE", "float32")
 
 
 def _share_the_cpus_between_xdist_workers() -> None:
@@ -73,7 +77,7 @@ def sample_documents() -> list[dict]:
 def minilm_engine():
     from poolq.engine import PoolingEngine
 
-    return PoolingEngine.from_pretrained("all-MiniLM-L6-v2")
+    return PoolingEngine.from_pretrained("all-MiniLM-L6-v2", dtype="float32")
 
 
 @pytest.fixture(scope="session")

@@ -151,8 +151,9 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 @click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
 @click.option("--threads", default=None, type=int, help="torch threads (default: torch's)")
-@click.option("--dtypes", default="float32,int8", show_default=True,
-              help="poolq's compute dtypes to run, comma-separated (float32, bfloat16, int8)")
+@click.option("--dtypes", default="auto,float32,int8", show_default=True,
+              help="poolq's compute dtypes to run, comma-separated (auto: the default path; float32, bfloat16, int8; "
+              "DTYPE+fused: with the experimental fused bias+LayerNorm)")
 @click.option("--baselines", default="torch,onnx,openvino", show_default=True,
               help="sentence-transformers backends beside torch fp32, where importable")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
@@ -174,8 +175,12 @@ def print_bench(report: dict) -> None:
                f"auto dtype: {report['auto_dtype']}  threads={report['threads']}  (medians of {report['rounds']} rounds)")
     for reason in report["skipped"]:
         click.echo(f"  not run: {reason}")
-    click.echo(f"{'corpus':7} {'variant':14} {'dtype':9} {'tok/s':>8} {'vs ST fp32':>10} {'min cos':>9}")
+    peaks = "  ".join(f"{dtype} {gflops:,.0f}" for dtype, gflops in report.get("gemm_peak_gflops", {}).items())
+    click.echo(f"GEMM peak {'x'.join(map(str, report.get('gemm_shape', [])))} (GFLOP/s, median): {peaks or '-'}; "
+               "MFU = model FLOPs / s / the peak in the variant's dtype (docs/benchmarks.md)")
+    click.echo(f"{'corpus':7} {'variant':20} {'dtype':9} {'tok/s':>8} {'vs ST fp32':>10} {'min cos':>9} {'MFU':>6}")
     for corpus in report["corpora"]:
         for v in corpus["variants"]:
-            click.echo(f"{corpus['corpus']:7} {v['name']:14} {v['dtype']:9} {v['tokens_per_s']:>8.0f} "
-                       f"{v['vs_st_fp32']:>10.2f} {v['min_cos_vs_st_fp32']:>9.5f}")
+            utilisation = f"{v['mfu']:>6.1%}" if v.get("mfu") is not None else f"{'-':>6}"
+            click.echo(f"{corpus['corpus']:7} {v['name']:20} {v['dtype']:9} {v['tokens_per_s']:>8.0f} "
+                       f"{v['vs_st_fp32']:>10.2f} {v['min_cos_vs_st_fp32']:>9.5f} {utilisation}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from poolq.devtools.bench.corpora import build_corpora
-from poolq.devtools.bench.peak import encoder_flops, measure_matmul_gflops
+from poolq.devtools.bench.peak import measure_matmul_gflops
+from poolq.devtools.bench.roofline import encoder_flops
 from poolq.devtools.bench.variant_timing import min_cosine, time_variants
 from poolq.devtools.bench.variants import Variant
 

@@ -1,4 +1,4 @@
-"""The machine's measured fp32 matmul throughput, and the model FLOPs a corpus costs."""
+"""The machine's measured square-matmul throughput (the model FLOPs a corpus costs: roofline.py)."""
 from __future__ import annotations
 
 import statistics
@@ -22,15 +22,6 @@ def measure_matmul_gflops(size: int = 2048, repeats: int = 5, device: str = "cpu
         _synchronize(device)
         times.append(time.perf_counter() - start)
     return 2 * size**3 / statistics.median(times) / 1e9
-
-
-def encoder_flops(config, seq_lens: list[int]) -> float:
-    """Useful forward FLOPs of a BERT-style encoder over sequences of ``seq_lens`` (no padding)."""
-    hidden, ffn, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
-    tokens = sum(seq_lens)
-    linear = 2 * tokens * (4 * hidden * hidden + 2 * hidden * ffn)  # QKV + output, FFN in/out
-    attention = 2 * 2 * hidden * sum(n * n for n in seq_lens)  # QK^T and PV
-    return layers * (linear + attention)
 
 
 def _synchronize(device: str) -> None:

@@ -27,16 +27,20 @@ class Variant:
 
 
 def poolq_variant(model: str, dtype: str, registry, device: str = "cpu") -> Variant | str:
-    """poolq's engine in ``dtype``; a string saying why not (int8 refused by its quality gate)."""
-    from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
+    """poolq's engine in ``dtype`` (``auto+fused``: with EngineConfig.fuse_norms); a string saying
+    why not (int8 refused by its quality gate)."""
+    from poolq.engine import EngineConfig, LongDocumentMode, LongDocumentPolicy, PoolingEngine
     from poolq.engine.models.int8_encoder import Int8Refused
 
+    requested, _, option = dtype.partition("+")
+    config = EngineConfig(device=device, dtype=requested, fuse_norms=option == "fused")
     try:
-        engine = PoolingEngine.from_pretrained(model, registry=registry, device=device, dtype=dtype)
+        engine = PoolingEngine.from_pretrained(model, registry=registry, config=config)
     except Int8Refused as refused:
         return f"poolq {dtype}: {refused}"
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, window_tokens=engine.spec.max_position_tokens)
-    return Variant(f"poolq {dtype}", dtype, lambda texts: engine.embed(texts, policy=policy))
+    name = f"poolq {dtype}" if requested != "auto" else f"poolq auto={engine.config.dtype}{'+' + option if option else ''}"
+    return Variant(name, engine.config.dtype, lambda texts: engine.embed(texts, policy=policy))
 
 
 def st_variant(model_dir: str, backend: str, window: int, batch_size: int, device: str = "cpu") -> Variant | str:

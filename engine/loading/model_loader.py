@@ -7,9 +7,11 @@ from pathlib import Path
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.hardware import resolve_dtype
 from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
+from poolq.engine.models.fused_norm import fuse_norms
 from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.pooling.classifier_heads import Calibration
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
@@ -40,6 +42,7 @@ class LoadedModel:
     output_dim: int  # of embed outputs (after any projector)
     token_output_dim: int  # of token_embed outputs (BGE-M3: its ColBERT layer's)
     hf_config: object  # the transformers config (FLOP accounting, introspection)
+    compute_dtype: str = "float32"  # what it was loaded to compute in (``auto`` resolved)
 
 
 def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration | None = None) -> LoadedModel:
@@ -49,7 +52,8 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
 
     hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
     spec = read_model_spec(model_dir, is_causal=_is_decoder(model_dir))
-    device, dtype = torch.device(config.device), torch_dtype(config.dtype)
+    compute_dtype = resolve_dtype(config.dtype, config.device)
+    device, dtype = torch.device(config.device), torch_dtype(compute_dtype)
     auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
     model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
     model.eval().to(device)
@@ -60,11 +64,13 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
     dispatcher = build_dispatcher(spec, model, projector, calibration, m3)
     runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
-    if config.dtype == "int8":
+    if compute_dtype == "int8":
         quantize_runner(runner, tokenizer, spec.window_tokens)
+    if config.fuse_norms and isinstance(runner, PackedRunner):
+        fuse_norms(runner.encoder)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
-    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config)
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config, compute_dtype)
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:

@@ -158,13 +158,15 @@ class PackedLayer(nn.Module):
         self.ffn_out, self.ffn_norm = _child(output, "dense", nn.Linear), _child(output, "LayerNorm", nn.LayerNorm)
         self._inplace_activation = _inplace_activation(config.hidden_act)  # None: use the module
         self.int8: LayerInt8 | None = None  # set by int8_encoder.quantize_encoder: these GEMMs run in int8
+        # set by fused_norm.fuse_norms (EngineConfig.fuse_norms): bias + LayerNorm as one compiled pass
+        self.bias_norm: Callable[[torch.Tensor, torch.Tensor, nn.LayerNorm], torch.Tensor] | None = None
 
     def forward(self, hidden: torch.Tensor, packed: _PackedPass) -> torch.Tensor:  # [num_tokens, hidden]
         """``hidden`` [num_tokens, hidden] is consumed: it becomes the attention residual sum."""
         context = self.attention_context(hidden, packed)
         if self.int8 is not None:
             return self._dense_int8(hidden, context, self.int8)
-        hidden = _residual_norm(hidden, context, self.attn_out.weight, self.attn_out_bias, self.attn_norm)
+        hidden = _residual_norm(hidden, context, self.attn_out.weight, self.attn_out_bias, self.attn_norm, self.bias_norm)
         intermediate = packed.scratch_matrix(self.ffn_in.out_features)  # QKV is dead by now
         torch.addmm(_bias(self.ffn_in), hidden, self.ffn_in.weight.t(), out=intermediate)
         return self._ffn_out(hidden, intermediate)
@@ -195,14 +197,17 @@ class PackedLayer(nn.Module):
             self._inplace_activation(intermediate)
         else:
             intermediate = self.activation(intermediate)
-        return _residual_norm(hidden, intermediate, self.ffn_out.weight, _bias(self.ffn_out), self.ffn_norm)
+        return _residual_norm(hidden, intermediate, self.ffn_out.weight, _bias(self.ffn_out), self.ffn_norm,
+                              self.bias_norm)
 
 
 def _residual_norm(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                   norm: nn.LayerNorm) -> torch.Tensor:
+                   norm: nn.LayerNorm, bias_norm=None) -> torch.Tensor:
     """HF's ``LayerNorm(dense(x) + residual)`` (up to float summation order), accumulated into
-    ``residual`` in place: the GEMM adds onto it directly, so no [T, hidden] temporary is written."""
-    return norm(residual.addmm_(x, weight.t()).add_(bias))
+    ``residual`` in place: the GEMM adds onto it directly, so no [T, hidden] temporary is written.
+    ``bias_norm``: the bias add and the norm as one fused pass (fused_norm.py) instead of two."""
+    summed = residual.addmm_(x, weight.t())
+    return norm(summed.add_(bias)) if bias_norm is None else bias_norm(summed, bias, norm)
 
 
 def _bias(linear: nn.Linear) -> torch.Tensor:

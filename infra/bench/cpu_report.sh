@@ -29,7 +29,7 @@ if [[ "$mode" != "--dry-run" ]]; then
 fi
 step "machine" python3 -c "import os; from poolq.engine.hardware import cpu_model, noted_flags, resolve_dtype; \
 print(cpu_model(), '|', os.cpu_count(), 'cores | flags:', ' '.join(noted_flags()), '| auto:', resolve_dtype('auto', 'cpu'))"
-bench=(-m poolq.api bench --dtypes float32,bfloat16,int8 --texts "$texts" --rounds "$rounds")
+bench=(-m poolq.api bench --dtypes auto,auto+fused,float32,bfloat16,int8 --texts "$texts" --rounds "$rounds")
 step "poolq bench (ST torch)" python3 "${bench[@]}" --baselines torch
 for backend in openvino onnx; do
   if [[ -x ".poolq/bench-$backend/bin/python" || "$mode" == "--dry-run" ]]; then
@@ -42,5 +42,6 @@ step "nDCG@10 on the Python FAQ" python3 infra/bench/faq_retrieval.py --dtypes f
 step "torch.compile probe" python3 infra/bench/compile_probe.py --dtypes float32,bfloat16 --texts "$texts" --rounds "$rounds"
 step "bf16 attention: two GEMMs + softmax vs SDPA" python3 infra/bench/attention_probe.py --texts "$texts" --rounds "$rounds"
 step "bf16 profile" python3 infra/bench/engine_profile.py --dtypes bfloat16
+step "jobs keep engine speed (job vs engine, marginal tokens/s)" python3 infra/bench/job_vs_engine.py --profile --rounds "$rounds"
 step "precision tests" python3 -m pytest -q -rs -p no:cacheprovider tests/engine/models
 if [[ "$mode" != "--dry-run" ]]; then echo "report: $report" >&2; fi

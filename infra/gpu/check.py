@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,16 +40,18 @@ def minilm_model() -> str:
     return str(CARRIED_MINILM) if CARRIED_MINILM.is_dir() else "all-MiniLM-L6-v2"
 
 
-def check_engine_matches_cpu(model: str, texts: list[str]) -> float:
-    """Worst relative error of CUDA bf16 vectors against CPU fp32 (must be <= 1e-2)."""
+def check_engine_matches_cpu(model: str, texts: list[str]) -> tuple[float, float]:
+    """CUDA bf16 vectors against CPU fp32 (pinned: ``auto`` would be bf16 on a CPU with AVX512-BF16):
+    the worst relative error (must be <= 1e-2) and the lowest cosine per vector (must be >= 0.999)."""
     import numpy as np
 
     from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
 
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE)
-    cpu = PoolingEngine.from_pretrained(model).embed(texts, normalize=False, policy=policy)
+    cpu = PoolingEngine.from_pretrained(model, dtype="float32").embed(texts, normalize=False, policy=policy)
     gpu = PoolingEngine.from_pretrained(model, device="cuda", dtype="bfloat16").embed(texts, normalize=False, policy=policy)
-    return float((np.linalg.norm(gpu - cpu, axis=1) / np.linalg.norm(cpu, axis=1)).max())
+    cosines = (gpu * cpu).sum(1) / (np.linalg.norm(gpu, axis=1) * np.linalg.norm(cpu, axis=1))
+    return float((np.linalg.norm(gpu - cpu, axis=1) / np.linalg.norm(cpu, axis=1)).max()), float(cosines.min())
 
 
 def check_span_mean_kernel() -> float:
@@ -90,6 +93,7 @@ def main() -> int:
 
     from poolq.devtools.bench import run_benchmark
     from poolq.devtools.demo.sample_corpus import load_sample_corpus
+    from poolq.engine.hardware import resolve_dtype
     from poolq.engine.kernels import segment_pool  # noqa: F401 - Triton must import before any timing
 
     versions = ", ".join(f"{name} {getattr(importlib.import_module(name), '__version__', '?')}" for name in NEEDED)
@@ -97,20 +101,22 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check")
         return 2
-    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    print(f"{date.today().isoformat()}  device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     minilm = minilm_model()
     print(f"MiniLM from {minilm}")
     texts = [doc["text"] for doc in load_sample_corpus()]
     failures = 0
-    error = check_engine_matches_cpu(minilm, texts)
-    failures += error > 1e-2
-    print(f"MiniLM CUDA bf16 vs CPU fp32: max relative error {error:.2e} ({'ok' if error <= 1e-2 else 'FAIL'})")
+    error, cosine = check_engine_matches_cpu(minilm, texts)
+    failures += error > 1e-2 or cosine < 0.999
+    print(f"MiniLM CUDA bf16 vs CPU fp32: max relative error {error:.2e}, min cosine per vector {cosine:.5f} "
+          f"({'ok' if error <= 1e-2 and cosine >= 0.999 else 'FAIL'})")
+    print(f"auto on this device: {resolve_dtype('auto', 'cuda')} (capability {torch.cuda.get_device_capability()})")
     kernel_error = check_span_mean_kernel()
     failures += kernel_error > 1e-3
     print(f"Triton span_mean vs torch reference (bf16 in, fp32 out): max abs error {kernel_error:.2e}")
     with tempfile.TemporaryDirectory() as tmp:
         models = {"all-MiniLM-L6-v2": minilm, "bert-base-random": str(base_size_encoder(Path(tmp), minilm))}
-        print(f"{'model':18} {'corpus':7} {'poolq tok/s':>12} {'ST fp16 tok/s':>14} {'ratio':>6} {'TFLOP/s':>8} {'%peak':>6}")
+        print(f"{'model':18} {'corpus':7} {'poolq tok/s':>12} {'ST fp16 tok/s':>14} {'ratio':>6} {'TFLOP/s':>8} {'MFU':>6}")
         for label, model in models.items():
             report = run_benchmark(model, rounds=3, num_mixed=2000, batch_size=128, device="cuda", dtype="bfloat16")
             for r in report["corpora"]:

@@ -20,6 +20,7 @@ from poolq.jobs.estimate.sample_pricing import PricedStratum, cost_model, price_
 from poolq.jobs.estimate.sample_tokenizer import SampleTokenizers
 from poolq.jobs.estimate.worker_time import worker_time
 from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS
 
 _TOKENIZERS = SampleTokenizers()  # one per process: a tokenizer loads in a second, then serves every estimate
 
@@ -68,18 +69,31 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
         failed["duplicate_id"] = round((scan.documents - distinct_ids) * whole)
     distinct = scan.distinct.count()
     repeated = max(0, scan.documents - distinct.distinct)
+    tokens = totals.get("tokens", 0)
+    repeated_tokens = round(tokens * repeated / scan.documents) if scan.documents else 0
+    reusable_tokens = totals.get("reusable_tokens", 0)
+    computed = _computed_tokens(spec, ctx, tokens, repeated_tokens + reusable_tokens)
     return JobEstimate(
         model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
         documents=round(scan.documents * whole), characters=round(scan.characters * whole),
-        tokens=totals.get("tokens", 0), document_tokens=totals.get("document_tokens", 0), rows=totals.get("rows", 0),
+        tokens=tokens, computed_tokens=computed, document_tokens=totals.get("document_tokens", 0),
+        rows=totals.get("rows", 0),
         failed={code: count for code, count in sorted(failed.items()) if count},
         truncated=totals.get("truncated", 0), chunked=totals.get("chunked", 0), split=totals.get("split", 0),
         duplicates=Duplicates(documents=round(repeated * whole), distinct=round(distinct.distinct * whole),
                               rate=repeated / scan.documents if scan.documents else 0.0, method=distinct.method,
-                              tokens=round(totals.get("tokens", 0) * repeated / scan.documents) if scan.documents else 0),
-        reuse=Reuse(tokens=totals.get("reusable_tokens", 0), source=reuse_source),
-        time=worker_time(ctx, spec.model, totals.get("tokens", 0)),
+                              tokens=repeated_tokens),
+        reuse=Reuse(tokens=reusable_tokens, source=reuse_source),
+        time=worker_time(ctx, spec.model, computed),
         sample=EstimateSample(documents=sum(s.sampled for s in priced), characters=sum(s.sampled_characters for s in priced),
                               fraction_read=round(scan.fraction_read, 4), scan_seconds=round(scan.seconds, 3),
                               price_seconds=round(price_seconds, 3)),
     )
+
+
+def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, saved: int) -> int:
+    """What the workers would run: a repeated text is computed once per job (docs/reuse.md), and
+    what is already computed is copied; a score job, or a service with reuse off, runs everything."""
+    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled:
+        return tokens
+    return max(0, tokens - saved)

@@ -53,7 +53,10 @@ class JobEstimate(BaseModel):
     long_documents_mode: str
     documents: int = Field(description="valid records (planning's refusals not counted)")
     characters: int
-    tokens: int = Field(description="estimated tokens the model runs (the job's usage.tokens)")
+    tokens: int = Field(description="estimated tokens of the job's documents as the model takes them, every repeat "
+                        "counted (the job's usage.tokens + reuse.reused_tokens)")
+    computed_tokens: int = Field(description="estimated tokens the workers run: tokens less the repeats (computed once "
+                                 "per job) and what is already available for reuse (the job's usage.tokens)")
     document_tokens: int = Field(description="estimated tokens of the whole documents, before any cut")
     rows: int = Field(description="estimated output rows (the manifest's counts.rows): chunk rows in the chunk modes")
     failed: dict[str, int] = Field(default_factory=dict, description="documents that would fail, by error code "

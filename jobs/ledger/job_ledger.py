@@ -94,6 +94,7 @@ class ShardCommit:
     error_samples: list[str] = field(default_factory=list)  # and their first messages
     reused_documents: int = 0  # of ``documents``: copied from an earlier computation of their text (docs/reuse.md)
     reused_tokens: int = 0  # the tokens those copies would have cost; ``tokens`` counts what was computed
+    engine_identity: dict | None = None  # EngineIdentity of the engine that embedded it, in full
 
     @property
     def errors_summary(self) -> ErrorSummary:

@@ -172,6 +172,11 @@ class JobLayout:
         """The commit marker: names the one attempt whose outputs count."""
         return self._key("work", f"shard-{shard:05d}.commit.json")
 
+    @property
+    def engine_claim(self) -> str:
+        """The engine identity the job's rows come from: claimed by its first shard (written once)."""
+        return self._key("work", "engine.json")
+
     def shard_key_prefixes(self, shard: int) -> tuple[str, str]:
         """The prefixes under which all of ``shard``'s attempt objects (and nothing else) live."""
         return self._key("parts", f"part-{shard:05d}."), self._key("work", f"shard-{shard:05d}.")

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
+from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkStateName
@@ -148,6 +149,9 @@ class JobManifest(_ManifestBlock):
     task: str
     options: dict[str, Any]  # the job spec without its input: what the output depends on
     engines: list[str] = []  # engine identities that made the vectors (model files + dtype)
+    # The one engine identity the rows come from (model, revision, dtype, pooling, head, device); None
+    # if no shard embedded any, or several engines did (allow_mixed_engines: ``engines`` lists them).
+    engine: EngineIdentity | None = None
     columns: list[str]
     dimensions: int | None
     output: OutputEncoding | None = None
@@ -164,8 +168,8 @@ class JobManifest(_ManifestBlock):
     sinks: list[ManifestSink] | None = None  # a job naming a sink: its load's outcome (rewritten as it goes)
     report: DataReport | None = None  # the data report (jobs/report/): lengths, cuts, duplicates; absent before it
     reuse: ReuseCounts | None = None  # what content-addressed reuse saved (docs/reuse.md); None before it existed
-    # Manifests written before sinks, reports and reuse stay as they were.
-    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report", "reuse")
+    # Manifests written before sinks, reports, reuse and the engine block stay as they were.
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("sinks", "report", "reuse", "engine")
 
     def to_json_bytes(self) -> bytes:
         return self.model_dump_json(indent=2).encode()

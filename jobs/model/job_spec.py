@@ -139,6 +139,10 @@ class LongDocuments(LongDocumentPolicy):
         return self
 
 
+# The compute dtype a job may pin; auto: what the worker that runs its first shard computes in
+# (Settings.dtype, itself auto by default), then every shard in that one (jobs/steps/engine_choice.py).
+ComputeDtype = Literal["auto", "float32", "float16", "bfloat16", "int8"]
+
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).
 JobTaskName = Literal["embed", "sparse_embed", "classify", "score", "token_embed", "token_classify"]
 ScoreMode = Literal["auto", "cross_encoder", "cosine", "maxsim"]
@@ -203,6 +207,16 @@ class JobSpec(_Strict):
     )
     webhook: WebhookTarget | None = Field(
         None, description="where to POST the job's signed events (its end): docs/webhooks.md",
+    )
+    compute_dtype: ComputeDtype = Field(
+        "auto", description="what the model computes in; auto: the dtype of the worker that runs the first shard "
+        "(bf16 where the hardware runs it natively), then every shard in it. A pinned dtype is computed by any "
+        "worker, natively or emulated (bf16 on an AVX2 CPU: same vectors, slower)",
+    )
+    allow_mixed_engines: bool = Field(
+        False, description="let each worker embed this job's shards with its own engine (its own dtype unless "
+        "compute_dtype pins one, its model files, its device kind); by default all rows come from one engine "
+        "identity, the manifest's engine block",
     )
 
     @property

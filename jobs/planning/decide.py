@@ -101,7 +101,7 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
         first_lines=numbers, duplicates=decisions.duplicates, carried=carried,
         field_types=merge_section_types(included, [scan.field_types for scan in scans]),
         carried_records=decisions.carried if carried else 0,
-        engine=ctx.engines.identity(job.spec.model) if carried else None,  # what Baseline.load checked
+        engine=ctx.engines.identity(job.spec.model, job.spec.compute_dtype) if carried else None,  # what Baseline.load checked
     ))
 
 

@@ -41,8 +41,9 @@ class BaselineChanged(RuntimeError):
 
 def comparable_options(options: dict) -> dict:
     """A manifest's (or spec's) options without what does not change the vectors."""
+    # compute_dtype: the engine identity below compares what the rows were computed in
     return {name: value for name, value in options.items()
-            if name not in ("input", "incremental_from", "sink", "webhook", "reuse")}
+            if name not in ("input", "incremental_from", "sink", "webhook", "reuse", "compute_dtype", "allow_mixed_engines")}
 
 
 def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:
@@ -58,7 +59,7 @@ def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifes
     if manifest.model != spec.model or comparable_options(manifest.options) != options:
         log.info("incremental_from %s: other model or options; embedding everything", spec.incremental_from)
         return None
-    engine = ctx.engines.identity(spec.model)
+    engine = ctx.engines.identity(spec.model, spec.compute_dtype)
     if manifest.engines != [engine]:
         log.info("incremental_from %s: made by %s, not %s (other model files or dtype); embedding everything",
                  spec.incremental_from, manifest.engines, engine)

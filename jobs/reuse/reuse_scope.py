@@ -26,9 +26,10 @@ class JobReuse:
 
     @cached_property
     def scope(self) -> str:
-        """The keys' scope: needs the engine's identity (the model's files), so only where it is used."""
+        """The keys' scope: needs the engine's identity (the model's files), so only where it is used.
+        Its dtype is the job's (``JobHandle.compute_dtype``): on a shard, the one its engine computes in."""
         spec = self.job.spec
-        return reuse_scope(spec, self.job.ctx.engines.identity(spec.model))
+        return reuse_scope(spec, self.job.ctx.engines.identity(spec.model, self.job.compute_dtype))
 
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":

@@ -14,7 +14,15 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
-from poolq.jobs.model.job_spec import JobSpec, JobTasks, LongDocuments, OutputOptions, ScoreMode, UriInput
+from poolq.jobs.model.job_spec import (
+    ComputeDtype,
+    JobSpec,
+    JobTasks,
+    LongDocuments,
+    OutputOptions,
+    ScoreMode,
+    UriInput,
+)
 from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.model.sink_config import SinkName
 from poolq.jobs.model.webhook import WebhookTarget
@@ -34,6 +42,8 @@ class JobTemplate(BaseModel):
     output: OutputOptions = Field(default_factory=OutputOptions)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
     sink: SinkName | None = None  # every run loads into it, keeping the store in sync (docs/sinks/)
+    compute_dtype: ComputeDtype = "auto"  # pin it where workers' dtypes differ: runs carry rows of one dtype
+    allow_mixed_engines: bool = False
 
 
 class ScheduleRequest(BaseModel):

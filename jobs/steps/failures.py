@@ -9,6 +9,7 @@ import kombu.exceptions
 import redis.exceptions
 
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.model.engine_identity import EngineMismatch
 from poolq.jobs.model.job_state import JobState
 from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
 
@@ -23,6 +24,7 @@ RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
     botocore.exceptions.ConnectTimeoutError, botocore.exceptions.ReadTimeoutError,
     botocore.exceptions.EndpointConnectionError,
+    EngineMismatch,  # this worker cannot make the job's rows: the retry leaves the shard to another (bounded)
 )
 # Permanent even though they are StorageErrors: retrying reads the same missing/invalid input.
 FATAL_ERRORS: tuple[type[BaseException], ...] = (ObjectNotFoundError, InvalidURIError, ConditionalWritesUnsupported)

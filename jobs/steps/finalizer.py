@@ -12,6 +12,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.engine_claim import job_engine
 from poolq.jobs.ledger.job_ledger import Plan, ShardCommit
 from poolq.jobs.ledger.manifest import (
     JobManifest,
@@ -138,6 +139,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         task=spec.task_label,
         options=spec.model_dump(mode="json", exclude={"input"}),
         engines=_engines(plan, commits),
+        engine=job_engine(ledger, commits, spec.allow_mixed_engines),
         columns=schema.names,
         dimensions=dimensions,
         output=_output_block(spec, dimensions, schema, model_spec),

@@ -35,6 +35,7 @@ class AttemptOutput:
     dimensions: int | None = None
     gave_up: bool = False
     engine: str | None = None  # EnginePool.identity of the engine that embedded the rows
+    engine_identity: dict | None = None  # and in full (EngineIdentity): model, revision, dtype, pooling, head, device
     stats: ShardStats | None = None  # the data report's counts (written beside the part)
     reused_documents: int = 0  # of ``documents``: rows copied from an earlier computation of their text
     reused_tokens: int = 0  # what computing those would have cost (``tokens`` counts only what was computed)
@@ -70,6 +71,7 @@ def write_attempt(job: JobHandle, shard: int, lease: Lease, output: AttemptOutpu
         engine=output.engine, error_codes=summary.codes, error_samples=list(summary.samples),
         not_processed=output.not_processed, characters=output.characters,
         reused_documents=output.reused_documents, reused_tokens=output.reused_tokens,
+        engine_identity=output.engine_identity,
     )
 
 

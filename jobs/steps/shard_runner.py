@@ -24,6 +24,7 @@ from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.shard_reuse import no_copies, publish, sort_out
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
+from poolq.jobs.steps.engine_choice import choose_engine
 from poolq.jobs.steps.shard_attempt import (
     GAVE_UP_CODE,
     NOT_PROCESSED_CODE,
@@ -115,14 +116,14 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     """Run the shard's records through the job's task; its rows and per-record errors. A cancel
     between two engine steps keeps what is done and lists the other records as not processed."""
     spec = job.spec
-    engine = job.ctx.engines.get(spec.model)
+    engine, identity = choose_engine(job)  # the job's one engine identity (EngineMismatch: left to another)
     task = job_task(spec)
     rows = task.rows(engine)
     included = IncludedColumns(spec.output.include_fields, job.plan.field_types)
     rows.include_columns(included.arrow_types())
     stats = ShardStats(window=engine.window(spec.long_documents.policy()))
-    output = AttemptOutput(rows, dimensions=task.dimensions(engine), engine=job.ctx.engines.identity(spec.model),
-                           stats=stats)
+    output = AttemptOutput(rows, dimensions=task.dimensions(engine), engine=identity.key,
+                           engine_identity=identity.model_dump(), stats=stats)
     done: set[str] = set()
     reuse = JobReuse.of(job)
     copies = no_copies(records)

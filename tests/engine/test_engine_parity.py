@@ -35,7 +35,8 @@ def test_sample_corpus_matches_sentence_transformers(minilm_engine, st_minilm, s
 def test_results_come_back_in_input_order_across_many_small_batches(st_minilm, sample_documents):
     # A tiny budget and lookahead force many batches and several lookahead windows.
     engine = PoolingEngine.from_pretrained(
-        "all-MiniLM-L6-v2", config=EngineConfig(max_num_batched_tokens=600, max_num_seqs=3, lookahead_tokens=1200)
+        "all-MiniLM-L6-v2", config=EngineConfig(max_num_batched_tokens=600, max_num_seqs=3, lookahead_tokens=1200),
+        dtype="float32",
     )
     texts = [doc["text"][: 200 + 37 * i] for i, doc in enumerate(sample_documents[:20])]
     results = list(engine.run((PoolingRequest(f"k{i}", t) for i, t in enumerate(texts)), TRUNCATE))

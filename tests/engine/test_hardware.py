@@ -6,12 +6,16 @@ from poolq.engine.hardware import cpu_flags, cpu_model, noted_flags, resolve_dty
 ZEN3 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse2 avx avx2 fma\n"
 SAPPHIRE_RAPIDS = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
 ICE_LAKE = "processor\t: 0\nflags\t\t: avx2 avx512f avx512_vnni\n"
+# Zen 4 (EPYC 9xx4): AVX-512 with BF16 and VNNI, no AMX.
+EPYC_GENOA = ("processor\t: 0\nmodel name\t: AMD EPYC 9B14\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512dq "
+              "avx512_vnni avx512_bf16 avx512vl\n")
 
 
 @pytest.mark.parametrize("cpuinfo, device, expected", [
     (ZEN3, "cpu", "float32"),
     (ICE_LAKE, "cpu", "float32"),  # AVX-512 without BF16: bf16 is emulated, slower than fp32
-    (SAPPHIRE_RAPIDS, "cpu", "bfloat16"),
+    (SAPPHIRE_RAPIDS, "cpu", "bfloat16"),  # AMX
+    (EPYC_GENOA, "cpu", "bfloat16"),  # AVX512-BF16 without AMX
 ])
 def test_auto_is_bf16_only_where_the_hardware_runs_it_fast(cpuinfo, device, expected):
     assert resolve_dtype("auto", device, cpu_flags(cpuinfo)) == expected
@@ -75,3 +79,49 @@ def test_native_bf16_is_read_from_this_cpus_flags_and_decides_auto(monkeypatch, 
         assert resolve_dtype("auto", "cpu") == ("bfloat16" if native else "float32")
     finally:
         hardware.native_bf16_cpu.cache_clear()  # the real CPU's answer for the tests after this one
+
+
+def test_auto_is_the_default_of_workers_the_cli_and_the_engine(monkeypatch):
+    from poolq.engine import EngineConfig
+    from poolq.jobs.settings import Settings
+
+    monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)  # the suite's float32 pin (tests/conftest.py)
+    monkeypatch.delenv("POOLQ_DTYPE", raising=False)
+    assert Settings().dtype == "auto" and EngineConfig().dtype == "auto"
+
+
+@pytest.mark.parametrize("cpuinfo, expected", [(ZEN3, "float32"), (SAPPHIRE_RAPIDS, "bfloat16"),
+                                               (EPYC_GENOA, "bfloat16")])
+def test_a_default_worker_computes_in_what_its_cpu_runs_natively(monkeypatch, cpuinfo, expected):
+    import poolq.engine.hardware as hardware
+    from poolq.jobs.settings import Settings
+
+    monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)
+    monkeypatch.delenv("POOLQ_DTYPE", raising=False)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda text=None: cpu_flags(cpuinfo))
+    settings = Settings()
+    assert settings.compute_dtype == expected and settings.engine_config().dtype == expected
+
+
+@pytest.mark.parametrize("capability, expected", [((8, 6), "bfloat16"), ((7, 5), "float16")])
+def test_a_default_cuda_worker_computes_by_the_devices_capability(monkeypatch, capability, expected):
+    import poolq.engine.hardware as hardware
+    from poolq.jobs.settings import Settings
+
+    monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)
+    monkeypatch.delenv("POOLQ_DTYPE", raising=False)
+    monkeypatch.setattr(hardware, "cuda_device_capability", lambda device: capability)
+    assert Settings(device="cuda:0").compute_dtype == expected
+
+
+def test_the_engine_loads_in_auto_unless_told(monkeypatch):
+    import torch
+
+    import poolq.engine.hardware as hardware
+    from poolq.engine import PoolingEngine
+
+    monkeypatch.setattr(hardware, "cpu_flags", lambda text=None: cpu_flags(SAPPHIRE_RAPIDS))
+    engine = PoolingEngine.from_pretrained("splade-tiny")  # small: bf16 emulated here is fine for a load
+    assert engine.config.dtype == "bfloat16"
+    assert {p.dtype for p in engine.runner.encoder.parameters()} == {torch.bfloat16}
+    assert PoolingEngine.from_pretrained("splade-tiny", dtype="float32").config.dtype == "float32"

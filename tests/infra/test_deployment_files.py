@@ -449,6 +449,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
         layout.stage_record(0, "scan"), layout.stage_record(0, "cut"),
         layout.attempt_part(0, attempt), layout.attempt_errors(0, attempt), layout.carried_part(0),
         layout.errors, layout.manifest, layout.webhook_event(JOB_ENDED), layout.webhook_outcome(JOB_ENDED),
+        layout.engine_claim,
     }
     values = {"<prefix>": prefix, "<tenant>": tenant, "<job_id>": job, "<schedule_id>": schedule,
               "<sha256>": digest, "<attempt>": attempt, "<key_id>": record.key_id, "<slot>": slot_name(slot),

@@ -39,7 +39,9 @@ def test_the_report_names_the_cpu_the_dtypes_and_the_ratios():
     report = run_variants(dtypes=("float32", "int8"), backends=("torch",), rounds=1, num_mixed=8, threads=2,
                           num_long=6)
     assert report["auto_dtype"] in ("float32", "bfloat16") and isinstance(report["isa_flags"], list)
+    assert set(report["gemm_peak_gflops"]) == {"float32", "int8"} and report["gemm_shape"] == [4096, 384, 1536]
     for corpus in report["corpora"]:
+        assert corpus["gflop"] > 0 and all(0 < v["mfu"] for v in corpus["variants"])
         by_name = {v["name"]: v for v in corpus["variants"]}
         assert set(by_name) == {"poolq float32", "poolq int8", "ST torch"}
         assert by_name["ST torch"]["vs_st_fp32"] == 1.0 and by_name["poolq float32"]["min_cos_vs_st_fp32"] > 0.9999

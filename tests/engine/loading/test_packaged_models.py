@@ -251,7 +251,7 @@ def test_smollm2_converted_hidden_states_equal_the_gguf_models(smollm2_converted
 def test_engine_sparse_embed_equals_the_splade_reference(splade_vectors):
     from poolq.engine import PoolingEngine, PoolingTask
 
-    engine = PoolingEngine.from_pretrained("splade-tiny")
+    engine = PoolingEngine.from_pretrained("splade-tiny", dtype="float32")
     assert engine.supported_tasks == (PoolingTask.SPARSE_EMBED,)
     for text, sparse, reference in zip(SPLADE_TEXTS, engine.encode(SPLADE_TEXTS, PoolingTask.SPARSE_EMBED), splade_vectors):
         dense = torch.zeros_like(reference)
@@ -267,7 +267,7 @@ def test_engine_last_pooling_on_smollm2_equals_transformers(smollm2_converted, s
 
     from poolq.engine import PoolingEngine, PoolingType
 
-    engine = PoolingEngine.from_pretrained(str(smollm2_converted["dir"]))
+    engine = PoolingEngine.from_pretrained(str(smollm2_converted["dir"]), dtype="float32")
     assert (engine.spec.pooling, engine.spec.window_tokens, engine.spec.normalize) == (PoolingType.LAST, 8192, False)
     # When short texts and a ~1,500-token document are embedded together
     tokenizer = AutoTokenizer.from_pretrained(smollm2_converted["dir"])

@@ -182,7 +182,7 @@ def test_late_chunks_refuse_non_mean_models_unless_allowed(model_factory, bert_c
     from poolq.engine import PoolingEngine
 
     path, _ = model_factory("cls-encoder", BertModel, bert_config())
-    engine = PoolingEngine.from_pretrained(str(path))  # no pooling config: CLS
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")  # no pooling config: CLS
     with pytest.raises(PolicyError, match="pools with CLS"):
         list(engine.run([PoolingRequest("d", "text")], LongDocumentPolicy(mode=LongDocumentMode.LATE_CHUNKS)))
     (ok,) = engine.run([PoolingRequest("d", "some text")],

@@ -30,7 +30,7 @@ def _content_windows(engine, text, window):
 
 @pytest.fixture(scope="module")
 def splade_engine():
-    return PoolingEngine.from_pretrained(str(PACKAGED_MODELS["splade-tiny"].location()))
+    return PoolingEngine.from_pretrained(str(PACKAGED_MODELS["splade-tiny"].location()), dtype="float32")
 
 
 @torch.no_grad()
@@ -76,7 +76,7 @@ def test_chunked_classify_averages_logits_by_tokens_then_activates(model_factory
 
     config = bert_config(num_labels=3, problem_type="multi_label_classification")
     path, hf = model_factory("multilabel-chunked", BertForSequenceClassification, config)
-    engine = PoolingEngine.from_pretrained(str(path))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
     windows = _content_windows(engine, LONG_TEXT, WINDOW)
     # Reference: each window's logits weighted by its tokens, averaged, then the sigmoid
     logits = torch.stack([hf(input_ids=torch.tensor([ids])).logits[0] for ids in windows])

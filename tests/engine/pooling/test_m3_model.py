@@ -19,7 +19,7 @@ ALL = (PoolingTask.EMBED, PoolingTask.SPARSE_EMBED, PoolingTask.TOKEN_EMBED)
 def m3(tmp_path_factory):
     path = tmp_path_factory.mktemp("m3")
     modules = save_random_m3_model(path, seed=5)
-    return path, modules, PoolingEngine.from_pretrained(str(path))
+    return path, modules, PoolingEngine.from_pretrained(str(path), dtype="float32")
 
 
 @torch.no_grad()

@@ -20,7 +20,7 @@ def test_cross_encoder_scores_equal_transformers_plus_sigmoid(model_factory, ber
     from transformers import BertForSequenceClassification
 
     path, hf = model_factory("xenc", BertForSequenceClassification, bert_config(num_labels=1))
-    engine = PoolingEngine.from_pretrained(str(path))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
     assert engine.supported_tasks == (PoolingTask.CLASSIFY,)
     with torch.inference_mode():
         logits = hf(**_hf_inputs(engine, TEXTS, PAIRS)).logits  # [n, 1]
@@ -36,7 +36,7 @@ def test_classifier_activation_follows_problem_type(model_factory, bert_config, 
 
     config = bert_config(num_labels=3, problem_type=problem_type)
     path, hf = model_factory(f"cls-{problem_type}", BertForSequenceClassification, config)
-    engine = PoolingEngine.from_pretrained(str(path))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
     with torch.inference_mode():
         expected = activation(hf(**_hf_inputs(engine, TEXTS)).logits)
     np.testing.assert_allclose(engine.classify(TEXTS), expected.numpy(), atol=1e-5)
@@ -49,7 +49,7 @@ def test_decoder_classifier_reads_the_last_token(model_factory):
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
                          num_labels=2, pad_token_id=0)
     path, hf = model_factory("llama-cls", LlamaForSequenceClassification, config)
-    engine = PoolingEngine.from_pretrained(str(path))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
     for text in TEXTS:  # one at a time: no padding question for the reference
         with torch.inference_mode():
             expected = torch.softmax(hf(**_hf_inputs(engine, [text])).logits, -1)
@@ -60,7 +60,7 @@ def test_token_classify_and_step_equal_transformers(model_factory, bert_config):
     from transformers import BertForTokenClassification
 
     path, hf = model_factory("tok", BertForTokenClassification, bert_config(num_labels=5))
-    engine = PoolingEngine.from_pretrained(str(path))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
     inputs = _hf_inputs(engine, [TEXTS[1]])
     with torch.inference_mode():
         probs = torch.softmax(hf(**inputs).logits[0], -1)  # [n, 5]
@@ -141,7 +141,7 @@ def test_projector_matches_sentence_transformers(tmp_path):
     torch.manual_seed(0)
     save_file({"linear.weight": torch.randn(64, 384) * 0.05, "linear.bias": torch.randn(64) * 0.01}, dense / "model.safetensors")
     # When both embed
-    engine = PoolingEngine.from_pretrained(str(tmp_path))
+    engine = PoolingEngine.from_pretrained(str(tmp_path), dtype="float32")
     reference = SentenceTransformer(str(tmp_path), device="cpu").encode(TEXTS)
     # Then the vectors agree and have the projector's size
     ours = engine.embed(TEXTS)

@@ -277,10 +277,13 @@ class Deployment:
         self.procs.append(proc)
         return proc
 
-    def start_worker(self, name: str = "w1", *, wait: bool = True, **faults: object) -> Proc:
-        """A worker through the fault launcher; ``faults`` are ``POOLQ_FAULT_<NAME>`` values."""
+    def start_worker(self, name: str = "w1", *, wait: bool = True, settings: dict | None = None,
+                     **faults: object) -> Proc:
+        """A worker through the fault launcher; ``faults`` are ``POOLQ_FAULT_<NAME>`` values, ``settings``
+        this worker's own ``POOLQ_<NAME>`` values (a fleet of unlike workers)."""
         env = {**self.env, "POOLQ_FAULT_LOG_DIR": str(self.fault_dir), "POOLQ_FAULT_HOSTNAME": f"{name}@%h",
                "POOLQ_FAULT_RESTORE_INTERVAL_S": str(RESTORE_INTERVAL_S)}
+        env.update({f"POOLQ_{key.upper()}": str(value) for key, value in (settings or {}).items()})
         env.update({f"POOLQ_FAULT_{key.upper()}": str(value) for key, value in faults.items()})
         proc = self.standby.take(name, env)
         self.procs.append(proc)
@@ -552,7 +555,7 @@ def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, n
     from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
-    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config())
+    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config(), dtype="float32")
     task = PoolingTask(task_name)
     requests = (PoolingRequest(key=d["id"], text=d["text"], task=task) for d in documents)
     outputs = {}
@@ -582,7 +585,7 @@ def score_reference(sample_documents) -> dict[str, np.ndarray]:
     from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
 
-    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config())
+    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config(), dtype="float32")
     policy = LongDocuments(**TRUNCATE).policy()
     query = engine.embed([SCORE_QUERY], normalize=True, policy=policy)[0]
     texts = engine.embed([d["text"] for d in sample_documents], normalize=True, policy=policy)

@@ -189,9 +189,10 @@ def test_new_model_files_under_the_same_name_or_another_dtype_carry_nothing(tmp_
     # And the same files again: everything is carried; another compute dtype: nothing is
     ctx, engine = _worker(tmp_path, minilm_engine)
     assert _manifest(ctx, _run(ctx, uri, model="mini", incremental_from=second))["counts"]["carried"] == 5
-    ctx, engine = _worker(tmp_path, minilm_engine, dtype="bfloat16")
+    ctx, engine = _worker(tmp_path, minilm_engine, dtype="bfloat16")  # the fp32 engine handed in serves fp32 only
     third = _run(ctx, uri, model="mini", incremental_from=second)
-    assert len(engine.keys) == 5 and _manifest(ctx, third)["engines"][0].endswith("/bfloat16")
+    assert _manifest(ctx, third)["counts"]["carried"] == 0 and _manifest(ctx, third)["engines"][0].endswith("/bfloat16")
+    assert ctx.engines.get("mini").config.dtype == "bfloat16"  # loaded by the worker, in its dtype
 
 
 def test_an_unusable_baseline_means_a_full_run(tmp_path, local_ctx, engine, sentences):
