@@ -114,7 +114,7 @@ from .schedules.schedule_runner import (
 from .settings import (
     Settings as Settings,
 )
-from .sinks.sink_load import (
+from .sinks.sink_entries import (
     retry_sinks as retry_sinks,
 )
 from .status.job_listing import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
-from poolq.jobs.sinks.sink_factory import sink_config
+from poolq.jobs.sinks.configured_sinks import sink_config
 from poolq.jobs.sinks.sink_rows import SINK_TASKS
 
 

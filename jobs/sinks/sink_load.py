@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.settings import Settings
 from poolq.jobs.sinks.sink import Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
@@ -32,16 +31,6 @@ from poolq.storage import ObjectNotFoundError, read_embeddings
 log = logging.getLogger(__name__)
 
 SINK_UNIT = "sinks"  # the lease one sink step of a job holds
-LOADABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})
-
-
-def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | None:
-    """The manifest's first ``sinks``: pending for a job with rows to load, skipped otherwise."""
-    if sink is None:
-        return None
-    return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
-
-
 def load_sinks(job: JobHandle) -> None:
     """Load the job's rows into each pending sink; SinkUnavailable (retryable) propagates."""
     manifest = job.ledger.manifest()
@@ -80,22 +69,6 @@ def fail_sinks(job: JobHandle, exc: BaseException) -> None:
             log.warning("job %s: loading into sink %s failed: %s", job.id, entry.name, error)
             _record(job, ManifestSink(name=entry.name, state=SinkState.FAILED, error=error,
                                       finished_at=datetime.now(timezone.utc)))
-
-
-def retry_sinks(job: JobHandle) -> list[str]:
-    """Mark the job's failed sinks pending again and queue the load (and a pending one's again, in
-    case its task was lost: a load already running holds the lease, so the extra one does nothing);
-    the names retried."""
-    manifest = job.ledger.manifest()
-    retryable = (SinkState.FAILED, SinkState.PENDING)
-    failed = [entry.name for entry in (manifest.sinks or []) if entry.state in retryable] if manifest else []
-    if manifest is None or not failed:
-        return []
-    sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
-             for entry in manifest.sinks or []]
-    job.ledger.rewrite_manifest_sinks(sinks)
-    job.ctx.enqueuer.load_sinks(job.id)
-    return failed
 
 
 def load_into(job: JobHandle, manifest: JobManifest, sink: Sink) -> SyncPlan:

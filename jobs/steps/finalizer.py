@@ -31,7 +31,7 @@ from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.observability.job_events import job_finished
-from poolq.jobs.sinks.sink_load import pending_sinks
+from poolq.jobs.sinks.sink_entries import pending_sinks
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize

@@ -1,0 +1,35 @@
+"""A job's manifest ``sinks`` entries before and after a load: the first ones the finalizer writes
+(``pending``, or ``skipped`` for a job with no rows to load), and ``poolq sink retry JOB`` marking
+failed (or stuck pending) loads pending again. Nothing is recomputed on a retry: the load reads the
+parts already in the bucket (jobs/sinks/sink_load.py). No store's driver is imported here."""
+from __future__ import annotations
+
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.manifest import ManifestSink
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.sink_config import SinkState
+
+LOADABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})
+
+
+def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | None:
+    """The manifest's first ``sinks``: pending for a job with rows to load, skipped otherwise."""
+    if sink is None:
+        return None
+    return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
+
+
+def retry_sinks(job: JobHandle) -> list[str]:
+    """Mark the job's failed sinks pending again and queue the load (and a pending one's again, in
+    case its task was lost: a load already running holds the lease, so the extra one does nothing);
+    the names retried."""
+    manifest = job.ledger.manifest()
+    retryable = (SinkState.FAILED, SinkState.PENDING)
+    failed = [entry.name for entry in (manifest.sinks or []) if entry.state in retryable] if manifest else []
+    if manifest is None or not failed:
+        return []
+    sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
+             for entry in manifest.sinks or []]
+    job.ledger.rewrite_manifest_sinks(sinks)
+    job.ctx.enqueuer.load_sinks(job.id)
+    return failed
