@@ -15,12 +15,12 @@ import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 import numpy as np
 
-# Bytes of pending spill lines held before they are appended to their files.
-_FLUSH_BYTES = 1 << 20
+from poolq.jobs.inputs.spill_files import SpillFiles
+
 # Positions per range file of decisions (the second pass holds one range at a time).
 POSITIONS_PER_RANGE = 1 << 20
 # Hex digits of the content hash compared (64 bits: a false "unchanged" is a 2^-64 event).
@@ -30,39 +30,6 @@ HASH_DIGITS = 16
 def partition_of(record_id: str, partitions: int) -> int:
     """A stable partition (not Python's salted ``hash``): the same in every process and run."""
     return zlib.crc32(record_id.encode("utf-8")) % partitions
-
-
-class _SpillFiles:
-    """Tab-separated lines appended to one file per partition, written in batches."""
-
-    def __init__(self, directory: Path, prefix: str, partitions: int) -> None:
-        self.directory, self.prefix, self.partitions = directory, prefix, partitions
-        self._pending: dict[int, list[str]] = defaultdict(list)
-        self._pending_bytes = 0
-        directory.mkdir(parents=True, exist_ok=True)
-
-    def path(self, partition: int) -> Path:
-        return self.directory / f"{self.prefix}-{partition:05d}.tsv"
-
-    def add(self, partition: int, line: str) -> None:
-        self._pending[partition].append(line)
-        self._pending_bytes += len(line)
-        if self._pending_bytes >= _FLUSH_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        for partition, lines in self._pending.items():
-            with self.path(partition).open("a", encoding="utf-8") as handle:
-                handle.writelines(lines)
-        self._pending.clear()
-        self._pending_bytes = 0
-
-    def read(self, partition: int) -> Iterator[list[str]]:
-        path = self.path(partition)
-        if path.exists():
-            with path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    yield line.rstrip("\n").split("\t")
 
 
 Left = Literal["duplicate", "carried"]  # why a position is left out of the shards
@@ -82,8 +49,8 @@ class IdPartitions:
 
     def __init__(self, directory: Path, partitions: int) -> None:
         self.directory, self.partitions = directory, max(1, partitions)
-        self._records = _SpillFiles(directory, "records", self.partitions)
-        self._baseline = _SpillFiles(directory, "baseline", self.partitions)
+        self._records = SpillFiles(directory, "records", self.partitions)
+        self._baseline = SpillFiles(directory, "baseline", self.partitions)
         self.valid_records = 0
 
     def add_record(self, record_id: str, digest: str) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator
@@ -29,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from poolq.engine import ModelSpecError, UnknownModelError
+from poolq.jobs.inputs.spill_files import SpillFiles
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SPILL_NAME, PlanningLedger
 from poolq.jobs.reuse.reuse_scope import SECTION_TABLE, JobReuse
@@ -37,7 +37,6 @@ from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
 log = logging.getLogger(__name__)
 
 MAX_SPILL_DIGITS = PARTITION_DIGITS + 2  # at most 65,536 spill files
-_FLUSH_BYTES = 1 << 20  # pending spill lines held before they are appended to their files
 _TABLE_ROWS = 1 << 16  # decisions per row group of a section's table
 
 
@@ -73,11 +72,11 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
         reuse.tenant.evict(settings.reuse_ttl_s, settings.reuse_quota_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
         digits = spill_digits(input_bytes, job.ctx.settings.plan_partition_bytes)
-        spill = _Spill(Path(spill_dir) / "content", 16 ** digits)
+        spill = SpillFiles(Path(spill_dir), "content", 16 ** digits)
         for section in range(len(valid_counts)):
             _spill_section(planning, section, left_out(section), spill, digits)
         spill.flush()
-        decisions = _Spill(Path(spill_dir) / "decided", len(valid_counts))
+        decisions = SpillFiles(Path(spill_dir), "decided", len(valid_counts))
         planned = ReusePlanned()
         for partition in range(16 ** PARTITION_DIGITS):
             prefix = f"{partition:0{PARTITION_DIGITS}x}"
@@ -99,7 +98,7 @@ def _knows_model(reuse: JobReuse) -> bool:
         return False
 
 
-def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: "_Spill", digits: int) -> None:
+def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: SpillFiles, digits: int) -> None:
     """The section's kept records into ``spill``; ``left_out`` (sorted) is walked, not copied."""
     skip = 0
     with planning.store.open(planning.section_key(section, SPILL_NAME)) as stream:
@@ -118,7 +117,7 @@ def _by_prefix(stored: dict[str, str], width: int) -> dict[str, str]:
     return {content_hash[:width]: stored_object for content_hash, stored_object in stored.items()}
 
 
-def _decide_file(rows: Iterator[list[str]], stored: dict[str, str], decisions: "_Spill", planned: ReusePlanned) -> None:
+def _decide_file(rows: Iterator[list[str]], stored: dict[str, str], decisions: SpillFiles, planned: ReusePlanned) -> None:
     owners: dict[str, tuple[str, str, bool]] = {}  # content hash -> (section, id, has followers)
     prefixed: dict[str, str] | None = None
     for section, record_id, digest in rows:
@@ -162,36 +161,3 @@ def _batches(rows: Iterator[list[str]]) -> Iterator[list[tuple]]:
             batch = []
     if batch:
         yield batch
-
-
-class _Spill:
-    """Tab-separated lines appended to numbered local files, in batches."""
-
-    def __init__(self, directory: Path, files: int) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.directory, self.files = directory, files
-        self.pending: dict[int, list[str]] = defaultdict(list)
-        self.pending_bytes = 0
-
-    def _path(self, number: int) -> Path:
-        return self.directory / f"{number:05d}.tsv"
-
-    def add(self, number: int, line: str) -> None:
-        self.pending[number].append(line)
-        self.pending_bytes += len(line)
-        if self.pending_bytes >= _FLUSH_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        for number, lines in self.pending.items():
-            with self._path(number).open("a", encoding="utf-8") as handle:
-                handle.writelines(lines)
-        self.pending.clear()
-        self.pending_bytes = 0
-
-    def read(self, number: int) -> Iterator[list[str]]:
-        path = self._path(number)
-        if path.exists():
-            with path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    yield line.rstrip("\n").split("\t")
