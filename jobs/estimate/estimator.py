@@ -15,9 +15,10 @@ from collections import Counter
 from poolq.jobs.context import JobContext
 from poolq.jobs.estimate.input_scan import InputScan, scan_input
 from poolq.jobs.estimate.job_estimate import Duplicates, EstimateSample, JobEstimate, Reuse
-from poolq.jobs.estimate.reuse_probe import NoReuseProbe, ReuseProbe
+from poolq.jobs.estimate.reuse_probe import ReuseProbe
 from poolq.jobs.estimate.sample_pricing import PricedStratum, cost_model, price_stratum
 from poolq.jobs.estimate.sample_tokenizer import SampleTokenizers
+from poolq.jobs.estimate.tenant_reuse_probe import reuse_probe_for
 from poolq.jobs.estimate.worker_time import worker_time
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS
@@ -27,7 +28,7 @@ _TOKENIZERS = SampleTokenizers()  # one per process: a tokenizer loads in a seco
 
 def estimate_job(spec: JobSpec, ctx: JobContext, tenant: str, probe: ReuseProbe | None = None) -> JobEstimate:
     """The estimate of ``spec`` (already checked by ``check_job``) for ``tenant``."""
-    probe = probe or NoReuseProbe()
+    probe = probe or reuse_probe_for(spec, ctx)
     scan = scan_input(spec, ctx, tenant)
     started = time.monotonic()
     tokenizer = _TOKENIZERS.get(ctx.registry.resolve(spec.model))
@@ -72,7 +73,7 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
     tokens = totals.get("tokens", 0)
     repeated_tokens = round(tokens * repeated / scan.documents) if scan.documents else 0
     reusable_tokens = totals.get("reusable_tokens", 0)
-    computed = _computed_tokens(spec, ctx, tokens, repeated_tokens + reusable_tokens)
+    computed = _computed_tokens(spec, ctx, tokens, repeated_tokens, reusable_tokens)
     return JobEstimate(
         model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
         documents=round(scan.documents * whole), characters=round(scan.characters * whole),
@@ -91,9 +92,10 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
     )
 
 
-def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, saved: int) -> int:
+def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, repeated: int, reusable: int) -> int:
     """What the workers would run: a repeated text is computed once per job (docs/reuse.md), and
-    what is already computed is copied; a score job, or a service with reuse off, runs everything."""
-    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled:
+    what is already in the tenant's store is copied (the share of ``tokens`` it holds, taken as the
+    same among distinct texts); a score job, or a service with reuse off, runs everything."""
+    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled or tokens == 0:
         return tokens
-    return max(0, tokens - saved)
+    return max(0, round((tokens - repeated) * (1 - reusable / tokens)))

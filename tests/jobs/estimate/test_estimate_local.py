@@ -13,6 +13,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context, run_job_locally
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
+from poolq.jobs.steps.submit import submit_job
 
 
 def mixed_documents(sample_documents, count: int, seed: int = 7, most_words: float = 8) -> list[dict]:
@@ -108,3 +109,19 @@ def test_past_its_time_the_pass_stops_and_scales_what_it_read_by_bytes(tmp_path,
     estimate = estimate_job(JobSpec.model_validate({"input": {"uri": uri}}), context, "local")
     assert 0 < estimate.sample.fraction_read < 0.05  # one section of many
     assert abs(estimate.documents - 3000) / 3000 < 0.05 and abs(estimate.rows - 3000) / 3000 < 0.05
+
+
+def test_a_tenant_reuse_estimate_counts_what_the_tenants_store_holds(tmp_path, ctx, sample_documents):
+    documents = mixed_documents(sample_documents, 300)
+    spec = JobSpec.model_validate({"input": {"uri": _write(tmp_path / "in.jsonl", documents)}, "reuse": "tenant",
+                                   "long_documents": {"mode": "naive_chunks", "chunk_tokens": 32}})
+    before = estimate_job(spec, ctx, "acme")
+    assert (before.reuse.source, before.reuse.tokens) == ("tenant", 0)
+    assert before.computed_tokens == before.tokens - before.duplicates.tokens  # repeats are computed once
+    submit_job(spec, ctx, tenant="acme")  # run inline to its end: the tenant's store holds every text's output
+    after = estimate_job(spec, ctx, "acme")
+    assert abs(after.reuse.tokens - after.tokens) / after.tokens < 0.01 and after.computed_tokens < 0.01 * after.tokens
+    other = estimate_job(spec, ctx, "globex")  # never across tenants
+    assert other.reuse.tokens == 0 and other.computed_tokens == before.computed_tokens
+    job_only = estimate_job(spec.model_copy(update={"reuse": "job"}), ctx, "acme")
+    assert (job_only.reuse.source, job_only.reuse.tokens) == ("none", 0)
