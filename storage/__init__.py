@@ -2,7 +2,15 @@
 from poolq.storage.classify_rows import ClassifyRows, classify_schema
 from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
 from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
-from poolq.storage.jsonl import JsonlLineError, JsonlObject, JsonlProgress, dump_jsonl, lone_surrogate_path, read_jsonl
+from poolq.storage.jsonl import (
+    JsonlLineError,
+    JsonlObject,
+    JsonlProgress,
+    dump_jsonl,
+    lone_surrogate_path,
+    nested_too_deeply,
+    read_jsonl,
+)
 from poolq.storage.local_store import LocalObjectStore
 from poolq.storage.multi_rows import MultiRows
 from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
@@ -76,6 +84,7 @@ __all__ = [
     "parse_uri",
     "read_embeddings",
     "lone_surrogate_path",
+    "nested_too_deeply",
     "read_jsonl",
     "validate_key",
     "write_embeddings",

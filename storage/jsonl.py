@@ -109,12 +109,35 @@ def parse_jsonl_line(raw: bytes, number: int, at_start: bool | None = None) -> J
     except ValueError:  # the one other ValueError json.loads raises: an integer past Python's digit limit
         return JsonlLineError(number, "invalid_json",
                               f"line {number}: invalid JSON: a number of more than {sys.get_int_max_str_digits()} digits")
+    if nested_too_deeply(value, text):
+        return JsonlLineError(number, "invalid_json", f"line {number}: invalid JSON: nested too deeply")
     if not isinstance(value, dict):
         return JsonlLineError(number, "not_an_object", f"line {number}: expected a JSON object, got {type(value).__name__}")
     if _SURROGATE_ESCAPE.search(text) and (where := lone_surrogate_path(value)) is not None:
         return JsonlLineError(number, "invalid_unicode",
                               f"line {number}: {where} holds a lone UTF-16 surrogate escape, which is no character")
     return JsonlObject(number, value)
+
+
+# Deeper JSON is refused whatever the interpreter's recursion limit, which bounds json.loads alone:
+# torch's compiler raises it to 2,000 in a process that compiles (engine/models/fused_norm.py).
+MAX_JSON_DEPTH = 500
+
+
+def nested_too_deeply(value: object, text: str) -> bool:
+    """Whether ``value`` (parsed from ``text``) nests arrays and objects deeper than MAX_JSON_DEPTH."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # too few brackets to: the common case, at C speed
+        return False
+    pending = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        if isinstance(current, dict):
+            pending.extend((item, depth + 1) for item in current.values())
+        elif isinstance(current, list):
+            pending.extend((item, depth + 1) for item in current)
+    return False
 
 
 def lone_surrogate_path(value: object, path: str = "") -> str | None:

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from poolq.storage import lone_surrogate_path
+from poolq.storage import lone_surrogate_path, nested_too_deeply
 
 
 def _position(raw: bytes, offset: int) -> tuple[int, int]:
@@ -46,6 +46,8 @@ def body_errors(raw: bytes) -> list[dict]:
         return _error("json_invalid", "the body is nested too deeply to be a job")
     except ValueError:  # the other ValueError of json.loads: an integer past Python's digit limit
         return _error("json_invalid", f"the body holds a number of more than {sys.get_int_max_str_digits()} digits")
+    if nested_too_deeply(value, text):
+        return _error("json_invalid", "the body is nested too deeply to be a job")
     where = lone_surrogate_path(value, "body")
     if where is not None:
         return _error("invalid_unicode", f"{where} holds a lone UTF-16 surrogate escape, which is no character")

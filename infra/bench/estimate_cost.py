@@ -63,7 +63,8 @@ def measure(documents: int, mode: str, chunk_tokens: int, root: Path, skip_job: 
     tracemalloc.stop()
     result: dict = {"documents": documents, "bytes": size, "mode": mode, "estimate_s": round(estimate_s, 3),
                     "estimate_peak_mib": round(peak / 2**20, 1), "sampled": estimate.sample.documents,
-                    "estimated_tokens": estimate.tokens, "estimated_rows": estimate.rows,
+                    "estimated_tokens": estimate.tokens, "estimated_computed_tokens": estimate.computed_tokens,
+                    "estimated_rows": estimate.rows,
                     "duplicate_rate": round(estimate.duplicates.rate, 4), "duplicates_method": estimate.duplicates.method}
     if skip_job:
         return result
@@ -72,9 +73,12 @@ def measure(documents: int, mode: str, chunk_tokens: int, root: Path, skip_job: 
     job_s = time.perf_counter() - started
     if manifest is None:
         raise RuntimeError("the job wrote no manifest")
-    tokens, rows = manifest.usage.tokens, manifest.counts.rows
-    return {**result, "job_s": round(job_s, 2), "tokens": tokens, "rows": rows,
+    # usage.tokens counts what was computed: a repeated text once (docs/reuse.md)
+    computed, rows = manifest.usage.tokens, manifest.counts.rows
+    tokens = computed + (manifest.reuse.reused_tokens if manifest.reuse else 0)
+    return {**result, "job_s": round(job_s, 2), "tokens": tokens, "computed_tokens": computed, "rows": rows,
             "tokens_error": round((estimate.tokens - tokens) / tokens, 4) if tokens else None,
+            "computed_tokens_error": round((estimate.computed_tokens - computed) / computed, 4) if computed else None,
             "rows_error": round((estimate.rows - rows) / rows, 4) if rows else None,
             "estimate_over_job": round(estimate_s / job_s, 4) if job_s else None}
 

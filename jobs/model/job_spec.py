@@ -176,6 +176,10 @@ JobTasks = Annotated[
 ]
 
 
+# job: a text is computed once per job; tenant: also copied from, and stored for, the tenant's other jobs
+ReuseMode = Literal["job", "tenant"]
+
+
 class JobSpec(_Strict):
     """The body of ``POST /v1/jobs``."""
 
@@ -197,7 +201,7 @@ class JobSpec(_Strict):
         description="an earlier job: documents whose id and content hash match its output (same model and "
         "options) are carried over instead of embedded again",
     )
-    reuse: Literal["job", "tenant"] = Field(
+    reuse: ReuseMode = Field(
         "job", description="job: a text repeated in this job is computed once; tenant: also copy outputs computed "
         "by this tenant's earlier jobs (same model and options), and keep this job's for later ones (docs/reuse.md)",
     )

@@ -20,6 +20,7 @@ from poolq.jobs.model.job_spec import (
     JobTasks,
     LongDocuments,
     OutputOptions,
+    ReuseMode,
     ScoreMode,
     UriInput,
 )
@@ -44,6 +45,7 @@ class JobTemplate(BaseModel):
     sink: SinkName | None = None  # every run loads into it, keeping the store in sync (docs/sinks/)
     compute_dtype: ComputeDtype = "auto"  # pin it where workers' dtypes differ: runs carry rows of one dtype
     allow_mixed_engines: bool = False
+    reuse: ReuseMode = "job"  # tenant: every run copies what an earlier run (or job) computed (docs/reuse.md)
 
 
 class ScheduleRequest(BaseModel):

@@ -1,37 +1,58 @@
-"""A configured sink's store, by the scheme of its URL (docs/sinks/): the workers' side, which
-imports every store's driver."""
+"""A configured sink's store, by the scheme of its URL (docs/sinks/): the workers' side.
+
+Each store's driver (psycopg, lancedb, qdrant-client: about 100 MB of imports together) is imported
+by its opener, when a sink of that scheme is first opened, not by every process that imports the
+jobs layer: planning, the API and a worker with no sink never pay for them."""
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from poolq.jobs.settings import Settings, SinkConfig
 from poolq.jobs.sinks.configured_sinks import sink_config
-from poolq.jobs.sinks.lancedb_sink import LanceDbSink
 from poolq.jobs.sinks.memory_sink import MemorySink
-from poolq.jobs.sinks.pgvector_sink import PgvectorSink
-from poolq.jobs.sinks.qdrant_sink import QdrantSink
 from poolq.jobs.sinks.sink import Sink
 
 SinkOpener = Callable[[SinkConfig, SplitResult, Settings], Sink]
 
 
+def _store(module: str, name: str) -> type:
+    """A store's Sink class, its driver imported now (``poolq.jobs.sinks.<module>``)."""
+    return getattr(importlib.import_module(f"poolq.jobs.sinks.{module}"), name)
+
+
+def _pgvector(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
+    return _store("pgvector_sink", "PgvectorSink")(config)
+
+
+def _lancedb(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
+    return _store("lancedb_sink", "LanceDbSink")(config, url.path)
+
+
+def _lancedb_in_bucket(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
+    return _store("lancedb_sink", "LanceDbSink")(config, f"s3://{url.netloc}{url.path}", _s3_options(settings))
+
+
+def _qdrant_local(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
+    return _store("qdrant_sink", "QdrantSink")(config, {"path": url.path})
+
+
 def _qdrant_server(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
     api_key = parse_qs(url.query).get("api_key", [None])[0]
     http = "https" if url.scheme == "qdrants" else "http"
-    return QdrantSink(config, {"url": f"{http}://{url.hostname}:{url.port or 6333}", "api_key": api_key, "timeout": 30})
+    client = {"url": f"{http}://{url.hostname}:{url.port or 6333}", "api_key": api_key, "timeout": 30}
+    return _store("qdrant_sink", "QdrantSink")(config, client)
+
+
+def _memory(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:
+    return MemorySink.named(url.netloc + url.path, config.create_table)
 
 
 # Every scheme configured_sinks.SCHEMES accepts, and how its store is opened.
 OPENERS: dict[str, SinkOpener] = {
-    "postgresql": lambda config, url, settings: PgvectorSink(config),
-    "postgres": lambda config, url, settings: PgvectorSink(config),
-    "lancedb": lambda config, url, settings: LanceDbSink(config, url.path),
-    "lancedb+s3": lambda config, url, settings: LanceDbSink(config, f"s3://{url.netloc}{url.path}", _s3_options(settings)),
-    "qdrant+local": lambda config, url, settings: QdrantSink(config, {"path": url.path}),
-    "qdrant": _qdrant_server,
-    "qdrants": _qdrant_server,
-    "memory": lambda config, url, settings: MemorySink.named(url.netloc + url.path, config.create_table),
+    "postgresql": _pgvector, "postgres": _pgvector, "lancedb": _lancedb, "lancedb+s3": _lancedb_in_bucket,
+    "qdrant+local": _qdrant_local, "qdrant": _qdrant_server, "qdrants": _qdrant_server, "memory": _memory,
 }
 
 

@@ -40,3 +40,22 @@ def test_a_json_error_says_what_is_wrong_in_words_and_where(line, says):
     assert isinstance(item, JsonlLineError)
     assert item.code == "invalid_json" and item.message.startswith("line 1: invalid JSON: " + says), item.message
     assert "Invalid control character" not in item.message and "delimiter" not in item.message
+
+
+@pytest.fixture
+def compiling_process_recursion_limit():
+    """The limit torch's compiler leaves a process at (torch/_inductor/compile_fx.py): 2,000."""
+    import sys
+
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, 2_000))
+    yield
+    sys.setrecursionlimit(before)
+
+
+def test_deep_nesting_is_refused_whatever_the_recursion_limit(compiling_process_recursion_limit):
+    deep = b'{"id": "a", "text": "x", "n": ' + b"[" * 1_000 + b"]" * 1_000 + b"}\n"
+    good = b'{"id": "b", "text": "y", "n": ' + b"[" * 400 + b"]" * 400 + b"}\n"  # deep, but within the limit
+    first, second = read_jsonl(io.BytesIO(deep + good))
+    assert isinstance(first, JsonlLineError) and first.code == "invalid_json" and "nested too deeply" in first.message
+    assert isinstance(second, JsonlObject) and second.value["id"] == "b"

@@ -8,4 +8,5 @@ def test_the_estimate_cost_benchmark_reports_the_estimate_against_the_job(capsys
     assert result["documents"] == 300 and result["tokens"] > 0 and result["rows"] >= 300
     assert result["estimate_s"] > 0 and result["job_s"] > 0 and result["estimate_peak_mib"] > 0
     assert abs(result["tokens_error"]) < 0.1 and abs(result["rows_error"]) < 0.1
+    assert abs(result["computed_tokens_error"]) < 0.1  # repeats computed once (docs/reuse.md)
     assert '"estimate_over_job"' in capsys.readouterr().out

@@ -286,6 +286,21 @@ def _has_surrogate(value: object) -> bool:
     return False
 
 
+# The reader refuses values nested deeper than this (a value is 1 deep, an item of it 2, ...) whatever
+# the interpreter's recursion limit, which alone decides how deep json.loads goes.
+MAX_DEPTH = 500
+
+
+def _deepest(value: object) -> int:
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        deepest = max(deepest, depth)
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else ()
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _is_control(c: str) -> bool:
     return ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F
 
@@ -307,6 +322,8 @@ def expect_line(raw: bytes, number: int) -> Expected | None:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
+        return Expected(number, "invalid_json")
+    if _deepest(value) > MAX_DEPTH:
         return Expected(number, "invalid_json")
     if not isinstance(value, dict):
         return Expected(number, "not_an_object")

@@ -58,3 +58,18 @@ def test_errors_lose_the_credentials_and_settings_never_print_them():
         "could not connect to <sink url>: password *** refused"
     assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.sinks)
     assert settings.sinks["db"] == SinkConfig(url=url)  # a bare string is the URL, with the defaults
+
+
+def test_every_scheme_has_an_opener_and_no_driver_loads_with_the_jobs_layer():
+    import subprocess
+    import sys
+
+    from poolq.jobs.sinks.configured_sinks import SCHEMES
+    from poolq.jobs.sinks.sink_factory import OPENERS
+
+    assert set(OPENERS) == set(SCHEMES)
+    # Planning, the API and a worker with no sink never import a store's driver (~100 MB together).
+    probe = ("import sys; import poolq.jobs.local_runner, poolq.jobs.worker.tasks; "
+             "print(sorted(m for m in ('lancedb', 'qdrant_client', 'psycopg') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
