@@ -14,23 +14,20 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 from support.browser import artifacts_dir, headless_chromium, missing_browser, set_viewport
-from support.dev_stack import dev_stack
+from support.dev_stack import LIVE_STACK_ENV, dev_stack
 
 from poolq.api.client.poolq_client import PoolqClient
 
 pytestmark = pytest.mark.integration
 
 TERMINAL = {"succeeded", "partially_succeeded", "failed", "cancelled"}
-# As in test_live_queue_e2e.py: small steps, frequent progress and cancel checks, so a long document moves visibly.
-STACK_ENV = {"POOLQ_MAX_NUM_BATCHED_TOKENS": "1024", "POOLQ_SHARD_MAX_DOCUMENTS": "20", "POOLQ_PROGRESS_INTERVAL_S": "0.5",
-             "POOLQ_CANCEL_CHECK_INTERVAL_S": "0.5", "POOLQ_COMPUTE_DTYPE": "float32"}
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     if (why := missing_browser()) is not None:
         pytest.fail(why)
-    with dev_stack(tmp_path_factory.mktemp("dashboard"), env=STACK_ENV) as info:
+    with dev_stack(tmp_path_factory.mktemp("dashboard"), env=LIVE_STACK_ENV) as info:
         yield info
 
 

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from support.dev_stack import dev_stack
+from support.dev_stack import LIVE_STACK_ENV, dev_stack
 
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.storage import S3Config, make_s3_client
@@ -17,14 +17,11 @@ from poolq.storage import S3Config, make_s3_client
 pytestmark = pytest.mark.integration
 
 TERMINAL = {"succeeded", "partially_succeeded", "failed", "cancelled"}
-# Steps of 1,024 tokens: progress and cancel come often even on 2 busy cores; shards of at most 20 documents.
-STACK_ENV = {"POOLQ_MAX_NUM_BATCHED_TOKENS": "1024", "POOLQ_SHARD_MAX_DOCUMENTS": "20", "POOLQ_PROGRESS_INTERVAL_S": "0.5",
-             "POOLQ_CANCEL_CHECK_INTERVAL_S": "0.5", "POOLQ_COMPUTE_DTYPE": "float32"}
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    with dev_stack(tmp_path_factory.mktemp("live"), env=STACK_ENV) as info:
+    with dev_stack(tmp_path_factory.mktemp("live"), env=LIVE_STACK_ENV) as info:
         yield info
 
 

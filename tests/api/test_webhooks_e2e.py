@@ -7,7 +7,7 @@ import time
 
 import pytest
 from support.dev_stack import dev_stack, poolq
-from support.webhook_receiver import Receiver, serve
+from support.webhook_receiver import receiving
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
 
@@ -18,11 +18,8 @@ DOCUMENTS = [{"id": f"d{i}", "text": f"a short document, number {i}, about signe
 
 @pytest.fixture(scope="module")
 def receiver():
-    receiver = Receiver()
-    server = serve(receiver)
-    yield receiver
-    server.shutdown()
-    server.server_close()
+    with receiving() as receiver:
+        yield receiver
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,8 @@
-import uuid
-
 import pytest
+from support.object_stores import BOTH_STORES, object_store_for
 
-from poolq.storage import LocalObjectStore, S3ObjectStore, make_s3_client
 
-
-@pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
+@pytest.fixture(params=BOTH_STORES)
 def store(request, tmp_path):
     """Each contract test runs on both implementations; S3 is a real SeaweedFS server."""
-    if request.param == "local":
-        return LocalObjectStore(tmp_path / "store")
-    seaweed = request.getfixturevalue("seaweed")
-    bucket = f"contract-{uuid.uuid4().hex[:12]}"
-    client = make_s3_client(seaweed.s3_config)
-    client.create_bucket(Bucket=bucket)
-    return S3ObjectStore(client, bucket)
+    return object_store_for(request, tmp_path, "contract")

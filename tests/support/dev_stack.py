@@ -22,6 +22,13 @@ def poolq(*args: str, env: dict | None = None, timeout: float = 300) -> subproce
     )
 
 
+# A stack whose jobs move visibly: steps of 1,024 tokens, shards of at most 20 documents, progress and
+# cancel checks every half second (even on 2 busy cores), float32 for comparisons at 1e-5.
+LIVE_STACK_ENV = {"POOLQ_MAX_NUM_BATCHED_TOKENS": "1024", "POOLQ_SHARD_MAX_DOCUMENTS": "20",
+                  "POOLQ_PROGRESS_INTERVAL_S": "0.5", "POOLQ_CANCEL_CHECK_INTERVAL_S": "0.5",
+                  "POOLQ_COMPUTE_DTYPE": "float32"}
+
+
 @contextmanager
 def dev_stack(state_dir: Path, env: dict | None = None) -> Iterator[dict]:
     """`poolq dev up` on free ports (port 0: each service gets one nobody else can take first);

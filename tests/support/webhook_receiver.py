@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ssl
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
@@ -68,3 +70,15 @@ def serve(receiver: Receiver, tls: ssl.SSLContext | None = None):
     receiver.port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+@contextmanager
+def receiving() -> Iterator[Receiver]:
+    """A receiver served on a loopback port for the ``with`` block (a fixture's body)."""
+    receiver = Receiver()
+    server = serve(receiver)
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()

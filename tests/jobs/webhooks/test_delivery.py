@@ -5,7 +5,7 @@ import json
 
 import pytest
 from support.job_doubles import RecordingEnqueuer, drain
-from support.webhook_receiver import Receiver, serve
+from support.webhook_receiver import receiving
 
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.job_handle import JobHandle
@@ -28,11 +28,8 @@ STEPS = frozenset({"plan", "plan_section", "shard", "finalize"})
 
 @pytest.fixture
 def receiver():
-    receiver = Receiver()
-    server = serve(receiver)
-    yield receiver
-    server.shutdown()
-    server.server_close()
+    with receiving() as receiver:
+        yield receiver
 
 
 def _context(tmp_path, engine, receiver, **settings):
