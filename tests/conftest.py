@@ -105,9 +105,22 @@ def seaweed(tmp_path_factory):
     config = SeaweedConfig(
         data_dir=tmp_path_factory.mktemp("seaweed"), s3_port=ANY_PORT,
         access_key="poolqtest", secret_key="poolq-test-secret", bucket="poolq-test",
+        # One volume per bucket: room for the session-long buckets of the modules beside the per-test
+        # ones, which ``new_buckets`` removes (volume files grow as written, so headroom costs no disk).
+        max_volumes=128,
     )
     with SeaweedServer(config) as server:
         yield _RunningSeaweed(server.endpoint_url, server.config.access_key, server.config.secret_key)
+
+
+@pytest.fixture
+def new_buckets(seaweed):
+    """Fresh buckets on the session's SeaweedFS (``new_buckets.store(prefix)``, ``new_buckets.bucket(prefix)``),
+    removed with their content when the test ends."""
+    from support.object_stores import bucket_maker
+
+    with bucket_maker(seaweed.s3_config) as maker:
+        yield maker
 
 
 @pytest.fixture(scope="session")

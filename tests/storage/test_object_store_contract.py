@@ -87,29 +87,24 @@ def test_a_fresh_store_has_no_pending_uploads(store):
     assert store.pending_uploads("") == [] and store.pending_uploads("m/") == []
 
 
-def _multipart_store(seaweed, prefix: str):
+def _multipart_store(new_buckets, prefix: str):
     """An S3 store on SeaweedFS going multipart above 5 MiB, in parts of 5 MiB, and the list of
     (part number, bytes) its uploads send."""
     import dataclasses
-    import uuid
 
-    from poolq.storage import S3ObjectStore, make_s3_client
-
-    config = dataclasses.replace(seaweed.s3_config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
-    client = make_s3_client(config)
-    bucket = f"{prefix}-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
+    config = dataclasses.replace(new_buckets.config, multipart_threshold_bytes=5 << 20, multipart_part_bytes=5 << 20)
+    store = new_buckets.store(prefix, config)
     uploaded: list[tuple[int, int]] = []
-    client.meta.events.register("before-parameter-build.s3.UploadPart",
-                                lambda params, **_: uploaded.append((params["PartNumber"], len(params["Body"]))))
-    return S3ObjectStore(client, bucket, config), uploaded
+    store.client.meta.events.register("before-parameter-build.s3.UploadPart",
+                                      lambda params, **_: uploaded.append((params["PartNumber"], len(params["Body"]))))
+    return store, uploaded
 
 
 @pytest.mark.integration
-def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_open(seaweed):
+def test_a_put_above_the_multipart_threshold_round_trips_and_leaves_no_upload_open(new_buckets):
     import os
 
-    store, uploaded = _multipart_store(seaweed, "multipart")
+    store, uploaded = _multipart_store(new_buckets, "multipart")
     data = os.urandom(11 << 20)  # three parts: 5 + 5 + 1 MiB
     store.put("big/part.parquet", data)
     assert [number for number, _ in uploaded] == [1, 2, 3]
@@ -158,10 +153,10 @@ def test_chunks_are_written_as_one_object(store):
 
 
 @pytest.mark.integration
-def test_chunks_past_the_threshold_go_up_in_parts_as_they_fill(seaweed):
+def test_chunks_past_the_threshold_go_up_in_parts_as_they_fill(new_buckets):
     import os
 
-    store, uploaded = _multipart_store(seaweed, "chunks")
+    store, uploaded = _multipart_store(new_buckets, "chunks")
     chunks = [os.urandom(1 << 20) for _ in range(11)]  # 11 MiB in 1 MiB chunks: parts of 5, 5, 1 MiB
     store.put_chunks("big/errors.jsonl", iter(chunks))
     assert [size for _, size in uploaded] == [5 << 20, 5 << 20, 1 << 20]

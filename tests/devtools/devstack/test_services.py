@@ -208,6 +208,26 @@ def test_seaweed_stop_leaves_no_process_and_data_persists(tmp_path: Path) -> Non
         assert s3_client(again).get_object(Bucket=BUCKET, Key="kept")["Body"].read() == b"still here"
 
 
+def test_buckets_removed_after_use_give_their_volume_back(tmp_path: Path) -> None:
+    # SeaweedFS gives each bucket a volume of its own, out of max_volumes: the test session's server
+    # outlives many more buckets than that only because every test removes the ones it made
+    import dataclasses
+
+    from support.object_stores import bucket_maker
+
+    from poolq.storage import S3Config
+
+    config = dataclasses.replace(seaweed_config(tmp_path / "seaweed"), max_volumes=6)
+    with SeaweedServer(config) as server:
+        s3 = S3Config(server.endpoint_url, config.access_key, config.secret_key)
+        for _ in range(2 * config.max_volumes):
+            with bucket_maker(s3) as buckets:
+                store = buckets.store("turn")
+                store.put("k", b"payload")
+                assert store.get("k") == b"payload"
+        assert [b["Name"] for b in s3_client(server).list_buckets()["Buckets"]] == [BUCKET]
+
+
 def test_default_internal_ports_never_take_the_s3_port(monkeypatch, tmp_path: Path) -> None:
     # The kernel may hand the just-released S3 port out again: the internal ports skip it
     from poolq.devtools.devstack import seaweed_ports

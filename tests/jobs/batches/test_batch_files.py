@@ -2,7 +2,6 @@
 read back, listed by cursor, deleted; a file over the limit leaves nothing behind."""
 import io
 import types
-import uuid
 
 import pytest
 
@@ -16,7 +15,7 @@ from poolq.jobs.batches.batch_files import (
     open_file_content,
 )
 from poolq.jobs.ledger.layout import ServiceLayout
-from poolq.storage import LocalObjectStore, S3Config, S3ObjectStore, make_s3_client
+from poolq.storage import LocalObjectStore, S3Config
 
 MiB = 1 << 20
 
@@ -26,15 +25,12 @@ def ctx(request, tmp_path):
     if request.param == "local":
         store = LocalObjectStore(tmp_path / "store")
     else:
-        seaweed = request.getfixturevalue("seaweed")
+        buckets = request.getfixturevalue("new_buckets")
         # a 5 MiB multipart threshold: the 6 MiB file below goes up in parts
-        config = S3Config(seaweed.s3_config.endpoint_url, seaweed.s3_config.access_key_id,
-                          seaweed.s3_config.secret_access_key, multipart_threshold_bytes=5 * MiB,
+        config = S3Config(buckets.config.endpoint_url, buckets.config.access_key_id,
+                          buckets.config.secret_access_key, multipart_threshold_bytes=5 * MiB,
                           multipart_part_bytes=5 * MiB)
-        bucket = f"files-{uuid.uuid4().hex[:12]}"
-        client = make_s3_client(config)
-        client.create_bucket(Bucket=bucket)
-        store = S3ObjectStore(client, bucket, config)
+        store = buckets.store("files", config)
     return types.SimpleNamespace(store=store, service_layout=ServiceLayout("jobs"))
 
 

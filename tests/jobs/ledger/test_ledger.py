@@ -8,7 +8,7 @@ from poolq.jobs.ledger.job_ledger import CarriedPart, JobLedger, Plan, ShardComm
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestShards, ManifestUsage
 from poolq.jobs.model.job_state import JobState
-from poolq.storage import LocalObjectStore, S3ObjectStore, make_s3_client
+from poolq.storage import LocalObjectStore
 
 
 @pytest.fixture(params=["local", pytest.param("s3", marks=pytest.mark.integration)])
@@ -16,10 +16,7 @@ def store(request, tmp_path):
     """Like tests/storage's ``store`` fixture (not visible from here): local, and real S3 (SeaweedFS)."""
     if request.param == "local":
         return LocalObjectStore(tmp_path / "store")
-    client = make_s3_client(request.getfixturevalue("seaweed").s3_config)
-    bucket = f"ledger-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
-    return S3ObjectStore(client, bucket)
+    return request.getfixturevalue("new_buckets").store("ledger")
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.jobs.worker.reconciler import reconcile
-from poolq.storage import S3ObjectStore, make_s3_client
 
 
 def _drain(ctx) -> None:
@@ -275,12 +274,10 @@ def test_a_finished_job_whose_clean_up_died_is_cleaned_up(ctx):
 
 
 @pytest.mark.integration
-def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(seaweed, tmp_path):
-    client = make_s3_client(seaweed.s3_config)
-    bucket = f"reconcile-{uuid.uuid4().hex[:12]}"
-    client.create_bucket(Bucket=bucket)
+def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(new_buckets, tmp_path):
+    store = new_buckets.store("reconcile")
+    client, bucket = store.client, store.bucket
     settings = Settings(store="s3", bucket=bucket, stale_upload_s=0.001)
-    store = S3ObjectStore(client, bucket, seaweed.s3_config)
     registry = ModelRegistry.with_packaged_models({})
     ctx = JobContext(settings, store, InMemoryJobStatusStore(), InMemoryLeaseStore(), RecordingEnqueuer(), registry,
                      EnginePool(registry, settings.engine_config()))

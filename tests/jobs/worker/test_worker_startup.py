@@ -1,5 +1,4 @@
 """A worker refuses a store without conditional writes; --gpus gives each child its own GPU."""
-import uuid
 
 import pytest
 from click.testing import CliRunner
@@ -8,7 +7,7 @@ from poolq.api.cli.main import main
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker import worker_startup as worker_module
 from poolq.jobs.worker.worker_startup import WorkerOptions, check_store, compute_worker_commands, control_worker_command
-from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore, make_s3_client
+from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore
 
 
 class IgnoresIfAbsent(LocalObjectStore):
@@ -46,10 +45,9 @@ def test_check_store_passes_on_the_local_store(tmp_path, prefix):
 
 
 @pytest.mark.integration
-def test_check_store_passes_on_real_s3(seaweed):
-    bucket = f"probe-{uuid.uuid4().hex[:12]}"
-    make_s3_client(seaweed.s3_config).create_bucket(Bucket=bucket)
-    config = seaweed.s3_config
+def test_check_store_passes_on_real_s3(new_buckets):
+    bucket = new_buckets.bucket("probe")
+    config = new_buckets.config
     settings = Settings(
         store="s3", bucket=bucket, s3_endpoint_url=config.endpoint_url,
         s3_access_key_id=config.access_key_id, s3_secret_access_key=config.secret_access_key,
