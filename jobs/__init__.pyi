@@ -76,6 +76,7 @@ from .model.job_spec import (
     JobSpec as JobSpec,
     JobTaskName as JobTaskName,
     LongDocuments as LongDocuments,
+    ReuseMode as ReuseMode,
 )
 from .model.job_state import (
     JobState as JobState,

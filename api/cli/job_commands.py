@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from poolq.api.cli.delivery_options import JobDelivery, delivery_options
 from poolq.api.cli.estimate_report import print_estimate, print_report
 from poolq.api.cli.output import ExitCode, fail, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
@@ -45,13 +46,15 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @_timeout_option
 @_json_option
 @with_client
+@delivery_options
 def submit(client: PoolqClient, source: str, model: str | None, task: str | None, id_field: str, text_field: str,
            long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None,
            idempotency_key: str | None, wait_: bool, estimate_only: bool, poll_interval: float, timeout: float | None,
-           as_json: bool) -> None:
+           as_json: bool, delivery: JobDelivery) -> None:
     """Submit SOURCE: a local JSONL, .jsonl.gz or Parquet file (uploaded first) or an s3:// URI. Prints the job id
     (with --estimate: the job's estimate, and nothing is submitted; a local file is uploaded all the same)."""
-    spec = add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions), task, output)
+    spec = delivery.add_to(add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions),
+                                           task, output))
     spec["input"]["uri"] = _input_uri(client, source, spec)
     if estimate_only:
         estimate = client.estimate(spec)

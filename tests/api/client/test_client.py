@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
-from support.api_client import authed_client
+from support.api_client import InProcessTransport, authed_client
 from support.job_doubles import RecordingEnqueuer
 from support.job_doubles import drain as _drain
 
@@ -139,7 +139,7 @@ def test_wait_retries_429_and_503_a_bounded_number_of_times(app_client, poolq):
     job = poolq.submit({"input": {"documents": DOCS[:1]}})
 
     def flaky_client(failures: list[int]) -> tuple[PoolqClient, "_Flaky"]:
-        flaky = _Flaky(_Transport(TestClient(app_client.app)), failures)
+        flaky = _Flaky(InProcessTransport(TestClient(app_client.app)), failures)
         return PoolqClient("http://testserver", app_client.api_key, transport=flaky), flaky
 
     client, flaky = flaky_client([429, 503, 429])
@@ -166,25 +166,13 @@ def _client_for(test_client: TestClient, api_key: str | None = "from-test-client
     """A PoolqClient whose requests go to ``test_client``'s in-process app (its own key by default)."""
     bare = TestClient(test_client.app)  # no default Authorization: the PoolqClient sends its own
     key = test_client.api_key if api_key == "from-test-client" else api_key
-    return PoolqClient("http://testserver", key, transport=_Transport(bare))
-
-
-class _Transport(httpx.BaseTransport):
-    """Sends the client's requests to the in-process app."""
-
-    def __init__(self, client: TestClient) -> None:
-        self.client = client
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self.client.request(request.method, request.url.raw_path.decode(), content=request.content,
-                                       headers=dict(request.headers))
-        return httpx.Response(response.status_code, headers=response.headers, content=response.content)
+    return PoolqClient("http://testserver", key, transport=InProcessTransport(bare))
 
 
 class _Flaky(httpx.BaseTransport):
     """Answers the first requests with the given error statuses, then forwards to ``inner``."""
 
-    def __init__(self, inner: _Transport, failures: list[int]) -> None:
+    def __init__(self, inner: InProcessTransport, failures: list[int]) -> None:
         self.inner, self.failures, self.answered = inner, list(failures), []
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

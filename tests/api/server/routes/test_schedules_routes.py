@@ -1,10 +1,8 @@
 """The /v1/schedules HTTP contract, on an in-process job context (runs finish inside the request)."""
 import json
 
-import httpx
 import pytest
-from fastapi.testclient import TestClient
-from support.api_client import authed_client
+from support.api_client import InProcessTransport, authed_client
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqError
 
@@ -80,7 +78,7 @@ def test_unknown_or_malformed_ids_are_404(client):
 
 
 def test_the_python_client(client, prefix):
-    with PoolqClient("http://testserver", transport=_Transport(client)) as poolq:
+    with PoolqClient("http://testserver", transport=InProcessTransport(client)) as poolq:
         schedule = poolq.create_schedule({"cron": "*/5 * * * *", "input": {"uri": prefix}})
         assert [s["id"] for s in poolq.list_schedules()] == [schedule["id"]]
         run = poolq.run_schedule(schedule["id"])
@@ -91,13 +89,3 @@ def test_the_python_client(client, prefix):
         assert info.value.status_code == 404
 
 
-class _Transport(httpx.BaseTransport):
-    """Sends the client's requests to the in-process app."""
-
-    def __init__(self, client: TestClient) -> None:
-        self.client = client
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = self.client.request(request.method, request.url.raw_path.decode(), content=request.content,
-                                       headers=dict(request.headers))
-        return httpx.Response(response.status_code, headers=response.headers, content=response.content)
