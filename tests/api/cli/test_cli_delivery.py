@@ -4,6 +4,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from fastapi.testclient import TestClient
 from support.api_client import InProcessTransport, authed_client
 
 from poolq.api.cli import output
@@ -24,13 +25,16 @@ def submit(tmp_path, minilm_engine, monkeypatch):
     ctx = local_context(tmp_path / "store", settings)
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     client = authed_client(ctx)
+    # The CLI's requests reach the app through a client with no key of its own: only --api-key authenticates them.
+    keyless = TestClient(client.app)
     monkeypatch.setattr(output, "PoolqClient", lambda url, key: PoolqClient(
-        url, key, transport=InProcessTransport(authed_client(ctx))))
+        url, key, transport=InProcessTransport(keyless)))
     source = tmp_path / "docs.jsonl"
     source.write_text("".join(json.dumps({"id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(3)))
 
     def run(*options: str):
-        return CliRunner().invoke(main, ["submit", source.as_uri(), "--api-url", "http://testserver", *options]), client
+        return CliRunner().invoke(main, ["submit", source.as_uri(), "--api-url", "http://testserver",
+                                          "--api-key", client.api_key, *options]), client
 
     return run
 
