@@ -39,6 +39,20 @@ def _share_the_cpus_between_xdist_workers() -> None:
 
 _share_the_cpus_between_xdist_workers()
 
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """A test that sets torch's thread count (a benchmark's ``threads=``) gets it back afterwards: left
+    at 2 in an xdist worker, every later in-process test there would run 2 spinning threads on its
+    1-core share."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else int(os.environ.get("OMP_NUM_THREADS", "0"))
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and before and torch.get_num_threads() != before:
+        torch.set_num_threads(before)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items) -> None:
     """Under pytest-xdist, hand out the modules with slow tests first, then those with integration

@@ -4,7 +4,6 @@ long documents. bfloat16 runs on any CPU (slowly without AVX-512-BF16/AMX: that 
 correctness); int8 needs fbgemm, which every x86-64 torch build has."""
 import numpy as np
 import pytest
-import torch
 
 from poolq.engine import LongDocumentPolicy, PoolingEngine, PoolingTask
 from poolq.engine.models.int8_encoder import Int8Refused
@@ -43,7 +42,6 @@ def minilm_float32(minilm_engine, texts, long_documents):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
 def test_minilm_vectors_stay_within_the_gate(dtype, texts, long_documents, minilm_float32):
-    torch.set_num_threads(2)
     engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", dtype=dtype)
     mixed, chunked = minilm_float32
     assert _cosines(engine.embed(texts, policy=TRUNCATE), mixed).min() >= GATES[dtype]
