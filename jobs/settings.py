@@ -5,45 +5,19 @@ from pathlib import Path
 from typing import Literal
 
 import redis
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
 from poolq.engine.hardware import resolve_dtype
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
 
 # Whose calls a client makes: the API's (a request waits on them: short deadlines) or a worker's,
 # beat's or the CLI's (long parts stream through them: longer deadlines).
 Role = Literal["api", "worker"]
-
-
-class SinkConfig(BaseModel):  # POOLQ_SINKS' values (docs/sinks/); a job only names one (jobs/model/sink_config.py)
-    """One configured sink. A bare string in ``POOLQ_SINKS`` is its ``url``.
-
-    ``url`` schemes: ``postgresql://`` (pgvector), ``lancedb:///path`` or ``lancedb+s3://bucket/prefix``
-    (LanceDB), ``qdrant+local:///path``, ``qdrant://host:6333``, ``qdrants://host:6333`` (Qdrant),
-    ``memory://name`` (in-process, for tests and ``poolq embed``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: SecretStr
-    table: str = Field("poolq_vectors", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="table or collection the rows land in")
-    create_table: bool = Field(True, description="create the table (collection) when it does not exist")
-    index: Literal["hnsw", "ivfflat"] | None = Field(None, description="pgvector: build this index when creating the "
-                                                     "table; none otherwise (load first, index later)")
-    batch_rows: int = Field(2000, ge=1, le=100_000, description="rows per COPY batch / upsert call")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_url(cls, value: object) -> object:
-        return {"url": value} if isinstance(value, str) else value
-
-    @property
-    def scheme(self) -> str:
-        url = self.url.get_secret_value()
-        return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
 class Settings(BaseSettings):

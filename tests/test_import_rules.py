@@ -30,6 +30,7 @@ ALLOWED = {
 # Floors, ground first. A room on one floor may import rooms of the floors below it only.
 FLOORS = {
     "jobs": (
+        ("sink_settings",),  # one sink as the operator configures it (Settings.sinks' values)
         ("model", "settings"),  # what a job is (spec, state, status, ids); the service's settings
         ("inputs", "report"),  # records read from an input, shard descriptors, content hashes; the data report's counts
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows

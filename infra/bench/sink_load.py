@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from poolq.devtools.bench.machine import machine_facts
 from poolq.devtools.devstack.postgres_server import PostgresServer
-from poolq.jobs.settings import SinkConfig
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.lancedb_sink import LanceDbSink
 from poolq.jobs.sinks.pgvector_sink import PgvectorSink
 from poolq.jobs.sinks.sink import SinkLoad, SinkSchema

@@ -1,4 +1,4 @@
-"""Sinks as a job names them, and the states of a load (the operator's ``SinkConfig``: jobs/settings.py).
+"""Sinks as a job names them, and the states of a load (the operator's ``SinkConfig``: jobs/sink_settings.py).
 
 A job names a sink (``"sink": "search-db"``), never a location or a password: the operator maps
 names to stores in ``POOLQ_SINKS='{"search-db": "postgresql://…"}'`` (or an object with the

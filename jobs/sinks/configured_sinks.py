@@ -2,7 +2,8 @@
 driver is imported here, so the API process needs none of them (infra/docker/api.Dockerfile)."""
 from __future__ import annotations
 
-from poolq.jobs.settings import Settings, SinkConfig
+from poolq.jobs.settings import Settings
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.sink import SinkError
 
 SCHEMES = ("postgresql", "postgres", "lancedb", "lancedb+s3", "qdrant+local", "qdrant", "qdrants", "memory")

@@ -13,7 +13,7 @@ from typing import Any
 import lancedb
 import pyarrow as pa
 
-from poolq.jobs.settings import SinkConfig
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.sink import DENSE_COLUMN, STORED_KEYS_SCHEMA, Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
 
 

@@ -18,7 +18,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from poolq.jobs.settings import SinkConfig
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.pgvector_types import (
     DENSE_SQL_COLUMN,
     SPARSE_SQL_COLUMN,

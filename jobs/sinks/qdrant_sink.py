@@ -16,7 +16,7 @@ import pyarrow as pa
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from poolq.jobs.settings import SinkConfig
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.sink import (
     DENSE_COLUMN,
     MULTI_COLUMN,

@@ -9,7 +9,8 @@ import importlib
 from collections.abc import Callable
 from urllib.parse import SplitResult, parse_qs, urlsplit
 
-from poolq.jobs.settings import Settings, SinkConfig
+from poolq.jobs.settings import Settings
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.configured_sinks import sink_config
 from poolq.jobs.sinks.memory_sink import MemorySink
 from poolq.jobs.sinks.sink import Sink

@@ -3,7 +3,8 @@
 import pyarrow as pa
 import pytest
 
-from poolq.jobs.settings import Settings, SinkConfig
+from poolq.jobs.settings import Settings
+from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.memory_sink import MemorySink
 from poolq.jobs.sinks.sink import STORED_KEYS_SCHEMA, SinkError, SinkLoad, SinkSchema
 from poolq.jobs.sinks.sink_load import scrub
