@@ -11,8 +11,8 @@ python3 -m pip install -q -e '.[dev]'
 command -v chromium >/dev/null && command -v chromedriver >/dev/null ||
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 bash infra/lint.sh
-# Two test processes (pytest-xdist): most of the suite's time is spent waiting on the services and
-# subprocesses it starts, and every test stack gets ports no other process can take first. --dist loadscope
+# Two test processes (pytest-xdist), one per core: the suite is CPU-bound (docs/operations.md), and every
+# test stack gets ports no other process can take first. --dist loadscope
 # keeps each module on one process, so a module's stack starts once; --no-loadscope-reorder keeps the order
 # tests/conftest.py gives (slow modules first), instead of the largest modules first and the longest single
 # tests last. Pass -n 0 to run serially (the last -n wins); --durations names the slowest tests in the CI log.
