@@ -1,25 +1,31 @@
 """An engine result as bytes and back, exactly: what the reuse store keeps for one document.
 
 A document's whole result is kept (every chunk row of a chunk mode with it), so a copy feeds a
-task's ``append`` the very arrays a fresh run would, and its rows come out bit-identical. The bytes
-are an ``.npz`` of plain arrays plus a JSON header; nothing is pickled (a bucket object is read
-back with ``allow_pickle=False``).
+task's ``append`` the very arrays a fresh run would, and its rows come out bit-identical. Nothing
+is pickled. The bytes are ``PQR1``, a JSON header's length, the header (the result's fields and,
+for each array, its dtype, shape and place) and the arrays' raw bytes one after another: a shard
+encodes every document it embeds, and an ``.npz`` (a zip archive per document) cost several times
+as much. Results stored as ``.npz`` by earlier versions still decode (read with
+``allow_pickle=False``).
 """
 from __future__ import annotations
 
 import io
 import json
-from typing import Any
+import struct
 
 import numpy as np
 
 from poolq.engine import ChunkSpan, MultiOutput, PoolingOutput, PoolingTask, SparseVector
 
-_HEADER = "header"
+_MAGIC = b"PQR1"
+_LENGTH = struct.Struct("<I")  # the header's length in bytes
+_HEADER = "header"  # the JSON header's name inside an earlier version's .npz
+_ZIP_MAGIC = b"PK\x03\x04"
 
 
 def encode_result(result: PoolingOutput) -> bytes:
-    arrays: dict[str, Any] = {}  # Any: numpy's stubs read ``**arrays`` as its allow_pickle flag
+    arrays: dict[str, np.ndarray] = {}
     header = {
         "num_tokens": result.num_tokens, "truncated": result.truncated, "processed_tokens": result.processed_tokens,
         "chunks": None if result.chunks is None else [_span_fields(span) for span in result.chunks],
@@ -29,17 +35,27 @@ def encode_result(result: PoolingOutput) -> bytes:
         value = getattr(result, name)
         if value is not None:
             arrays[name] = value
-    arrays[_HEADER] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+    return _pack(header, arrays)
+
+
+def _pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
+    """``PQR1``, the header's length, the header, then each array's bytes in C order."""
+    places, chunks, offset = {}, [], 0
+    for name, value in arrays.items():
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            raise TypeError(f"a result's array {name!r} holds Python objects, which are never stored for reuse")
+        raw = array.tobytes()
+        places[name] = [array.dtype.str, list(array.shape), offset, len(raw)]
+        chunks.append(raw)
+        offset += len(raw)
+    encoded = json.dumps({**header, "arrays": places}).encode("utf-8")
+    return b"".join([_MAGIC, _LENGTH.pack(len(encoded)), encoded, *chunks])
 
 
 def decode_result(raw: bytes, key: object) -> PoolingOutput:
     """The result ``raw`` holds, answering the request keyed ``key``."""
-    with np.load(io.BytesIO(raw), allow_pickle=False) as stored:
-        arrays = {name: stored[name] for name in stored.files}
-    header = json.loads(arrays.pop(_HEADER).tobytes().decode("utf-8"))
+    header, arrays = _unpack_npz(raw) if raw.startswith(_ZIP_MAGIC) else _unpack(raw)
     chunks = header["chunks"]
     return PoolingOutput(
         key=key, data=_take(arrays, header["data"]), num_tokens=header["num_tokens"], truncated=header["truncated"],
@@ -49,11 +65,33 @@ def decode_result(raw: bytes, key: object) -> PoolingOutput:
     )
 
 
+def _unpack(raw: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    if not raw.startswith(_MAGIC):
+        raise ValueError(f"not a stored result: starts {raw[:4]!r}, expected {_MAGIC!r} (or an earlier .npz)")
+    start = len(_MAGIC) + _LENGTH.size
+    (length,) = _LENGTH.unpack_from(raw, len(_MAGIC))
+    header = json.loads(raw[start:start + length].decode("utf-8"))
+    body = start + length
+    arrays = {}
+    for name, (dtype, shape, offset, size) in header.pop("arrays").items():
+        # copied out of ``raw``: writable arrays, as np.load gave, that do not pin the whole object
+        array = np.frombuffer(raw, dtype=np.dtype(dtype), count=size // np.dtype(dtype).itemsize, offset=body + offset)
+        arrays[name] = array.reshape(shape).copy()
+    return header, arrays
+
+
+def _unpack_npz(raw: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    """A result an earlier version stored as an ``.npz`` (its JSON header an array named ``header``)."""
+    with np.load(io.BytesIO(raw), allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    return json.loads(arrays.pop(_HEADER).tobytes().decode("utf-8")), arrays
+
+
 def _span_fields(span: ChunkSpan) -> list:
     return [span.chunk_index, span.token_start, span.token_end, span.char_start, span.char_end, span.split]
 
 
-def _put(arrays: dict[str, Any], name: str, value: object) -> dict:
+def _put(arrays: dict[str, np.ndarray], name: str, value: object) -> dict:
     """Store ``value`` under names starting with ``name``; returns how to read it back."""
     if isinstance(value, np.ndarray):
         arrays[name] = value

@@ -1,4 +1,7 @@
 """Stored results come back exactly: every kind of data a task's result holds."""
+import io
+import json
+
 import numpy as np
 import pytest
 
@@ -53,3 +56,25 @@ def _assert_same(got, expected):
 def test_stored_bytes_never_unpickle():
     with pytest.raises(TypeError):
         encode_result(PoolingOutput("k", {"a": object()}, num_tokens=1, truncated=False, processed_tokens=1))
+
+
+def test_a_result_an_earlier_version_stored_as_npz_still_decodes():
+    # What encode_result wrote before PQR1: the arrays and a JSON header array in one .npz
+    data = RNG.standard_normal((2, 4)).astype(np.float32)
+    header = {"num_tokens": 9, "truncated": False, "processed_tokens": 9, "chunks": [[0, 0, 5, 0, 12, False],
+                                                                                     [1, 5, 9, 12, 30, False]],
+              "data": {"kind": "array"}}
+    buffer = io.BytesIO()
+    np.savez(buffer, data=data, token_ids=np.arange(9, dtype=np.int32),
+             header=np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8))
+    back = decode_result(buffer.getvalue(), key="old")
+    _assert_same(back.data, data)
+    _assert_same(back.token_ids, np.arange(9, dtype=np.int32))
+    assert back.chunks == (ChunkSpan(0, 0, 5, 0, 12), ChunkSpan(1, 5, 9, 12, 30)) and back.num_tokens == 9
+
+
+def test_decoded_arrays_are_writable_and_bytes_that_are_no_result_are_refused():
+    back = decode_result(encode_result(PoolingOutput("k", np.ones(4, np.float32), 4, False, 4)), key="k")
+    back.data[0] = 2.0  # as np.load gave: a copy of its own, not a view of the stored bytes
+    with pytest.raises(ValueError, match="not a stored result"):
+        decode_result(b"garbage bytes", key="k")
