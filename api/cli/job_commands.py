@@ -159,9 +159,6 @@ def jobs(client: PoolqClient, limit: int, before: str | None, as_json: bool) -> 
         click.echo(f"more: poolq jobs --before {page['next_before']}", err=True)
 
 
-JOB_COMMANDS = (submit, status, wait, results, cancel, jobs)
-
-
 def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeout: float | None, as_json: bool) -> None:
     progress = job_progress()
     try:

@@ -7,19 +7,21 @@ from pathlib import Path
 
 import click
 
-from poolq.api.cli.cache_commands import cache
-from poolq.api.cli.dev_commands import dev
-from poolq.api.cli.embed_command import embed
-from poolq.api.cli.job_commands import JOB_COMMANDS
-from poolq.api.cli.key_commands import keys
+from poolq.api.cli.lazy_group import LazyGroup
 from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
-from poolq.api.cli.log_command import logs
-from poolq.api.cli.schedule_commands import schedules
-from poolq.api.cli.sink_commands import sink
-from poolq.api.cli.webhook_commands import webhooks
+
+_CLI = "poolq.api.cli"
+# Each command's module is imported when the command runs (lazy_group.py says why).
+LAZY_COMMANDS = {
+    "dev": f"{_CLI}.dev_commands:dev", "keys": f"{_CLI}.key_commands:keys", "cache": f"{_CLI}.cache_commands:cache",
+    **{name: f"{_CLI}.job_commands:{name}" for name in ("submit", "status", "wait", "results", "cancel", "jobs")},
+    "schedules": f"{_CLI}.schedule_commands:schedules", "logs": f"{_CLI}.log_command:logs",
+    "embed": f"{_CLI}.embed_command:embed", "sink": f"{_CLI}.sink_commands:sink",
+    "webhooks": f"{_CLI}.webhook_commands:webhooks",
+}
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy_commands=LAZY_COMMANDS)
 @click.option("--stack", default=None, envvar=STACK_ENV, type=click.Path(file_okay=False, path_type=Path),
               help=f"the local stack to use: its state directory, or the folder holding its .poolq (env {STACK_ENV}; "
                    "default: ./.poolq, else the one `poolq dev up` started, anywhere)")
@@ -28,18 +30,6 @@ def main(context: click.Context, stack: Path | None) -> None:
     """poolq: async jobs for pooling models (embeddings of long documents, as Parquet)."""
     if stack is not None:
         context.meta[STACK_META] = str(stack)
-
-
-main.add_command(dev)
-main.add_command(keys)
-main.add_command(cache)
-for _command in JOB_COMMANDS:  # submit, status, wait, results, cancel, jobs
-    main.add_command(_command)
-main.add_command(schedules)
-main.add_command(logs)
-main.add_command(embed)
-main.add_command(sink)
-main.add_command(webhooks)
 
 
 @main.command()
