@@ -26,8 +26,9 @@ os.environ.setdefault("POOLQ_COMPUTE_DTYPE", "float32")
 def _share_the_cpus_between_xdist_workers() -> None:
     """Under pytest-xdist (infra/test.sh runs one process more than the cores), give each worker
     process its share of the CPUs for torch's threads, at least one: two processes of 2 OpenMP
-    threads on 2 cores embed about half as fast as two of one thread (the threads spin waiting for each other). Set before torch loads, so the
-    servers and workers the tests start inherit it too; an OMP_NUM_THREADS already set wins."""
+    threads on 2 cores embed about half as fast as two of one thread (the threads spin waiting
+    for each other). Set before torch loads, so the servers and workers the tests start inherit
+    it too; an OMP_NUM_THREADS already set wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers <= 1 or "OMP_NUM_THREADS" in os.environ:
         return
