@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install poolq with its dev extras, lint and type-check it, then run the whole test suite
+# Install poolq with its dev extras, then lint and type-check it while the whole test suite runs
 # (unit + integration) on one process more than the cores. torch is pinned first so pip never resolves a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,11 @@ python3 -m pip install -q -e '.[dev]'
 # The dashboard's browser test (tests/api/test_dashboard_browser_e2e.py): Debian's Chromium and its driver.
 command -v chromium >/dev/null && command -v chromedriver >/dev/null ||
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
-bash infra/lint.sh
+# Lint and type checks run beside the tests, not before them: mypy over a clean clone takes ~45 s of one
+# core, which then overlaps the suite instead of adding to it. Their output and exit code come after pytest's.
+lint_log="$(mktemp)"
+bash infra/lint.sh >"$lint_log" 2>&1 &
+lint=$!
 # Test processes (pytest-xdist): one more than the cores, at most 8. The suite is CPU-bound but not wholly:
 # on 2 cores, 2 processes kept the CPUs 82 % busy (its end-to-end tests also wait on services and
 # timeouts), 3 kept them 95 % busy and finished 17 % sooner, 4 were slower (docs/operations.md). Every test stack gets
@@ -19,4 +23,12 @@ bash infra/lint.sh
 # instead of the largest modules first and the longest single tests last. Pass -n 0 to run serially (the
 # last -n wins); --durations names the slowest tests in the CI log.
 cores=$(nproc)
-python3 -m pytest -n $((cores + 1 < 8 ? cores + 1 : 8)) --dist loadscope --no-loadscope-reorder --durations=20 "$@"
+tests=0
+python3 -m pytest -n $((cores + 1 < 8 ? cores + 1 : 8)) --dist loadscope --no-loadscope-reorder --durations=20 "$@" ||
+  tests=$?
+checks=0
+wait "$lint" || checks=$?
+echo "--- infra/lint.sh (ruff, mypy): exit $checks"
+cat "$lint_log"
+rm -f "$lint_log"
+exit $((tests != 0 ? tests : checks))
