@@ -17,7 +17,7 @@ bash infra/lint.sh >"$lint_log" 2>&1 &
 lint=$!
 # Test processes (pytest-xdist): one more than the cores, at most 8. The suite is CPU-bound but not wholly:
 # on 2 cores, 2 processes kept the CPUs 82 % busy (its end-to-end tests also wait on services and
-# timeouts), 3 kept them 95 % busy and finished 17 % sooner, 4 were slower (docs/operations.md). Every test stack gets
+# timeouts), 3 kept them 95 % busy and finished 17 % sooner (docs/operations.md). Every test stack gets
 # ports no other process can take first. --dist loadscope keeps each module on one process, so a module's
 # stack starts once; --no-loadscope-reorder keeps the order tests/conftest.py gives (slow modules first),
 # instead of the largest modules first and the longest single tests last. Pass -n 0 to run serially (the
