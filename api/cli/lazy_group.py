@@ -1,9 +1,9 @@
 """A click group that imports a subcommand's module only when that subcommand runs.
 
-``poolq dev status`` should not import the HTTP client, the server's schemas and pyarrow that
-``poolq results`` needs: every CLI call, and every worker, beat and API process the CLI starts,
-paid for all of them. This is click's documented pattern for lazily loaded subcommands: the group
-knows each name and where it lives; ``--help`` still lists all of them (and imports them to).
+``poolq dev status`` should not import the HTTP client, the server's schemas and the output
+helpers that ``poolq results`` needs: every CLI call, and every worker and beat process the CLI
+starts, paid for all of them. This is click's documented pattern for lazily loaded subcommands:
+the group knows each name and where it lives; ``--help`` still lists all of them (and imports them too).
 """
 from __future__ import annotations
 
