@@ -51,26 +51,25 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # weight-loading bars would garble CLI output and worker logs
-    spec = read_model_spec(model_dir, is_causal=_is_decoder(model_dir))
+    hf_config = transformers.AutoConfig.from_pretrained(str(model_dir), local_files_only=True)
+    spec = read_model_spec(model_dir, is_causal=_is_decoder(hf_config.model_type))
     compute_dtype = resolve_dtype(config.dtype, config.device)
     device, dtype = torch.device(config.device), torch_dtype(compute_dtype)
-    auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
-    model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
-    model.eval().to(device)
+    model = _load_weights(model_dir, spec, hf_config, dtype, packed=config.packed).to(device)
     tokenizer = TextTokenizer(model_dir)
     projector = load_projector(model_dir, spec.dense_dirs)
     if projector is not None:
         projector.to(device=device, dtype=dtype)
     m3 = load_m3_heads(model_dir, tokenizer.unused_token_ids, device, dtype) if spec.kind is ModelKind.M3_ENCODER else None
     dispatcher = build_dispatcher(spec, model, projector, calibration, m3)
-    runner = make_runner(model.base_model, device, tokenizer.pad_token_id, config.packed)
+    runner = make_runner(getattr(model, "base_model", model), device, tokenizer.pad_token_id, config.packed)
     if compute_dtype == "int8":
         quantize_runner(runner, tokenizer, spec.window_tokens)
     if config.fuse_norms and isinstance(runner, PackedRunner):
         fuse_norms(runner.encoder)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
-    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, model.config, compute_dtype)
+    return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, hf_config, compute_dtype)
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:
@@ -82,15 +81,30 @@ def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id:
     return ModelRunner(base_model, device, pad_token_id)
 
 
-def _is_decoder(model_dir: Path) -> bool:
+def _load_weights(model_dir: Path, spec: ModelSpec, hf_config, dtype: torch.dtype, packed: bool) -> torch.nn.Module:
+    """The model in eval mode: a BERT-family encoder that will run packed straight from its checkpoint
+    (no transformers modeling import, engine/models/bert_checkpoint.py), anything else through the
+    transformers class its kind needs. Both give the same parameters."""
+    if spec.kind is ModelKind.ENCODER and packed:
+        from poolq.engine.models.bert_checkpoint import checkpoint_encoder
+
+        encoder = checkpoint_encoder(model_dir, hf_config, dtype)
+        if encoder is not None:
+            return encoder
+    import transformers
+
+    auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
+    model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
+    return model.eval()
+
+
+def _is_decoder(model_type: str) -> bool:
     """A model type with a causal-LM class and no masked-LM class is a decoder."""
-    from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
     )
 
-    model_type = AutoConfig.from_pretrained(str(model_dir), local_files_only=True).model_type
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 

@@ -267,9 +267,13 @@ def _die_with_the_test_run() -> None:
 
 
 def main() -> None:
-    # The model code's imports (transformers' BERT is most of a model load), done once before the fork.
-    import transformers.models.bert.modeling_bert  # noqa: F401
+    # The model code's imports (torch, the loader, transformers' config and tokenizer classes are most of
+    # a model load), done once before the fork.
+    import safetensors.torch  # noqa: F401
+    import transformers.models.auto.modeling_auto  # noqa: F401
+    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
+    import poolq.engine.loading.model_loader  # noqa: F401
     from poolq.jobs.settings import Settings
     from poolq.jobs.worker.worker_startup import WorkerOptions, run_worker
 
