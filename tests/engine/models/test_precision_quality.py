@@ -60,11 +60,16 @@ def _dense_pair(rows_a, rows_b) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+@pytest.fixture(scope="module")
+def splade_float32(texts):
+    return PoolingEngine.from_pretrained("splade-tiny", dtype="float32").encode(texts, PoolingTask.SPARSE_EMBED,
+                                                                                policy=TRUNCATE)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "int8"])
-def test_splade_vectors_stay_within_the_gate(dtype, texts):
+def test_splade_vectors_stay_within_the_gate(dtype, texts, splade_float32):
     # int8 must be served here, not refused: SPLADE-tiny is one of the two models the gate is for.
-    reference = PoolingEngine.from_pretrained("splade-tiny", dtype="float32").encode(texts, PoolingTask.SPARSE_EMBED,
-                                                                                     policy=TRUNCATE)
+    reference = splade_float32
     engine = PoolingEngine.from_pretrained("splade-tiny", dtype=dtype)
     found, expected = _dense_pair(engine.encode(texts, PoolingTask.SPARSE_EMBED, policy=TRUNCATE), reference)
     assert _cosines(found, expected).min() >= GATES[dtype]

@@ -1,5 +1,7 @@
 """The scale benchmark (infra/bench/scale.py) end to end on a small corpus: the real local stack,
 one worker, 500 documents. Checks the table's shape and that its numbers are sane; no timings."""
+import os
+
 import pytest
 from conftest import BENCH_DIR
 from scale import main
@@ -26,8 +28,11 @@ def _number(cell: str) -> float:
 
 
 def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys):
-    # Given 500 short documents and a stack with one worker
-    results = main(["--documents", "500", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900"])
+    # Given 500 short documents and a stack with one worker, its torch threads this test process's share of
+    # the cores (tests/conftest.py: under xdist, 1; more would spin waiting for each other)
+    threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    results = main(["--documents", "500", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900",
+                    "--threads-per-worker", threads])
 
     # Then the job succeeded and the table has every column, with one row
     out = capsys.readouterr().out
