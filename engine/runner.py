@@ -1,6 +1,8 @@
 """Runs a batch through the model and returns token states in the flat layout."""
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 import torch
 
@@ -61,17 +63,14 @@ class ModelRunner:
         groups = padded_groups(batch.seq_lens)
         if len(groups) == 1:  # one forward, in the batch's own order
             return self._padded_forward(batch, np.arange(batch.num_seqs))
-        starts = batch.cu_seqlens[:-1]
-        out: torch.Tensor | None = None
-        for group in groups:
-            hidden = self._padded_forward(batch, group)  # [group tokens, hidden]
-            if out is None:
-                out = hidden.new_empty(batch.num_tokens, hidden.shape[1])
-            # Where the group's tokens sit in the batch's flat layout.
-            positions = np.concatenate([np.arange(starts[i], starts[i] + n) for i, n in zip(group, batch.seq_lens[group])])
-            out[torch.from_numpy(positions).to(out.device)] = hidden
-        if out is None:
-            raise ValueError("a batch needs one or more sequences")
+        # Each group's tokens go back to where they sit in the batch's flat layout.
+        token_positions = np.arange(batch.num_tokens)
+        first, *rest = groups
+        hidden = self._padded_forward(batch, first)  # [group tokens, hidden]
+        out = hidden.new_empty(batch.num_tokens, hidden.shape[1])
+        # One group's states at a time (chain is lazy): the others' forwards run only after it is copied.
+        for group, group_hidden in chain([(first, hidden)], ((g, self._padded_forward(batch, g)) for g in rest)):
+            out[torch.from_numpy(_gather(token_positions, batch.cu_seqlens, group)).to(out.device)] = group_hidden
         return out
 
     def _padded_forward(self, batch: BatchMetadata, group: np.ndarray) -> torch.Tensor:  # [group tokens, hidden]
