@@ -12,12 +12,17 @@ A suggested cache root is ``default_cache_root()`` (``~/.cache/poolq/models``, o
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import logging
 import os
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +65,48 @@ def _convert(gguf_path: Path, out_dir: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf_path.parent), gguf_path.name
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    with _gguf_parsed_once():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     _drop_gguf_quantization(model)
     tokenizer.model_max_length = model.config.max_position_embeddings
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
+
+
+_GGUF_PATCH_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """While converting, ``gguf.GGUFReader`` opens each file once and ``gguf.get_tensor_name_map``
+    builds each map once.
+
+    transformers parses the file three times (config, tokenizer, weights: ~4.5 CPU-s each for
+    SmolLM2's 49k-token vocabulary) and rebuilds the tensor-name map for every module it walks
+    (397 times, ~7 CPU-s); both are pure functions of their arguments. It imports the two names
+    from ``gguf`` at call time, so swapping the module's attributes for the conversion reaches it;
+    the originals are back afterwards, and the cached readers (memory maps) are dropped with them.
+    """
+    import gguf as gguf_package
+
+    gguf: Any = gguf_package  # its two attributes are swapped below, which its type hints do not allow
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], object] = {}
+
+    def reader(path, mode: str = "r"):
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    with _GGUF_PATCH_LOCK:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.cache(name_map)
+        try:
+            yield
+        finally:
+            gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
+            readers.clear()
 
 
 def _drop_gguf_quantization(model) -> None:

@@ -55,12 +55,12 @@ def splade_vectors() -> torch.Tensor:
 
 @pytest.fixture(scope="session")
 def smollm2_converted(tmp_path_factory):
-    """Convert SmolLM2 once per test run (~30-45 s) into a temporary cache.
+    """Convert SmolLM2 once per test run (~13 CPU-s) into a temporary cache.
 
     The GGUF-loaded model that the conversion builds is captured on its way through
     ``AutoModelForCausalLM.from_pretrained`` and its last-token hidden states for
     ``SMOLLM2_TEXTS`` are kept as the reference, so the GGUF file is not parsed a
-    second time (another ~25 s) just to compare against it.
+    second time (another ~10 s) just to compare against it.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
