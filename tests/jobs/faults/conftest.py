@@ -4,8 +4,8 @@ Each test gets its own redis-server (AOF on, fresh port and directory) and its o
 bucket of the session's SeaweedFS, and starts what it needs: workers (through
 ``launch_worker.py``, which can inject faults), beat, the API. Every process is started in its
 own session (process group), and every group is killed when the test ends, pass or fail.
-Workers come from a pool of launchers that already imported torch and transformers
-(``StandbyWorkers``), so a worker is up in about a second.
+Workers are forks of a launcher that already imported torch and transformers
+(``WorkerForkServer``), so a worker is up in about a second.
 
 ``Deployment.check_outcome`` is the end-of-case check every test runs: the job's final state,
 its output equal to a clean engine run's, every record exactly once (a listed part or the error
@@ -86,6 +86,7 @@ class Proc:
     log_path: Path
     marker: str  # what its command line contains: never signal a recycled pid
     exit_code: int | None = None
+    exit_path: Path | None = None  # a worker forked by the fork server: its exit code is written here
 
     def alive(self) -> bool:
         if self.exit_code is not None:
@@ -93,11 +94,21 @@ class Proc:
         try:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:
-            return pid_alive(self.pid)
+            return self._alive_elsewhere()
         if pid == self.pid:
             self.exit_code = os.waitstatus_to_exitcode(status)
             return False
         return True
+
+    def _alive_elsewhere(self) -> bool:
+        """Not this process's child: alive while its pid is; a forked worker's exit code comes from the
+        fork server, which writes it just after it reaps the worker."""
+        if pid_alive(self.pid):
+            return True
+        if self.exit_path is not None:
+            eventually(self.exit_path.exists, 5, f"{self.name}'s exit code from the fork server", interval=0.02)
+            self.exit_code = int(self.exit_path.read_text())
+        return False
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -126,45 +137,38 @@ def base_env() -> dict[str, str]:
     }
 
 
-class StandbyWorkers:
-    """Keeps two ``launch_worker.py --standby`` processes ready (torch and transformers imported):
-    a test's worker starts in about a second instead of ~7. Each process serves one worker."""
+class WorkerForkServer:
+    """One ``launch_worker.py --fork-server`` per test process: torch and transformers are imported
+    once, and each worker is a fork of that process, up in about a second for no import CPU."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.orders = root / "orders"
+        self.orders.mkdir()
         self.count = 0
-        self.waiting: list[tuple[Proc, Path]] = []
-
-    def _spawn(self) -> None:
-        self.count += 1
-        orders = self.root / f"standby-{self.count}.json"
-        log_path = self.root / f"standby-{self.count}.log"
-        argv = [sys.executable, str(LAUNCHER), "--standby", str(orders)]
-        proc = Proc(f"standby-{self.count}", spawn(argv, log_path=log_path, pid_path=None, env=base_env(), cwd=REPO_ROOT),
-                    log_path, LAUNCHER.name)
-        self.waiting.append((proc, orders))
-
-    def fill(self, spares: int = 2) -> None:
-        while len(self.waiting) < spares:
-            self._spawn()
+        argv = [sys.executable, str(LAUNCHER), "--fork-server", str(self.orders)]
+        log_path = root / "fork-server.log"
+        self.server = Proc("fork-server", spawn(argv, log_path=log_path, pid_path=None, env=base_env(), cwd=REPO_ROOT),
+                           log_path, LAUNCHER.name)
 
     def take(self, name: str, env: dict[str, str]) -> Proc:
-        """A worker process running with ``env``; a replacement starts importing for the next call."""
-        self.fill()
-        proc, orders = self.waiting.pop(0)
-        tmp = orders.with_suffix(".tmp")
-        tmp.write_text(json.dumps(env))
-        os.replace(tmp, orders)
-        proc.name = name
-        self.fill()
-        return proc
+        """A worker process running with ``env``, logging to its own file."""
+        self.count += 1
+        order = self.orders / f"{self.count}.json"
+        log_path = self.root / f"{name}-{self.count}.log"
+        tmp = order.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"env": env, "log": str(log_path)}))
+        os.replace(tmp, order)
+        pid_path = order.with_suffix(".pid")
+        eventually(lambda: pid_path.exists() or not self.server.alive(), 90, "the fork server to fork a worker",
+                   interval=0.02, logs=self.server.log)
+        assert pid_path.exists(), f"the fork server exited ({self.server.exit_code}): {self.server.log()[-3000:]}"
+        return Proc(name, int(pid_path.read_text()), log_path, LAUNCHER.name, exit_path=order.with_suffix(".exit"))
 
     def close(self) -> None:
-        for proc, _ in self.waiting:
-            if not _group_gone(proc.pid):
-                os.killpg(proc.pid, signal.SIGKILL)
-            eventually(lambda: not proc.alive(), 10, f"{proc.name} to exit")
-        self.waiting = []
+        if not _group_gone(self.server.pid):
+            os.killpg(self.server.pid, signal.SIGKILL)
+        eventually(lambda: not self.server.alive(), 10, "the fork server to exit")
 
 
 def _group_gone(pgid: int) -> bool:
@@ -183,7 +187,7 @@ class Deployment:
     redis: RedisServer
     s3_config: object
     prefix: str
-    standby: StandbyWorkers
+    fork_server: WorkerForkServer
     overrides: dict = field(default_factory=dict)
     procs: list[Proc] = field(default_factory=list)
     api_url: str | None = None
@@ -285,10 +289,10 @@ class Deployment:
                "POOLQ_FAULT_RESTORE_INTERVAL_S": str(RESTORE_INTERVAL_S)}
         env.update({f"POOLQ_{key.upper()}": str(value) for key, value in (settings or {}).items()})
         env.update({f"POOLQ_FAULT_{key.upper()}": str(value) for key, value in faults.items()})
-        proc = self.standby.take(name, env)
+        proc = self.fork_server.take(name, env)
         self.procs.append(proc)
         self.logs_dir.mkdir(exist_ok=True)
-        (self.logs_dir / f"{name}.log").symlink_to(proc.log_path)  # the log lives in the standby pool's dir
+        (self.logs_dir / f"{name}.log").symlink_to(proc.log_path)  # the log lives in the fork server's dir
         if wait:
             self.wait_ready(proc)
         return proc
@@ -608,24 +612,23 @@ def sparse_reference(sample_documents) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="session")
-def standby_workers(tmp_path_factory):
-    pool = StandbyWorkers(tmp_path_factory.mktemp("standby-workers"))
-    pool.fill()  # start importing now, while the session's other fixtures start
+def worker_fork_server(tmp_path_factory):
+    server = WorkerForkServer(tmp_path_factory.mktemp("worker-fork-server"))  # imports now, while other fixtures start
     try:
-        yield pool
+        yield server
     finally:
-        pool.close()
+        server.close()
 
 
 @pytest.fixture
-def deployment(request, tmp_path, fault_bucket, standby_workers):
+def deployment(request, tmp_path, fault_bucket, worker_fork_server):
     """A fresh deployment; ``@pytest.mark.settings(...)`` overrides BASE_SETTINGS for a test."""
     marker = request.node.get_closest_marker("settings")
     overrides = dict(marker.kwargs) if marker else {}
     server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
     with server:
         prefix = f"faults/{request.node.name[:40].replace('[', '-').strip(']')}-{uuid.uuid4().hex[:8]}"
-        stack = Deployment(tmp_path, server, fault_bucket, prefix, standby_workers, overrides)
+        stack = Deployment(tmp_path, server, fault_bucket, prefix, worker_fork_server, overrides)
         try:
             yield stack
         finally:
@@ -633,13 +636,13 @@ def deployment(request, tmp_path, fault_bucket, standby_workers):
 
 
 @pytest.fixture
-def own_store_deployment(request, tmp_path, chaos_seaweed, standby_workers):
+def own_store_deployment(request, tmp_path, chaos_seaweed, worker_fork_server):
     """Like ``deployment``, on ``chaos_seaweed`` (a SeaweedFS the test may stop or stall)."""
     marker = request.node.get_closest_marker("settings")
     s3_config = S3Config(chaos_seaweed.endpoint_url, chaos_seaweed.config.access_key, chaos_seaweed.config.secret_key)
     server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
     with server:
-        stack = Deployment(tmp_path, server, s3_config, "faults/own", standby_workers, dict(marker.kwargs) if marker else {})
+        stack = Deployment(tmp_path, server, s3_config, "faults/own", worker_fork_server, dict(marker.kwargs) if marker else {})
         try:
             yield stack
         finally:

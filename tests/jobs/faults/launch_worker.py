@@ -29,13 +29,16 @@ Every patch is installed before Celery forks its pool, so pool children inherit 
 heavy model-code imports happen here too, once, so a new pool child loads the model in about
 a second (a test speed-up only: the worker's behaviour is unchanged).
 
-``launch_worker.py --standby ORDERS``: do the imports, then wait until the JSON file ORDERS
-appears; it holds the environment (settings and faults) to run the worker with. The suite keeps
-two such processes ready, so starting a worker does not wait for torch and transformers to import.
-A worker started here kills its process group if the test process that started it dies.
+``launch_worker.py --fork-server ORDERS_DIR``: do the imports once, then fork one worker per order
+(``<n>.json`` in ORDERS_DIR: the worker's environment and log file). Each test process runs one
+such server, so starting a worker costs a fork, not ~3 CPU-s of importing torch and transformers
+again (the suite starts ~60 workers). The server writes ``<n>.pid`` as it forks and ``<n>.exit``
+(the exit code) when it reaps the worker. A worker leads its own session and kills its process
+group if the server dies, and the server exits when the test process that started it dies.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -242,16 +245,58 @@ def _patch_broker() -> None:
     worker_startup.create_celery_app = create_celery_app
 
 
-def _wait_for_orders(path: Path) -> None:
-    """Standby: wait for the file naming this worker's environment, then take it on."""
-    parent = os.getppid()
-    while not path.exists():
-        if os.getppid() != parent:  # the test run that started this process is gone
-            sys.exit(0)
+def _serve_forks(orders_dir: Path) -> None:
+    """Fork a worker for each order that appears in ``orders_dir``, until the test process is gone.
+    In a forked worker this never returns: the worker's ``sys.exit`` ends that process."""
+    test_process = os.getppid()
+    running: dict[int, Path] = {}  # worker pid -> where its exit code goes
+    while os.getppid() == test_process:
+        for order in sorted(orders_dir.glob("*.json")):
+            taken = order.with_suffix(".taken")
+            os.replace(order, taken)
+            pid = os.fork()
+            if pid == 0:
+                _become_worker(json.loads(taken.read_text()))
+            running[pid] = order.with_suffix(".exit")
+            _write_atomically(order.with_suffix(".pid"), str(pid))
+        _reap(running)
         time.sleep(0.05)
-    env = json.loads(path.read_text())
+    for pid in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _become_worker(order: dict) -> None:
+    """In the forked child: its own session, the order's log file and environment; then the worker."""
+    os.setsid()
+    log = os.open(order["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    for source, target in ((devnull, 0), (log, 1), (log, 2)):
+        os.dup2(source, target)
+    os.close(log)
+    os.close(devnull)
     os.environ.clear()
-    os.environ.update(env)
+    os.environ.update(order["env"])
+    _run_worker()
+
+
+def _reap(running: dict[int, Path]) -> None:
+    """Collect the exit codes of workers that ended (each exit file is written once, whole)."""
+    while running:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in running:
+            _write_atomically(running.pop(pid), str(os.waitstatus_to_exitcode(status)))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _die_with_the_test_run() -> None:
@@ -274,11 +319,19 @@ def main() -> None:
     from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
     import poolq.engine.loading.model_loader  # noqa: F401
+    import poolq.jobs.settings  # noqa: F401
+    import poolq.jobs.worker.worker_startup  # noqa: F401
+
+    if sys.argv[1:2] == ["--fork-server"]:
+        _serve_forks(Path(sys.argv[2]))
+        return
+    _run_worker()
+
+
+def _run_worker() -> None:
     from poolq.jobs.settings import Settings
     from poolq.jobs.worker.worker_startup import WorkerOptions, run_worker
 
-    if sys.argv[1:2] == ["--standby"]:
-        _wait_for_orders(Path(sys.argv[2]))
     _patch_engine()
     _patch_planning()
     _patch_commit()

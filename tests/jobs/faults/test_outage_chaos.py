@@ -249,12 +249,12 @@ def _stopped_for(what: str, traffic: Traffic, stop, start, wait_ready) -> None:
 
 
 @pytest.fixture
-def chaos_deployment(tmp_path, chaos_seaweed, standby_workers):
+def chaos_deployment(tmp_path, chaos_seaweed, worker_fork_server):
     """Like the suite's ``deployment``, on ``chaos_seaweed`` and with ``OVERRIDES``."""
     s3_config = S3Config(chaos_seaweed.endpoint_url, chaos_seaweed.config.access_key, chaos_seaweed.config.secret_key)
     server = RedisServer(RedisConfig(data_dir=tmp_path / "redis", port=ANY_PORT))
     with server:
-        stack = Deployment(tmp_path, server, s3_config, "faults/chaos", standby_workers, dict(OVERRIDES))
+        stack = Deployment(tmp_path, server, s3_config, "faults/chaos", worker_fork_server, dict(OVERRIDES))
         try:
             yield stack
         finally:
