@@ -163,10 +163,12 @@ from .worker.beat import (
 from .worker.celery_app import (
     create_celery_app as create_celery_app,
 )
-from .worker.worker_startup import (
+from .worker.worker_set import (
     WorkerOptions as WorkerOptions,
-    run_worker as run_worker,
     run_worker_set as run_worker_set,
+)
+from .worker.worker_startup import (
+    run_worker as run_worker,
 )
 from .webhooks.webhook_secrets import (
     WebhookSecretStore as WebhookSecretStore,

@@ -68,13 +68,16 @@ def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str
            loglevel: str) -> None:
     """Run poolq's workers (settings from POOLQ_* env): a control worker (planning, finalizing,
     the reconciler; it never loads a model) and a compute worker (shards and the interactive lane)."""
-    from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker, run_worker_set
+    # Only the names each branch needs: the supervisor of a worker set imports no Celery worker.
+    from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker_set
     from poolq.storage import StorageError
 
     settings = Settings()
     queue_names = (GPU_QUEUE,) if queues is None else tuple(name.strip() for name in queues.split(",") if name.strip())
     try:
         if gpus is None and queues is not None:  # one plain worker
+            from poolq.jobs import run_worker
+
             sys.exit(run_worker(settings, WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)))
         gpu_ids = None
         if gpus is not None:

@@ -1,22 +1,13 @@
-"""Starting poolq's Celery worker processes.
+"""One Celery worker process: ``poolq worker --queues ...``, or each process a ``worker_set`` starts.
 
-``poolq worker`` runs two kinds of worker, as separate processes under one supervisor: a control
-worker (the ``control`` queue: planning, finalizing, the reconciler, schedules, batches), which
-never loads a model and so never waits behind a shard, and a compute worker (the ``gpu`` queue:
-shards, and the interactive lane). ``--gpus 0,1`` starts one compute worker per GPU, each with
-``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child`` (so a child's
-GPU memory is returned now and then). ``--queues`` runs one plain worker on the queues it names
-(a deployment that runs each kind on its own). CUDA is first touched in the pool child, which
-loads the default model as it starts (``model_warmup``). A worker that dies is started again (``worker_supervisor``);
-SIGTERM is passed to every worker, which finishes its current shard (Celery's warm shutdown).
+Its tasks are registered, and a compute worker's pool children say they are alive (one compute
+slot each), load the default model as they start (``model_warmup``: CUDA is first touched in the
+pool child) and serve the interactive lane. SIGTERM is Celery's warm shutdown: the current shard
+finishes first.
 """
 from __future__ import annotations
 
 import logging
-import os
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Callable
 
 from celery.signals import worker_process_init, worker_process_shutdown
@@ -24,7 +15,6 @@ from celery.utils.nodenames import default_nodename, host_format
 
 from poolq.engine.hardware import noted_flags
 from poolq.jobs.context import JobContext
-from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
@@ -32,30 +22,9 @@ from poolq.jobs.worker.compute_presence import ComputePresence
 from poolq.jobs.worker.lane_startup import lane_in_pool_children
 from poolq.jobs.worker.model_warmup import warm_default_model
 from poolq.jobs.worker.tasks import register_tasks
-from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
-from poolq.storage import verify_conditional_writes
+from poolq.jobs.worker.worker_set import WorkerOptions, check_store
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    concurrency: int = 1
-    loglevel: str = "INFO"
-    hostname: str | None = None
-    queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE)
-    max_tasks_per_child: int | None = None
-
-    @property
-    def computes(self) -> bool:
-        """It consumes the shards (and loads models); a control-only worker never does."""
-        return GPU_QUEUE in self.queues
-
-
-def check_store(settings: Settings) -> None:
-    """Refuse to start against a store that ignores conditional writes (the ledger needs them)."""
-    if settings.require_conditional_writes:
-        verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
 
 
 def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> int:
@@ -114,43 +83,3 @@ def _warm_each_pool_child(context: Callable[[], JobContext]) -> None:
         warm_default_model(context)
 
     worker_process_init.connect(start, weak=False)
-
-
-def _worker_argv(executable: str, options: WorkerOptions, name: str, queues: tuple[str, ...],
-                 concurrency: int) -> list[str]:
-    argv = [executable, "-m", "poolq.api", "worker", "--concurrency", str(concurrency), "--queues", ",".join(queues),
-            "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-{name}@%h"]
-    if options.max_tasks_per_child:
-        argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
-    return argv
-
-
-def control_worker_command(options: WorkerOptions, control_concurrency: int, executable: str = sys.executable,
-                           environ: Mapping[str, str] = os.environ) -> WorkerCommand:
-    """The control worker: never loads a model, so planning and finalizing never wait behind a shard."""
-    argv = _worker_argv(executable, options, "control", (CONTROL_QUEUE,), control_concurrency)
-    return WorkerCommand("control", argv, dict(environ))
-
-
-def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = None, executable: str = sys.executable,
-                            environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
-    """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU
-    (``environ`` plus its GPU), or one on ``device`` with ``options.concurrency`` pool children."""
-    if gpus is None:
-        argv = _worker_argv(executable, options, "compute", options.queues, options.concurrency)
-        return [WorkerCommand("compute", argv, dict(environ))]
-    return [WorkerCommand(f"gpu{gpu}", _worker_argv(executable, options, f"gpu{gpu}", options.queues, 1),
-                          {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}) for gpu in gpus]
-
-
-def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] | None = None, *, control: bool = True,
-                   policy: RestartPolicy = RestartPolicy()) -> int:
-    """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker too)
-    and keep them running (``WorkerSupervisor``); returns the exit code."""
-    check_store(settings)
-    configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
-    commands = [control_worker_command(options, settings.control_concurrency)] if control else []
-    commands += compute_worker_commands(options, gpus)
-    supervisor = WorkerSupervisor(commands, policy)
-    supervisor.install_signal_handlers()
-    return supervisor.run()

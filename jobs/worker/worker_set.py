@@ -1,0 +1,82 @@
+"""What ``poolq worker`` starts: its options, and the set of worker processes it keeps running.
+
+A control worker (the ``control`` queue: planning, finalizing, the reconciler, schedules,
+batches), which never loads a model and so never waits behind a shard, and a compute worker (the
+``gpu`` queue: shards and the interactive lane), or one compute worker per GPU (``--gpus 0,1``:
+each with ``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child``).
+Each is a ``poolq worker --queues ...`` process of its own (``worker_startup.run_worker``) under one
+``WorkerSupervisor``. This module imports neither Celery nor the job steps: the supervisor only
+checks the store and starts processes, so it starts in a fraction of a worker's import time.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from poolq.jobs.observability.log_format import configure_logging
+from poolq.jobs.settings import Settings
+from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
+from poolq.storage import verify_conditional_writes
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    concurrency: int = 1
+    loglevel: str = "INFO"
+    hostname: str | None = None
+    queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE)
+    max_tasks_per_child: int | None = None
+
+    @property
+    def computes(self) -> bool:
+        """It consumes the shards (and loads models); a control-only worker never does."""
+        return GPU_QUEUE in self.queues
+
+
+def check_store(settings: Settings) -> None:
+    """Refuse to start against a store that ignores conditional writes (the ledger needs them)."""
+    if settings.require_conditional_writes:
+        verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
+
+
+def _worker_argv(executable: str, options: WorkerOptions, name: str, queues: tuple[str, ...],
+                 concurrency: int) -> list[str]:
+    argv = [executable, "-m", "poolq.api", "worker", "--concurrency", str(concurrency), "--queues", ",".join(queues),
+            "--loglevel", options.loglevel, "--hostname", f"{options.hostname or 'poolq'}-{name}@%h"]
+    if options.max_tasks_per_child:
+        argv += ["--max-tasks-per-child", str(options.max_tasks_per_child)]
+    return argv
+
+
+def control_worker_command(options: WorkerOptions, control_concurrency: int, executable: str = sys.executable,
+                           environ: Mapping[str, str] = os.environ) -> WorkerCommand:
+    """The control worker: never loads a model, so planning and finalizing never wait behind a shard."""
+    argv = _worker_argv(executable, options, "control", (CONTROL_QUEUE,), control_concurrency)
+    return WorkerCommand("control", argv, dict(environ))
+
+
+def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = None, executable: str = sys.executable,
+                            environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
+    """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU
+    (``environ`` plus its GPU), or one on ``device`` with ``options.concurrency`` pool children."""
+    if gpus is None:
+        argv = _worker_argv(executable, options, "compute", options.queues, options.concurrency)
+        return [WorkerCommand("compute", argv, dict(environ))]
+    return [WorkerCommand(f"gpu{gpu}", _worker_argv(executable, options, f"gpu{gpu}", options.queues, 1),
+                          {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}) for gpu in gpus]
+
+
+def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] | None = None, *, control: bool = True,
+                   policy: RestartPolicy = RestartPolicy()) -> int:
+    """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker too)
+    and keep them running (``WorkerSupervisor``); returns the exit code."""
+    check_store(settings)
+    configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
+    commands = [control_worker_command(options, settings.control_concurrency)] if control else []
+    commands += compute_worker_commands(options, gpus)
+    supervisor = WorkerSupervisor(commands, policy)
+    supervisor.install_signal_handlers()
+    return supervisor.run()
