@@ -98,7 +98,7 @@ def parse_jsonl_line(raw: bytes, number: int, at_start: bool | None = None) -> J
         return JsonlLineError(number, "invalid_utf8", f"line {number}: invalid UTF-8 at byte {exc.start}")
     if (number == 1 if at_start is None else at_start) and text.startswith(_BOM):
         text = text[1:]
-    if not text.strip():
+    if not text or text.isspace():  # a blank line; no copy of a long line, as strip() would make
         return None
     try:
         value = json.loads(text)

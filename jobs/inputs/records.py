@@ -69,32 +69,32 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
     if isinstance(item, JsonlLineError):
         return RecordError(None, item.line, item.code, item.message)
     line, value, unit = item.line, item.value, item.unit
-    at = f"{unit} {line}"
     raw_id = value.get(id_field)
     if raw_id is None:
-        return RecordError(None, line, "missing_id", f"{at}: field {id_field!r} {_absent(value, id_field)}")
+        return RecordError(None, line, "missing_id", f"{_where(unit, line)}: field {id_field!r} {_absent(value, id_field)}")
     if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)):
-        return RecordError(None, line, "invalid_id", f"{at}: field {id_field!r} must be a string or integer")
+        return RecordError(None, line, "invalid_id", f"{_where(unit, line)}: field {id_field!r} must be a string or integer")
     record_id = str(raw_id)
     if not record_id or len(record_id) > MAX_ID_LENGTH:
         return RecordError(record_id[:MAX_ID_LENGTH] or None, line, "invalid_id",
-                           f"{at}: id must be 1..{MAX_ID_LENGTH} characters")
+                           f"{_where(unit, line)}: id must be 1..{MAX_ID_LENGTH} characters")
     if (control := CONTROL_CHARACTER.search(record_id)) is not None:
-        return RecordError(None, line, "invalid_id", f"{at}: id {ascii(record_id[:80])} contains control character "
-                           f"U+{ord(control.group()):04X} at position {control.start()}")
-    at = f"{at} (id {record_id!r})"
+        return RecordError(None, line, "invalid_id", f"{_where(unit, line)}: id {ascii(record_id[:80])} contains "
+                           f"control character U+{ord(control.group()):04X} at position {control.start()}")
     text = value.get(text_field)
     if text is None:
-        return RecordError(record_id, line, "missing_text", f"{at}: field {text_field!r} {_absent(value, text_field)}")
+        return RecordError(record_id, line, "missing_text",
+                           f"{_where(unit, line, record_id)}: field {text_field!r} {_absent(value, text_field)}")
     if not isinstance(text, str):
-        return RecordError(record_id, line, "invalid_text", f"{at}: field {text_field!r} must be a string")
-    if not text.strip():
+        return RecordError(record_id, line, "invalid_text",
+                           f"{_where(unit, line, record_id)}: field {text_field!r} must be a string")
+    if not text or text.isspace():  # no copy of a long text, as strip() would make
         what = "text is blank (only whitespace)" if text else "text is empty"
-        return RecordError(record_id, line, "empty_text", f"{at}: {what}")
+        return RecordError(record_id, line, "empty_text", f"{_where(unit, line, record_id)}: {what}")
     spans = value.get(spans_field)
     if spans is not None and not _is_span_list(spans):
         return RecordError(record_id, line, "invalid_chunk_spans",
-                           f"{at}: field {spans_field!r} must be a list of [start, end] integer pairs")
+                           f"{_where(unit, line, record_id)}: field {spans_field!r} must be a list of [start, end] integer pairs")
     query = query_id = None
     if query_field is not None:
         query = value.get(query_field)
@@ -103,15 +103,21 @@ def to_record(item: JsonlObject | JsonlLineError, id_field: str, text_field: str
             query_id, problem = _query_id(value.get(query_id_field), query_id_field)
         if problem is not None:
             code, message = problem
-            return RecordError(record_id, line, code, f"{at}: {message}")
+            return RecordError(record_id, line, code, f"{_where(unit, line, record_id)}: {message}")
     fields = None
     if include_fields:
         fields = {name: value.get(name) for name in include_fields}
         size = len(json_text(fields))
         if size > MAX_INCLUDED_BYTES:
-            return RecordError(record_id, line, "fields_too_large", f"{at}: the included fields "
+            return RecordError(record_id, line, "fields_too_large", f"{_where(unit, line, record_id)}: the included fields "
                                f"({', '.join(include_fields)}) take {size} bytes as JSON; at most {MAX_INCLUDED_BYTES}")
     return InputRecord(record_id, text, line, spans, query, query_id, fields, unit)
+
+
+def _where(unit: str, line: int, record_id: str | None = None) -> str:
+    """Where an error is, as its message starts: ``line 7`` or ``line 7 (id 'doc-1')``; built only
+    for a record that has an error."""
+    return f"{unit} {line}" if record_id is None else f"{unit} {line} (id {record_id!r})"
 
 
 def _absent(value: dict, name: str) -> str:
