@@ -18,20 +18,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import httpx
-
-from poolq.devtools.devstack.managed_server import ManagedServer
 from poolq.devtools.devstack.ports import ANY_PORT, port_is_free, wait_listening_port
 from poolq.devtools.devstack.private_files import private_dir, restrict_tree
 from poolq.devtools.devstack.process import ServiceError, pid_alive, spawn, stop_pid, wait_until
-from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
-from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.devtools.devstack.stack_registry import StackRegistry
 from poolq.devtools.devstack.stack_state import StackState
-from poolq.jobs import ApiKeyStore, Settings
-from poolq.storage import S3Config, S3ObjectStore, make_s3_client
+
+# The servers' and the key store's modules (httpx, boto3, redis, the job settings) are imported
+# where a service is started: `poolq dev status` and `down` only read the state file and signal
+# pids, and a test suite runs them for every stack it starts.
+if TYPE_CHECKING:
+    from poolq.devtools.devstack.managed_server import ManagedServer
+    from poolq.devtools.devstack.seaweed import SeaweedConfig
+    from poolq.jobs import ApiKeyStore
 
 # Services start a phase at a time, those of a phase together (the programs need the stores up);
 # they stop in the reverse order, a phase at a time.
@@ -149,6 +150,9 @@ class LocalStack:
     @staticmethod
     def _key_store(state: StackState) -> ApiKeyStore:
         """The stack's key records, signed with its secret (its processes use the default prefix)."""
+        from poolq.jobs import ApiKeyStore, Settings
+        from poolq.storage import S3Config, S3ObjectStore, make_s3_client
+
         config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
         store = S3ObjectStore(make_s3_client(config), state.bucket, config)
         prefix = Settings.model_fields["output_prefix"].default
@@ -177,11 +181,15 @@ class LocalStack:
     # Each starter launches its service and returns its pid and a call that waits until it is ready
     # (and records the port the service got).
     def _start_redis(self, state: StackState) -> tuple[int, Callable[[], None]]:
+        from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
+
         server = RedisServer(RedisConfig(data_dir=self.state_dir / "redis", port=state.ports["redis"],
                                          password=state.redis_password))
         return self._start_store(state, "redis", server, lambda: state.use_port("redis", server.config.port))
 
     def _seaweed_config(self, state: StackState) -> SeaweedConfig:
+        from poolq.devtools.devstack.seaweed import SeaweedConfig
+
         return SeaweedConfig(
             data_dir=self.state_dir / "seaweed",
             s3_port=state.ports["s3"],
@@ -191,6 +199,8 @@ class LocalStack:
         )
 
     def _start_seaweed(self, state: StackState) -> tuple[int, Callable[[], None]]:
+        from poolq.devtools.devstack.seaweed import SeaweedServer
+
         server = SeaweedServer(self._seaweed_config(state))
         pid, ready = self._start_store(state, "seaweed", server, lambda: state.use_port("s3", server.config.s3_port))
 
@@ -262,6 +272,8 @@ def _is_ours(pid: int | None, name: str) -> bool:
 
 
 def _http_ok(url: str) -> bool:
+    import httpx
+
     try:
         return httpx.get(url, timeout=2).status_code == 200
     except httpx.HTTPError:
