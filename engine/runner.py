@@ -1,8 +1,6 @@
 """Runs a batch through the model and returns token states in the flat layout."""
 from __future__ import annotations
 
-from itertools import chain
-
 import numpy as np
 import torch
 
@@ -63,14 +61,18 @@ class ModelRunner:
         groups = padded_groups(batch.seq_lens)
         if len(groups) == 1:  # one forward, in the batch's own order
             return self._padded_forward(batch, np.arange(batch.num_seqs))
-        # Each group's tokens go back to where they sit in the batch's flat layout.
         token_positions = np.arange(batch.num_tokens)
+
+        def place(group: np.ndarray, hidden: torch.Tensor) -> None:
+            """A group's tokens go back to where they sit in the batch's flat layout."""
+            out[torch.from_numpy(_gather(token_positions, batch.cu_seqlens, group)).to(out.device)] = hidden
+
         first, *rest = groups
-        hidden = self._padded_forward(batch, first)  # [group tokens, hidden]
+        hidden = self._padded_forward(batch, first)  # [group tokens, hidden]: it sizes the output
         out = hidden.new_empty(batch.num_tokens, hidden.shape[1])
-        # One group's states at a time (chain is lazy): the others' forwards run only after it is copied.
-        for group, group_hidden in chain([(first, hidden)], ((g, self._padded_forward(batch, g)) for g in rest)):
-            out[torch.from_numpy(_gather(token_positions, batch.cu_seqlens, group)).to(out.device)] = group_hidden
+        place(first, hidden)
+        for group in rest:  # one group's states held at a time
+            place(group, self._padded_forward(batch, group))
         return out
 
     def _padded_forward(self, batch: BatchMetadata, group: np.ndarray) -> torch.Tensor:  # [group tokens, hidden]
