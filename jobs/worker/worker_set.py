@@ -3,10 +3,13 @@
 A control worker (the ``control`` queue: planning, finalizing, the reconciler, schedules,
 batches), which never loads a model and so never waits behind a shard, and a compute worker (the
 ``gpu`` queue: shards and the interactive lane), or one compute worker per GPU (``--gpus 0,1``:
-each with ``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child``).
-Each is a ``poolq worker --queues ...`` process of its own (``worker_startup.run_worker``) under one
-``WorkerSupervisor``. This module imports neither Celery nor the job steps: the supervisor only
-checks the store and starts processes, so it starts in a fraction of a worker's import time.
+each with ``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child``, so
+a child's GPU memory is returned now and then). Each is a ``poolq worker --queues ...`` process of
+its own (``worker_startup.run_worker``; ``--queues`` alone runs one such plain worker, for a
+deployment that runs each kind on its own) under one ``WorkerSupervisor``, which starts a worker
+that dies again and passes SIGTERM to every worker. This module imports neither Celery nor the
+job steps: the supervisor only checks the store and starts processes, so it starts in a fraction
+of a worker's import time.
 """
 from __future__ import annotations
 

@@ -105,3 +105,16 @@ def test_the_worker_set_is_a_control_worker_that_loads_no_model_and_a_compute_wo
     assert compute.argv[compute.argv.index("--queues") + 1] == "gpu"
     assert compute.argv[compute.argv.index("--concurrency") + 1] == "2"
     assert not WorkerOptions(queues=("control",)).computes and WorkerOptions(queues=("gpu",)).computes
+
+
+def test_the_supervisor_of_a_worker_set_imports_no_celery_and_no_job_steps():
+    # The supervisor only checks the store and starts processes (worker_set.py); a fresh process shows
+    # what the CLI's `from poolq.jobs import ... run_worker_set` pulls in
+    import subprocess
+    import sys
+
+    code = ("import sys; from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker_set; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'celery' or m.startswith('poolq.jobs.steps')"
+            " or m == 'poolq.jobs.worker.tasks'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
