@@ -313,9 +313,12 @@ def _die_with_the_test_run() -> None:
 
 def main() -> None:
     # The model code's imports (torch, the loader, transformers' config and tokenizer classes are most of
-    # a model load), done once before the fork.
+    # a model load), done once before the fork. BERT's modeling code too: MiniLM loads without it, but
+    # SPLADE (a BertForMaskedLM) loads through it, and a new pool child would otherwise import it inside
+    # its first shard's time limit (BASE_SETTINGS: 5 s soft, 6 s hard), which a loaded CI machine ran past.
     import safetensors.torch  # noqa: F401
     import transformers.models.auto.modeling_auto  # noqa: F401
+    import transformers.models.bert.modeling_bert  # noqa: F401
     from transformers import AutoConfig, AutoTokenizer  # noqa: F401
 
     import poolq.engine.loading.model_loader  # noqa: F401

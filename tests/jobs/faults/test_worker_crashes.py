@@ -20,13 +20,7 @@ def shard_ids(documents: list[dict], shard: int, per_shard: int = 3) -> set[str]
     return {d["id"] for d in documents[shard * per_shard:(shard + 1) * per_shard]}
 
 
-# SPLADE loads through transformers' modeling code: a new pool child's first shard pays that import
-# inside its time limit, which under a loaded CI machine ran past BASE_SETTINGS' 6 s hard limit, so each
-# new child was killed in turn and the next shard was abandoned as a crash loop (3 records failed).
-COLD_SPLADE_LIMITS = pytest.mark.settings(task_soft_time_limit_s=20, task_time_limit_s=25, visibility_timeout_s=60)
-
-
-@pytest.mark.parametrize("task", ["embed", pytest.param("sparse_embed", marks=COLD_SPLADE_LIMITS), "score"])
+@pytest.mark.parametrize("task", ["embed", "sparse_embed", "score"])
 def test_kill_9_of_the_pool_child_mid_shard(deployment, documents, reference, sparse_reference, score_reference, task):
     # Given the API, beat (the reconciler) and one worker whose shards take a while (a dense, sparse or score job)
     if task == "sparse_embed":
