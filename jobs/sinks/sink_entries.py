@@ -1,11 +1,12 @@
 """A job's manifest ``sinks`` entries before and after a load: the first ones the finalizer writes
-(``pending``, or ``skipped`` for a job with no rows to load), and ``poolq sink retry JOB`` marking
-failed (or stuck pending) loads pending again. Nothing is recomputed on a retry: the load reads the
-parts already in the bucket (jobs/sinks/sink_load.py). No store's driver is imported here."""
+(``pending``, or ``skipped`` for a job with no rows to load), queueing the load of pending ones, and
+``poolq sink retry JOB`` marking failed (or stuck pending) loads pending again. Nothing is recomputed
+on a retry: the load reads the parts already in the bucket (jobs/sinks/sink_load.py). No store's
+driver is imported here."""
 from __future__ import annotations
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.manifest import ManifestSink
+from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.sink_config import SinkState
 
@@ -17,6 +18,16 @@ def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | Non
     if sink is None:
         return None
     return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
+
+
+def send_pending_loads(job: JobHandle, manifest: JobManifest) -> bool:
+    """Queue the load of the job's pending sinks, if it has any; whether it did. Sent again on every
+    call while a load is pending: a load already running holds the lease, and one that ended left
+    nothing pending, so an extra task does nothing."""
+    if not any(entry.state == SinkState.PENDING for entry in manifest.sinks or []):
+        return False
+    job.ctx.enqueuer.load_sinks(job.id)
+    return True
 
 
 def retry_sinks(job: JobHandle) -> list[str]:

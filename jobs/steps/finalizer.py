@@ -29,9 +29,8 @@ from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.observability.job_events import job_finished
-from poolq.jobs.sinks.sink_entries import pending_sinks
+from poolq.jobs.sinks.sink_entries import pending_sinks, send_pending_loads
 from poolq.jobs.status.recovery import job_errors
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
@@ -73,19 +72,25 @@ def _write_manifest(job: JobHandle, manifest: JobManifest) -> None:
     if job.ledger.write_manifest(manifest):
         job.ctx.metrics.job_finished(manifest.status.value)
         job_finished(job.id, job.tenant, manifest)
-        if any(sink.state == SinkState.PENDING for sink in manifest.sinks or []):
-            job.ctx.enqueuer.load_sinks(job.id)  # its own step: a sink never holds the job back
 
 
 def _conclude(job: JobHandle, manifest: JobManifest | None) -> JobState:
     if manifest is None:  # written a moment ago: only a store that loses objects gets here
         raise RuntimeError(f"job {job.id}: the manifest just written cannot be read back")
+    conclude_job(job, manifest)
+    return manifest.status
+
+
+def conclude_job(job: JobHandle, manifest: JobManifest) -> None:
+    """What follows a manifest, each part idempotent: the status says it, the sink loads and the end
+    event are queued, and the job's run-time state is cleaned up. The finalizer runs it, and the
+    reconciler again for a job still active after its manifest (a finalizer that died or failed)."""
     sync_status(job, manifest)
-    # After the end is durable (manifest, status). If its delivery task cannot be sent (the broker
-    # is down) it raises before the clean-up: the job stays active for the retry or the reconciler.
+    # After the end is durable (manifest, status). If a task cannot be sent (the broker is down) it
+    # raises before the clean-up: the job stays active for the retry or the reconciler.
+    send_pending_loads(job, manifest)  # its own step: a sink never holds the job back
     announce_job_end(job, manifest)
     clean_finished_job(job, manifest)
-    return manifest.status
 
 
 def sync_status(job: JobHandle, manifest: JobManifest) -> None:

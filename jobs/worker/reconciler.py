@@ -2,7 +2,8 @@
 
 For every active job it rebuilds a lost status, re-sends tasks whose messages were lost (a unit
 neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
-are done, deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
+are done (and concludes those whose finalizer stopped after the manifest: status, sink loads, end
+event, clean-up), deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
 simply expire (they carry a TTL), after which their units count as not running. Before the
 jobs, it re-syncs RedBeat's schedule entries and runs schedule slots that beat missed
 (``missed_slots.py``).
@@ -25,7 +26,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
 from poolq.jobs.schedules.missed_slots import catch_up_missed_slots
 from poolq.jobs.status.recovery import recover_status
-from poolq.jobs.steps.cleanup import abort_stale_uploads, clean_finished_job
+from poolq.jobs.steps.cleanup import abort_stale_uploads
 from poolq.jobs.steps.dispatch import (
     dispatch_finalize,
     dispatch_plan,
@@ -34,9 +35,8 @@ from poolq.jobs.steps.dispatch import (
     ready_to_finalize,
     record_plan,
 )
-from poolq.jobs.steps.finalizer import sync_status
+from poolq.jobs.steps.finalizer import conclude_job
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
-from poolq.jobs.webhooks.events import announce_job_end
 
 log = logging.getLogger(__name__)
 
@@ -115,9 +115,7 @@ def _reconcile_job(job: JobHandle, now: float, queues: QueueDepths, report: Reco
     if manifest is not None:  # finished, but its status or clean-up may not have caught up
         if ctx.status.get(job.id) is None:
             recover_status(job)
-        sync_status(job, manifest)
-        announce_job_end(job, manifest)  # a finalizer that died after the manifest never sent it
-        clean_finished_job(job, manifest)
+        conclude_job(job, manifest)  # a finalizer that died after the manifest sent no sink load or end event
         report.finalized.append(job.id)
         return
     if ledger.spec() is None:
