@@ -147,7 +147,7 @@ def job_summary(job: dict) -> str:
 
 
 def job_details(job: dict) -> list[str]:
-    """``poolq status``: the summary, then timestamps, the manifest and the error, one per line."""
+    """``poolq status``: the summary, then timestamps, the manifest, errors, the webhook and sinks, one per line."""
     lines = [job_summary(job), f"  model      {job['model']}"]
     for field in ("created_at", "started_at", "finished_at"):
         if job.get(field):
@@ -160,7 +160,16 @@ def job_details(job: dict) -> list[str]:
         hook = job["webhook"]
         lines.append(f"  webhook    {hook['type']} {hook['state']} after {hook['attempts']} attempt(s)"
                      + (f": {hook['error']}" if hook.get("error") else ""))
+    lines += [_sink_line(sink) for sink in job.get("sinks") or ()]
     return lines
+
+
+def _sink_line(sink: dict) -> str:
+    """``  sink       search succeeded: 6 upserted, 0 deleted, 0 unchanged`` (or the load's error)."""
+    line = f"  sink       {sink['name']} {sink['state']}"
+    if sink["state"] == "succeeded":
+        return line + f": {sink['upserted']} upserted, {sink['deleted']} deleted, {sink['unchanged']} unchanged"
+    return line + (f": {sink['error']}" if sink.get("error") else "")
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:

@@ -17,6 +17,7 @@ from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
 from poolq.jobs.model.reuse_counts import ReuseCounts
+from poolq.jobs.model.sink_config import SINK_OUTCOMES, sink_outcomes_json
 from poolq.jobs.model.webhook import WebhookOutcome
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
@@ -175,6 +176,7 @@ class JobStatusStore(ABC):
             in_progress=_in_progress(fields),
             webhook=WebhookOutcome.model_validate_json(fields["webhook"]) if fields.get("webhook") else None,
             reuse=ReuseCounts.model_validate_json(fields["reuse"]) if fields.get("reuse") else None,
+            sinks=SINK_OUTCOMES.validate_json(fields["sinks"]) if fields.get("sinks") else None,
         )
 
     def field(self, job_id: str, name: str) -> str | None:
@@ -244,6 +246,8 @@ def flatten_status(status: JobStatus) -> dict[str, str]:
         fields["error"] = status.error
     if status.webhook is not None:
         fields["webhook"] = status.webhook.model_dump_json()
+    if status.sinks:
+        fields["sinks"] = sink_outcomes_json(status.sinks)
     return fields
 
 

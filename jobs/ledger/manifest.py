@@ -15,7 +15,7 @@ from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import SinkStateName
+from poolq.jobs.model.sink_config import SinkOutcome
 from poolq.jobs.report.data_report import DataReport
 
 MANIFEST_VERSION = 3  # 3: output.schema
@@ -123,20 +123,8 @@ class OutputEncoding(_ManifestBlock):
                                                      "sparse_aggregation", "labels")
 
 
-class ManifestSink(_ManifestBlock):
-    """One sink's load of the job's rows (docs/sinks/): its state and what it did, in rows.
-
-    ``upserted``: rows written (new, or replacing a changed document's); ``deleted``: rows removed
-    (documents gone from the input, chunks a changed document no longer has); ``unchanged``: rows
-    left as they were. ``error`` names why a load failed (never a credential)."""
-
-    name: str
-    state: SinkStateName
-    upserted: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    error: str | None = None
-    finished_at: datetime | None = None
+class ManifestSink(_ManifestBlock, SinkOutcome):
+    """A sink load's outcome as the manifest keeps it (``SinkOutcome``; a newer poolq's fields kept)."""
 
 
 class JobManifest(_ManifestBlock):

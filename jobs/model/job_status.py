@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.reuse_counts import ReuseCounts
+from poolq.jobs.model.sink_config import SinkOutcome
 from poolq.jobs.model.webhook import WebhookOutcome
 
 
@@ -75,3 +76,4 @@ class JobStatus(BaseModel):
     rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})
     webhook: WebhookOutcome | None = None  # the delivery of its end event, if it names a webhook
     reuse: ReuseCounts | None = None  # a finished job's: what content-addressed reuse saved (docs/reuse.md)
+    sinks: list[SinkOutcome] | None = None  # a finished job naming a sink: its load's state (docs/sinks/)

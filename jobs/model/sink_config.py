@@ -7,9 +7,11 @@ table options of ``SinkConfig``), and grants names to tenants in ``POOLQ_SINK_GR
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Annotated, Final, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 # A sink's name as jobs, schedules, manifests and grants spell it.
 SINK_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -26,3 +28,29 @@ class SinkState:
 
 
 SinkStateName = Literal["pending", "succeeded", "failed", "skipped"]
+
+
+class SinkOutcome(BaseModel):
+    """One sink's load of a job's rows (docs/sinks/): its state and what it did, in rows; the
+    manifest's ``sinks`` entries and the status's ``sinks``.
+
+    ``upserted``: rows written (new, or replacing a changed document's); ``deleted``: rows removed
+    (documents gone from the input, chunks a changed document no longer has); ``unchanged``: rows
+    left as they were. ``error`` names why a load failed (never a credential)."""
+
+    name: str
+    state: SinkStateName
+    upserted: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    error: str | None = None
+    finished_at: datetime | None = None
+
+
+# A job's outcomes as one JSON value (the status cache's ``sinks`` field).
+SINK_OUTCOMES = TypeAdapter(list[SinkOutcome])
+
+
+def sink_outcomes_json(sinks: Sequence[SinkOutcome]) -> str:
+    """``sinks`` (the manifest's entries, or the status's) as the status cache keeps them."""
+    return SINK_OUTCOMES.dump_json(list(sinks)).decode()

@@ -1,14 +1,18 @@
 """A job's manifest ``sinks`` entries before and after a load: the first ones the finalizer writes
 (``pending``, or ``skipped`` for a job with no rows to load), queueing the load of pending ones, and
 ``poolq sink retry JOB`` marking failed (or stuck pending) loads pending again. Nothing is recomputed
-on a retry: the load reads the parts already in the bucket (jobs/sinks/sink_load.py). No store's
-driver is imported here."""
+on a retry: the load reads the parts already in the bucket (jobs/sinks/sink_load.py). Each change is
+written to the manifest, then shown on the cached status. No store's driver is imported here."""
 from __future__ import annotations
+
+import logging
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.sink_config import SinkState
+from poolq.jobs.model.sink_config import SinkState, sink_outcomes_json
+
+log = logging.getLogger(__name__)
 
 LOADABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})
 
@@ -41,6 +45,19 @@ def retry_sinks(job: JobHandle) -> list[str]:
         return []
     sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
              for entry in manifest.sinks or []]
-    job.ledger.rewrite_manifest_sinks(sinks)
+    rewrite_sinks(job, sinks)
     job.ctx.enqueuer.load_sinks(job.id)
     return failed
+
+
+def rewrite_sinks(job: JobHandle, sinks: list[ManifestSink]) -> JobManifest | None:
+    """Write the job's ``sinks`` into its manifest (None if it has none yet), then onto its cached
+    status: best effort, and only while the status is cached (one that expired is rebuilt from the
+    manifest, so none is made here)."""
+    updated = job.ledger.rewrite_manifest_sinks(sinks)
+    try:
+        if updated is not None and job.ctx.status.field(job.id, "status") is not None:
+            job.ctx.status.update(job.id, sinks=sink_outcomes_json(sinks))
+    except Exception:  # noqa: BLE001 - the cache is best effort; the manifest has the outcome
+        log.warning("job %s: sink states not cached", job.id, exc_info=True)
+    return updated

@@ -22,6 +22,7 @@ from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.sink_config import SinkState
 from poolq.jobs.settings import Settings
 from poolq.jobs.sinks.sink import Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
+from poolq.jobs.sinks.sink_entries import rewrite_sinks
 from poolq.jobs.sinks.sink_factory import open_sink
 from poolq.jobs.sinks.sink_outcome import record_sink_outcome
 from poolq.jobs.sinks.sink_rows import require_hashes, sink_rows, sink_schema, vector_origin
@@ -89,7 +90,7 @@ def load_into(job: JobHandle, manifest: JobManifest, sink: Sink) -> SyncPlan:
 def _record(job: JobHandle, outcome: ManifestSink) -> JobManifest | None:
     manifest = job.ledger.manifest()
     sinks = [outcome if entry.name == outcome.name else entry for entry in (manifest.sinks or [])] if manifest else []
-    updated = job.ledger.rewrite_manifest_sinks(sinks)
+    updated = rewrite_sinks(job, sinks)
     record_sink_outcome(job, outcome)
     return updated
 

@@ -29,6 +29,7 @@ from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.model.reuse_counts import ReuseCounts
+from poolq.jobs.model.sink_config import sink_outcomes_json
 from poolq.jobs.observability.job_events import job_finished
 from poolq.jobs.sinks.sink_entries import pending_sinks, send_pending_loads
 from poolq.jobs.status.recovery import job_errors
@@ -104,6 +105,10 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
     if manifest.reuse is not None:
         ctx.status.update(job.id, reuse=manifest.reuse.model_dump_json())
+    # The sink loads' first states; later ones are written by the loads themselves (sink_entries.py),
+    # which a repeated sync from an older read of the manifest must not undo.
+    if manifest.sinks and ctx.status.field(job.id, "sinks") is None:
+        ctx.status.update(job.id, sinks=sink_outcomes_json(manifest.sinks))
     ctx.status.remove_active(job.tenant, job.id)
     extra = {"error": manifest.error} if manifest.error else {}
     ctx.status.advance_to(job.id, manifest.status, finished_at=manifest.finished_at, **extra)

@@ -11,6 +11,7 @@ from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.model.sink_config import SinkOutcome, sink_outcomes_json
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])
@@ -48,6 +49,17 @@ def test_update_sets_plain_fields_but_never_the_state(status_store):
     assert (job.status, job.counts.total, job.result.manifest_uri) == (JobState.QUEUED, 5, "s3://b/k/manifest.json")
     with pytest.raises(ValueError, match="transition"):
         status_store.update(job_id, status=JobState.SUCCEEDED)
+
+
+def test_a_status_keeps_its_sink_loads_created_or_updated(status_store):
+    pending = SinkOutcome(name="search", state="pending")
+    job_id = uuid.uuid4().hex
+    assert status_store.create(_status(job_id).model_copy(update={"sinks": [pending]}))
+    assert status_store.get(job_id).sinks == [pending]
+    loaded = SinkOutcome(name="search", state="succeeded", upserted=5, finished_at=datetime.now(timezone.utc))
+    status_store.update(job_id, sinks=sink_outcomes_json([loaded]))
+    assert status_store.get(job_id).sinks == [loaded]
+    assert status_store.get(_new_job(status_store)).sinks is None
 
 
 @pytest.mark.parametrize("source", list(JobState))

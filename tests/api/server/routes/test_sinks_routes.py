@@ -48,6 +48,7 @@ def test_a_failed_load_is_the_sinks_and_a_retry_loads_without_recomputing(tmp_pa
     [failed] = results["sinks"]
     assert failed["name"] == "search-db" and failed["state"] == "failed"
     assert "PostgreSQL" in failed["error"] and "connect" in failed["error"]
+    assert status["sinks"] == results["sinks"]  # the job's status shows its sink loads too
     manifest = ctx.store.get(f"{results['errors']['key'].rsplit('/', 1)[0]}/manifest.json").decode()
     for seen in (json.dumps(status), json.dumps(results), manifest, caplog.text):
         assert PASSWORD not in seen and url not in seen
@@ -59,6 +60,7 @@ def test_a_failed_load_is_the_sinks_and_a_retry_loads_without_recomputing(tmp_pa
         [loaded] = client.get(f"/v1/jobs/{job['id']}/results").json()["sinks"]
         assert (loaded["state"], loaded["upserted"], loaded["deleted"], loaded["unchanged"], loaded["error"]) == (
             "succeeded", len(DOCUMENTS), 0, 0, None)
+        assert client.get(f"/v1/jobs/{job['id']}").json()["sinks"] == [loaded]
         assert client.post(f"/v1/jobs/{job['id']}/sinks/retry").status_code == 409  # nothing failed now
     assert len(engine.keys) == embedded  # nothing was embedded again
     assert PASSWORD not in caplog.text
