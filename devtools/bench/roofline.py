@@ -67,11 +67,13 @@ def _float_gemm(shape: tuple[int, int, int], dtype, device: str):
 
 
 def _int8_gemm(shape: tuple[int, int, int]):
+    """The engine's own int8 GEMM (fbgemm's prepacked dynamic linear, with its reduce_range rule)."""
     import torch
 
+    from poolq.engine.models.int8_linear import Int8Linear
+
     m, k, n = shape
-    linear = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(k, n)), {torch.nn.Linear},
-                                                    dtype=torch.qint8)
+    linear = Int8Linear(torch.randn(n, k), torch.randn(n))
     x = torch.randn(m, k)
     return lambda: linear(x)
 
