@@ -246,6 +246,8 @@ def flatten_status(status: JobStatus) -> dict[str, str]:
         fields["error"] = status.error
     if status.webhook is not None:
         fields["webhook"] = status.webhook.model_dump_json()
+    if status.reuse is not None:
+        fields["reuse"] = status.reuse.model_dump_json()
     if status.sinks:
         fields["sinks"] = sink_outcomes_json(status.sinks)
     return fields

@@ -36,7 +36,7 @@ def status_from_ledger(job: JobHandle) -> JobStatus | None:
             result=JobResult(manifest_uri=job.ctx.store.uri(job.layout.manifest)),
             error=manifest.error, errors_by_code=manifest.errors.by_code, error_samples=manifest.errors.samples,
             webhook=WebhookRecords(job.ctx.store, job.layout).outcome(JOB_ENDED) if spec.webhook else None,
-            sinks=list(manifest.sinks) if manifest.sinks else None,
+            reuse=manifest.reuse, sinks=list(manifest.sinks) if manifest.sinks else None,
         )
     plan = ledger.plan()
     commits = ledger.commits() if plan else {}

@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 from support.engine_doubles import CountingEngine
 
+from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.reuse.reuse_plan import spill_digits
 from poolq.jobs.settings import Settings
+from poolq.jobs.status.recovery import current_status
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
 
@@ -71,6 +73,15 @@ def test_half_duplicates_are_computed_once_and_each_row_equals_a_fresh_one(ctx, 
     reuse = manifest.reuse
     assert reuse.reused_documents == 12 and reuse.computed_tokens == fresh_manifest.usage.tokens
     assert reuse.reused_tokens == reuse.computed_tokens == manifest.usage.tokens
+
+
+def test_the_status_shows_what_reuse_saved_and_keeps_it_when_rebuilt_from_the_ledger(ctx, tmp_path, sentences):
+    docs = [{"id": f"r{i}", "text": t} for i, t in enumerate(sentences[:3] * 2)]
+    manifest, _ = _run(ctx, _write(tmp_path, "twice.jsonl", docs))
+    job = JobHandle.bind(ctx, manifest.job_id)
+    assert current_status(job).reuse == manifest.reuse and manifest.reuse.reused_documents == 3
+    ctx.status = InMemoryJobStatusStore()  # Redis lost everything: the ledger has the truth
+    assert current_status(job).reuse == manifest.reuse
 
 
 def test_repeats_across_sections_are_computed_once(tmp_path, minilm_engine, sentences):
