@@ -160,6 +160,28 @@ def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_jo
         assert _console_errors(driver) == []
 
 
+def test_the_list_pages_back_through_older_jobs(stack, client, finished_job):
+    newer = client.submit({"input": {"documents": [{"id": "a", "text": "a job newer than the finished one"}]}})
+    _wait(client, newer["id"], lambda j: j["status"] in TERMINAL)
+    newest, older = client.jobs(limit=2)["jobs"]
+    with headless_chromium(1280, 800) as driver:
+        _sign_in(driver, stack["api_url"], stack["api_key"])
+        _until(driver, lambda d: _row(d, newest["id"]) is not None)
+        driver.get(f"{stack['api_url']}/ui#/?limit=1")  # a page of one job: the newest
+        _until(driver, lambda d: _listed(d) == [newest["id"]], what="the first page is not the newest job")
+        assert not driver.find_elements(By.ID, "newest-jobs")
+        _until(driver, lambda d: _shown(d, "older-jobs")).send_keys(Keys.ENTER)  # a link: the keyboard follows it
+        _until(driver, lambda d: _listed(d) == [older["id"]], what="the older page does not show the next job")
+        assert "older jobs" in driver.find_element(By.ID, "view").text
+        _until(driver, lambda d: _shown(d, "newest-jobs")).click()
+        _until(driver, lambda d: _listed(d) == [newest["id"]], what="the newest page did not come back")
+        assert _console_errors(driver) == []
+
+
+def _listed(driver) -> list[str]:
+    return driver.execute_script("return [...document.querySelectorAll('tr[data-job-id]')].map((r) => r.dataset.jobId)")
+
+
 def test_an_admin_key_sees_its_schedules(stack, client, tmp_path):
     source = tmp_path / "corpus.jsonl"
     source.write_text('{"id": "a", "text": "one"}\n', encoding="utf-8")

@@ -49,7 +49,7 @@ function describe(body, response) {
 }
 
 export const api = {
-  jobs: (limit = 50) => call("GET", `v1/jobs?limit=${limit}`),
+  jobs: (limit = 50, before = null) => call("GET", `v1/jobs?limit=${limit}${before ? `&before=${before}` : ""}`),
   job: (id) => call("GET", `v1/jobs/${encodeURIComponent(id)}`),
   spec: (id) => call("GET", `v1/jobs/${encodeURIComponent(id)}/spec`),
   results: (id) => call("GET", `v1/jobs/${encodeURIComponent(id)}/results`),

@@ -74,7 +74,19 @@ function route() {
     return { load: async () => { const list = await api.schedules(); return [scheduleList(list), list]; } };
   }
   $("nav-jobs").setAttribute("aria-current", "page");
-  return { load: async () => { const list = await api.jobs(); return [jobList(list), list]; } };
+  const page = listPage(hash);
+  return { load: async () => { const list = await api.jobs(page.limit, page.before); return [jobList(list, page), list]; } };
+}
+
+// #/?limit=N&before=ID: a page of the list (N jobs, older than job ID); anything else: the newest 50.
+function listPage(hash) {
+  const query = new URLSearchParams(hash.split("?")[1] || "");
+  const limit = Number(query.get("limit"));
+  const before = query.get("before");
+  return {
+    limit: Number.isInteger(limit) && limit >= 1 && limit <= 500 ? limit : 50,
+    before: /^[0-9a-f]{32}$/.test(before || "") ? before : null,
+  };
 }
 
 async function poll(mine) {

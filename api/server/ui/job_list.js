@@ -23,16 +23,28 @@ function row(job) {
   );
 }
 
-export function jobList(list) {
+// Links to the newest page and to the next older one (the API's next_before), keeping the page size.
+function pager(list, page) {
+  const size = page.limit === 50 ? "" : `limit=${page.limit}`;
+  const newest = page.before && el("a", { href: `#/${size ? `?${size}` : ""}`, id: "newest-jobs" }, "Newest jobs");
+  const older = list.next_before &&
+    el("a", { href: `#/?before=${list.next_before}${size ? `&${size}` : ""}`, id: "older-jobs" }, "Older jobs");
+  return newest || older ? el("nav", { class: "pager", "aria-label": "Pages of jobs" }, newest, older) : null;
+}
+
+export function jobList(list, page = { limit: 50, before: null }) {
   if (!list.jobs.length) {
-    return el("section", {}, el("h2", {}, "Jobs"), el("p", { class: "muted" }, "No jobs yet for this key's tenant."));
+    const none = page.before ? "No older jobs." : "No jobs yet for this key's tenant.";
+    return el("section", {}, el("h2", {}, "Jobs"), el("p", { class: "muted" }, none), pager(list, page));
   }
+  const which = page.before ? `${list.jobs.length} older jobs` : `The ${list.jobs.length} most recent`;
   return el("section", {},
     el("h2", {}, "Jobs"),
-    el("p", { class: "muted" }, `The ${list.jobs.length} most recent, updating live.`),
+    el("p", { class: "muted" }, `${which}, updating live.`),
     el("table", { class: "cards", id: "jobs", "aria-label": "Jobs" },
       el("thead", {}, el("tr", {}, COLUMNS.map((name) => el("th", { scope: "col", class: /Tokens|ETA/.test(name) ? "num" : null }, name)))),
       el("tbody", {}, list.jobs.map(row)),
     ),
+    pager(list, page),
   );
 }
