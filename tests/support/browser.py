@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -31,12 +32,15 @@ def headless_chromium(width: int = 1280, height: int = 800) -> Iterator[webdrive
                      "--disable-extensions", "--disable-background-networking", f"--window-size={width},{height}"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console errors, CSP refusals among them
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER, log_output=os.devnull))
-    try:
-        driver.set_page_load_timeout(60)
-        yield driver
-    finally:
-        driver.quit()
+    # Chromium's scratch folders (org.chromium.Chromium.*) go under a TMPDIR removed afterwards, not /tmp.
+    with tempfile.TemporaryDirectory(prefix="poolq-chromium-") as scratch:
+        service = Service(CHROMEDRIVER, log_output=os.devnull, env={**os.environ, "TMPDIR": scratch})
+        driver = webdriver.Chrome(options=options, service=service)
+        try:
+            driver.set_page_load_timeout(60)
+            yield driver
+        finally:
+            driver.quit()
 
 
 def set_viewport(driver: webdriver.Chrome, width: int, height: int) -> None:
