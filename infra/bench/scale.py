@@ -88,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--start-timeout", type=float, default=300, help="seconds a service may take to start")
     parser.add_argument("--docs-per-file", type=_parse_size, default=1_000_000, help="documents per JSONL file")
     parser.add_argument("--threads-per-worker", type=int, default=None,
-                        help="OMP/MKL threads of each worker (default: usable cores / workers)")
+                        help="OMP/MKL threads of each worker (default: $OMP_NUM_THREADS if set, else usable "
+                        "cores / workers)")
     parser.add_argument("--device", default="auto", help="the workers' device: auto (cuda when torch sees a GPU), "
                         "cpu, cuda (POOLQ_DEVICE; --set device=... wins)")
     parser.add_argument("--output-dtype", default="float32", choices=("float32", "float16", "int8", "binary"))
@@ -117,9 +118,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.settings[name.strip().lower()] = value
     if "device" not in args.settings:
         args.settings["device"] = _resolve_device(args.device)
-    args.threads_per_worker = args.threads_per_worker or max(1, len(os.sched_getaffinity(0)) // args.workers)
+    args.threads_per_worker = args.threads_per_worker or _default_threads(parser, args.workers)
     args.dims = _check_model(parser, args.model)
     return args
+
+
+def _default_threads(parser: argparse.ArgumentParser, workers: int) -> int:
+    """A thread count the user set (OMP_NUM_THREADS) is kept; else the usable cores are shared out."""
+    given = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if not given:
+        return max(1, len(os.sched_getaffinity(0)) // workers)
+    if not given.isdigit() or int(given) < 1:
+        parser.error(f"OMP_NUM_THREADS={given!r}: expected a whole number of threads, at least 1")
+    return int(given)
 
 
 def _resolve_device(device: str) -> str:

@@ -4,7 +4,7 @@ import os
 
 import pytest
 from conftest import BENCH_DIR
-from scale import main
+from scale import main, parse_args
 from scalebench.report import COLUMNS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -29,10 +29,8 @@ def _number(cell: str) -> float:
 
 def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys):
     # Given 500 short documents and a stack with one worker, its torch threads this test process's share of
-    # the cores (tests/conftest.py: under xdist, 1; more would spin waiting for each other)
-    threads = os.environ.get("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
-    results = main(["--documents", "500", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900",
-                    "--threads-per-worker", threads])
+    # the cores (OMP_NUM_THREADS, which tests/conftest.py sets under xdist: 1; more would spin waiting)
+    results = main(["--documents", "500", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900"])
 
     # Then the job succeeded and the table has every column, with one row
     out = capsys.readouterr().out
@@ -62,6 +60,26 @@ def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys)
 
     assert set(result.pids) == {"api", "worker", "beat", "redis", "weed"}
     assert not [pid for pids in result.pids.values() for pid in pids if pid_alive(pid)]
+
+
+@pytest.mark.parametrize("omp, argv, threads", [
+    ("3", [], 3),  # the user's thread count
+    ("3", ["--threads-per-worker", "2"], 2),  # the flag wins
+    (None, ["--workers", "2"], max(1, len(os.sched_getaffinity(0)) // 2)),  # unset: the cores shared out
+])
+def test_each_worker_runs_the_threads_the_user_set(monkeypatch, omp, argv, threads):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    assert parse_args(["--documents", "10", *argv]).threads_per_worker == threads
+
+
+def test_a_thread_count_that_is_not_one_is_refused_naming_it(monkeypatch, capsys):
+    monkeypatch.setenv("OMP_NUM_THREADS", "four")
+    with pytest.raises(SystemExit):
+        parse_args(["--documents", "10"])
+    assert "OMP_NUM_THREADS='four'" in capsys.readouterr().err
 
 
 def _processes_mentioning(text: str) -> list[int]:
