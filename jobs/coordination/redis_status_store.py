@@ -119,9 +119,10 @@ class RedisJobStatusStore(JobStatusStore):
         return bool(self._transition(keys=[self._key(job_id)], args=args))
 
     def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> int:
+                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> int:
         keys = [self._key(job_id), self._units_key(job_id)]
-        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters)))
+        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters, reused_documents, reused_tokens)))
         pairs = [item for name, count in {**counters, **error_fields(errors)}.items() for item in (name, count)]
         return int(self._count(keys=keys, args=[unit, samples_field(errors), *pairs]))
 
@@ -172,13 +173,14 @@ class RedisJobStatusStore(JobStatusStore):
         return sorted(member.decode() for member in self.redis.smembers(self._ALL_ACTIVE_KEY))
 
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> None:
+                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> None:
         stale = [name for name in self.redis.hkeys(self._key(job_id))
                  if name.decode().startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]
         pipe = self.redis.pipeline(transaction=True)
         if stale:
             pipe.hdel(self._key(job_id), *stale)
-        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters)))
+        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters, reused_documents, reused_tokens)))
         mapping = {**counters, **error_fields(errors)}
         if samples_field(errors):
             mapping[SAMPLES_FIELD] = samples_field(errors)

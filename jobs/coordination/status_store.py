@@ -21,8 +21,9 @@ from poolq.jobs.model.sink_config import SINK_OUTCOMES, sink_outcomes_json
 from poolq.jobs.model.webhook import WebhookOutcome
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
-# the model; and the characters of the records they took (with tokens: the job's characters per token).
-COUNTERS = ("completed", "failed", "not_processed", "tokens", "characters")
+# the model; the characters of the records they took (with tokens: the job's characters per token); and
+# the documents copied by reuse, with the tokens they would have cost.
+COUNTERS = ("completed", "failed", "not_processed", "tokens", "characters", "reused_documents", "reused_tokens")
 # Fields beside the counters: failed records by code, the first messages, a running unit's progress.
 ERROR_FIELD = "error:"  # + code -> records failed with it
 SAMPLES_FIELD = "error_samples"  # JSON list: the first messages (from the first unit that had errors)
@@ -60,13 +61,15 @@ class JobStatusStore(ABC):
 
     @abstractmethod
     def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> int:
+                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> int:
         """Add a finished unit's counts (and its errors by code) once, however often it is reported,
         and drop its progress; returns units counted."""
 
     @abstractmethod
     def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   not_processed: int = 0, characters: int = 0, errors: ErrorSummary | None = None) -> None:
+                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
+                   errors: ErrorSummary | None = None) -> None:
         """Overwrite the counters with totals read from the ledger (recovery, finalization); no
         unit is in progress any more."""
 
@@ -175,12 +178,22 @@ class JobStatusStore(ABC):
             error_samples=json.loads(fields.get(SAMPLES_FIELD) or "[]"),
             in_progress=_in_progress(fields),
             webhook=WebhookOutcome.model_validate_json(fields["webhook"]) if fields.get("webhook") else None,
-            reuse=ReuseCounts.model_validate_json(fields["reuse"]) if fields.get("reuse") else None,
+            reuse=_reuse(fields),
             sinks=SINK_OUTCOMES.validate_json(fields["sinks"]) if fields.get("sinks") else None,
         )
 
     def field(self, job_id: str, name: str) -> str | None:
         return (self._read(job_id) or {}).get(name)
+
+
+def _reuse(fields: dict[str, str]) -> ReuseCounts | None:
+    """The manifest's counts once the job ended; before, what its counted units add up to (None until one is)."""
+    if fields.get("reuse"):
+        return ReuseCounts.model_validate_json(fields["reuse"])
+    if "reused_documents" not in fields:
+        return None
+    return ReuseCounts(reused_documents=int(fields["reused_documents"]), reused_tokens=int(fields.get("reused_tokens", 0)),
+                       computed_tokens=int(fields.get("tokens", 0)))
 
 
 def _running(fields: dict[str, str]) -> list[list[int]]:

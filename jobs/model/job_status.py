@@ -75,5 +75,7 @@ class JobStatus(BaseModel):
     estimate: JobEstimate = Field(default_factory=JobEstimate)  # done so far: usage.tokens + in_progress.tokens
     rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})
     webhook: WebhookOutcome | None = None  # the delivery of its end event, if it names a webhook
-    reuse: ReuseCounts | None = None  # a finished job's: what content-addressed reuse saved (docs/reuse.md)
+    # What content-addressed reuse saved (docs/reuse.md): so far (its committed shards) while the job runs,
+    # the manifest's once it ended; None until a unit is counted.
+    reuse: ReuseCounts | None = None
     sinks: list[SinkOutcome] | None = None  # a finished job naming a sink: its load's state (docs/sinks/)

@@ -79,6 +79,8 @@ def recover_status(job: JobHandle) -> JobStatus | None:
             ctx.status.set_counts(
                 job.id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens,
                 not_processed=status.counts.not_processed, characters=sum(c.characters for c in commits.values()),
+                reused_documents=sum(c.reused_documents for c in commits.values()),
+                reused_tokens=sum(c.reused_tokens for c in commits.values()),
                 errors=ErrorSummary(status.errors_by_code, tuple(status.error_samples)),
             )
             ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1,

@@ -92,7 +92,7 @@ def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
     counted = ctx.status.count_unit(
         job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors - commit.not_processed,
         not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
-        errors=commit.errors_summary,
+        reused_documents=commit.reused_documents, reused_tokens=commit.reused_tokens, errors=commit.errors_summary,
     )
     ctx.fair.release(job.id, shard)
     ctx.status.drop_dispatch(job.id, shard_unit(shard))

@@ -100,8 +100,10 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     counts = manifest.counts
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
     units = [PLAN_UNIT, *(shard_unit(shard) for shard in job.ledger.committed_shards())]
+    reuse = manifest.reuse or ReuseCounts()
     ctx.status.set_counts(job.id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
-                          not_processed=counts.not_processed, errors=manifest.errors.summary)
+                          not_processed=counts.not_processed, reused_documents=reuse.reused_documents,
+                          reused_tokens=reuse.reused_tokens, errors=manifest.errors.summary)
     ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
     if manifest.reuse is not None:
         ctx.status.update(job.id, reuse=manifest.reuse.model_dump_json())

@@ -11,6 +11,7 @@ from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.model.job_state import TRANSITIONS, JobState
 from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkOutcome, sink_outcomes_json
 
 
@@ -60,6 +61,20 @@ def test_a_status_keeps_its_sink_loads_created_or_updated(status_store):
     status_store.update(job_id, sinks=sink_outcomes_json([loaded]))
     assert status_store.get(job_id).sinks == [loaded]
     assert status_store.get(_new_job(status_store)).sinks is None
+
+
+def test_reuse_is_what_the_counted_units_saved_until_the_manifests_counts_are_set(status_store):
+    job_id = _new_job(status_store)
+    assert status_store.get(job_id).reuse is None  # nothing counted yet
+    status_store.count_unit(job_id, "shard-0", completed=3, tokens=40, reused_documents=2, reused_tokens=30)
+    status_store.count_unit(job_id, "shard-1", completed=2, tokens=25, reused_documents=1, reused_tokens=9)
+    status_store.count_unit(job_id, "shard-1", completed=2, tokens=25, reused_documents=1, reused_tokens=9)  # again
+    assert status_store.get(job_id).reuse == ReuseCounts(reused_documents=3, reused_tokens=39, computed_tokens=65)
+    status_store.set_counts(job_id, ["shard-0"], completed=3, failed=0, tokens=40, reused_documents=2, reused_tokens=30)
+    assert status_store.get(job_id).reuse == ReuseCounts(reused_documents=2, reused_tokens=30, computed_tokens=40)
+    final = ReuseCounts(reused_documents=5, reused_tokens=50, computed_tokens=70)
+    status_store.update(job_id, reuse=final.model_dump_json())  # the manifest's, once the job ended
+    assert status_store.get(job_id).reuse == final
 
 
 @pytest.mark.parametrize("source", list(JobState))

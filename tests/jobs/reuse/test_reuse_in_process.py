@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 from support.engine_doubles import CountingEngine
+from support.job_doubles import RecordingEnqueuer, drain
 
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.job_handle import JobHandle
@@ -82,6 +83,20 @@ def test_the_status_shows_what_reuse_saved_and_keeps_it_when_rebuilt_from_the_le
     assert current_status(job).reuse == manifest.reuse and manifest.reuse.reused_documents == 3
     ctx.status = InMemoryJobStatusStore()  # Redis lost everything: the ledger has the truth
     assert current_status(job).reuse == manifest.reuse
+
+
+def test_the_status_counts_what_reuse_saved_while_the_job_runs(ctx, tmp_path, sentences):
+    ctx.enqueuer = RecordingEnqueuer()  # tasks run when drained: the job can be looked at before its finalizer
+    docs = [{"id": f"r{i}", "text": t} for i, t in enumerate(sentences[:4] * 2)]
+    spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": _write(tmp_path, "twice.jsonl", docs)}})
+    job = JobHandle.bind(ctx, submit_job(spec, ctx).id)
+    assert current_status(job).reuse is None  # nothing counted yet
+    drain(ctx, only=frozenset({"plan", "plan_section", "shard"}))
+    running = current_status(job)
+    assert running.status is JobState.RUNNING and running.reuse.reused_documents == 4
+    assert running.reuse.computed_tokens == running.usage.tokens > 0
+    drain(ctx)
+    assert current_status(job).reuse == job.ledger.manifest().reuse == running.reuse
 
 
 def test_repeats_across_sections_are_computed_once(tmp_path, minilm_engine, sentences):
