@@ -158,6 +158,19 @@ def test_cancel_before_the_job_ends(local_ctx, sample_documents):
         cancel_batch(TENANT, batch.id, local_ctx)
 
 
+def test_a_cancel_before_the_input_is_read_ends_the_batch_with_no_files(local_ctx, sample_documents):
+    local_ctx.enqueuer = RecordingEnqueuer()  # the batch's first step is recorded, not run
+    requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:4])]
+    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), local_ctx, max_bytes=1 << 20)
+    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "24h", None, local_ctx)
+    assert cancel_batch(TENANT, batch.id, local_ctx).status == "cancelling"
+    drain(local_ctx, only=frozenset({"batch"}))  # its step finds the cancel before reading the input
+    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    assert batch.status == "cancelled" and batch.poolq_job_id is None  # no job was submitted
+    assert (batch.output_file_id, batch.error_file_id, batch.request_counts.total) == (None, None, 0)
+    assert [task for task in local_ctx.enqueuer.tasks if task[0] == "plan"] == []
+
+
 def test_a_retried_step_writes_the_same_files(local_ctx, sample_documents):
     # Given a finished batch whose result record is lost after its files were written (a crash)
     batch = _run(local_ctx, _lines([_embedding_request("a", sample_documents[0]["text"][:200]), b"bad"]))
