@@ -24,14 +24,12 @@ def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | Non
     return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
 
 
-def send_pending_loads(job: JobHandle, manifest: JobManifest) -> bool:
-    """Queue the load of the job's pending sinks, if it has any; whether it did. Sent again on every
-    call while a load is pending: a load already running holds the lease, and one that ended left
-    nothing pending, so an extra task does nothing."""
-    if not any(entry.state == SinkState.PENDING for entry in manifest.sinks or []):
-        return False
-    job.ctx.enqueuer.load_sinks(job.id)
-    return True
+def send_pending_loads(job: JobHandle, manifest: JobManifest) -> None:
+    """Queue the load of the job's pending sinks, if it has any. Sent again on every call while a
+    load is pending: a load already running holds the lease, and one that ended left nothing
+    pending, so an extra task does nothing."""
+    if any(entry.state == SinkState.PENDING for entry in manifest.sinks or []):
+        job.ctx.enqueuer.load_sinks(job.id)
 
 
 def retry_sinks(job: JobHandle) -> list[str]:
