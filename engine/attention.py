@@ -17,10 +17,18 @@ No padding token is ever computed.
   with ``ONEDNN_MAX_CPU_ISA`` capped: 1.3x slower at AVX512_CORE, 24x at AVX2).
 * CUDA with fp16/bf16 and no bias: ``torch.nn.attention.varlen.varlen_attn`` (FlashAttention-2
   varlen). Any other case on CUDA takes the same per-sequence loop, which is exact everywhere.
+
+Beyond plain attention: ``causal`` (decoders), a sliding ``window`` (ModernBERT's local layers,
+Gemma3's and Mistral's sliding layers), grouped K/V heads (GQA: ``k``/``v`` with fewer heads than
+``q``, query head ``h`` reading K/V head ``h // (heads / kv_heads)`` as transformers' ``repeat_kv``)
+and a custom ``scale`` (Gemma3's ``query_pre_attn_scalar``). On the loop, a sequence longer than
+its window runs as blocks of ``WINDOW_BLOCK`` queries against the keys their window reaches, so
+a local layer over an 8k-token document costs ``O(len * window)``, not ``O(len^2)``.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -30,37 +38,49 @@ from poolq.engine.hardware import native_bf16_cpu
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 # The longest sequence whose bf16 scores are materialized (12 heads: 25 MB); longer ones take SDPA.
 EXPLICIT_MAX_TOKENS = 1024
+# Queries per block where a sliding window is shorter than its sequence (_Shape.blocks); a block
+# reads its own keys plus the window's reach on either side.
+WINDOW_BLOCK = 256
 
 
 def varlen_attention(
     q: torch.Tensor,  # [num_tokens, heads, head_dim]
-    k: torch.Tensor,  # [num_tokens, heads, head_dim]
-    v: torch.Tensor,  # [num_tokens, heads, head_dim]
+    k: torch.Tensor,  # [num_tokens, kv_heads, head_dim], kv_heads dividing heads
+    v: torch.Tensor,  # [num_tokens, kv_heads, head_dim]
     cu_seqlens_cpu: torch.Tensor,  # [num_seqs + 1] int32, on the CPU (drives the loop)
     cu_seqlens_dev: torch.Tensor | None,  # [num_seqs + 1] int32, on q's device (for CUDA kernels)
     max_seqlen: int,
     *,
     causal: bool = False,
+    window: int | None = None,
+    scale: float | None = None,
     position_bias: torch.Tensor | None = None,  # [heads, >= max_seqlen, >= max_seqlen]
     out: torch.Tensor | None = None,  # [num_tokens, heads, head_dim], contiguous
 ) -> torch.Tensor:  # [num_tokens, heads, head_dim]
-    """Attention of every packed sequence to itself, scaled by ``1 / sqrt(head_dim)``.
+    """Attention of every packed sequence to itself, scaled by ``scale`` (default ``1 / sqrt(head_dim)``).
 
+    ``window``: the largest distance ``|query - key|`` a query attends (inclusive; None: no limit);
+    with ``causal`` only keys at or before the query count, so a query sees ``window + 1`` keys.
     ``position_bias`` is an additive score bias that depends only on positions within a
     sequence (MPNet's relative bias): a sequence of length ``L`` uses ``position_bias[:, :L, :L]``.
     Inputs may be strided views (for example slices of a fused QKV projection). ``out``, if
     given, is where the per-sequence loop writes (callers reuse one buffer across layers); the
     flash kernel returns its own tensor, so always use the return value.
     """
+    if q.shape[1] % k.shape[1] or k.shape[1] != v.shape[1]:
+        raise ValueError(f"varlen_attention: {q.shape[1]} query heads cannot share {k.shape[1]} key and "
+                         f"{v.shape[1]} value heads (the query heads must be a multiple of equal K/V heads)")
+    if window is not None and window < 0:
+        raise ValueError(f"varlen_attention: window must be >= 0 (a distance in tokens), got {window}")
     flash_varlen = _flash_varlen_kernel(q, position_bias) if cu_seqlens_dev is not None else None
     if flash_varlen is not None:
-        # varlen_attn has no is_causal flag: a (-1, 0) window means "all keys up to the query".
-        window = (-1, 0) if causal else (-1, -1)
-        return flash_varlen(q, k, v, cu_seqlens_dev, cu_seqlens_dev, max_seqlen, max_seqlen, window_size=window)
+        return flash_varlen(q, k, v, cu_seqlens_dev, cu_seqlens_dev, max_seqlen, max_seqlen,
+                            **_flash_options(q, k, causal, window, scale))
     if out is None:
         # q may be a strided view of a fused projection; the output is a fresh dense tensor.
         out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    return _per_sequence_sdpa(q, k, v, cu_seqlens_cpu.tolist(), causal, position_bias, out)
+    shape = _Shape(causal, window, scale, q.shape[1] // k.shape[1])
+    return _per_sequence_sdpa(q, k, v, cu_seqlens_cpu.tolist(), shape, position_bias, out)
 
 
 def _flash_varlen_kernel(q: torch.Tensor, position_bias: torch.Tensor | None):
@@ -74,20 +94,85 @@ def _flash_varlen_kernel(q: torch.Tensor, position_bias: torch.Tensor | None):
     return varlen_attn
 
 
-def _per_sequence_sdpa(q, k, v, bounds: list[int], causal: bool, position_bias, out: torch.Tensor) -> torch.Tensor:
+def _flash_options(q: torch.Tensor, k: torch.Tensor, causal: bool, window: int | None, scale: float | None) -> dict:
+    """varlen_attn's keywords; the defaults are left out, so torch versions without them still run."""
+    # No is_causal flag there: window_size (left, right) bounds the keys around each query, -1 none.
+    left = -1 if window is None else window
+    options: dict = {"window_size": (left, 0 if causal else left)}
+    if scale is not None:
+        options["scale"] = scale
+    if q.shape[1] != k.shape[1]:
+        options["enable_gqa"] = True
+    return options
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What every sequence of one call shares: which keys a query sees, and how scores scale."""
+
+    causal: bool
+    window: int | None
+    scale: float | None  # None: SDPA's own 1 / sqrt(head_dim)
+    kv_groups: int  # query heads per K/V head
+
+    def blocks(self, length: int) -> list[tuple[int, int, int, int]]:
+        """(query start, query end, key start, key end) within a sequence of ``length``: one block
+        unless the window is shorter than the sequence, then runs of ``WINDOW_BLOCK`` queries
+        against only the keys their window reaches."""
+        if self.window is None or self.window + 1 >= length:
+            return [(0, length, 0, length)]
+        step, reach = max(WINDOW_BLOCK, self.window), self.window
+        return [(start, min(start + step, length), max(0, start - reach),
+                 min(start + step, length) if self.causal else min(start + step + reach, length))
+                for start in range(0, length, step)]
+
+    def windowed(self, rows: range, cols: range) -> bool:
+        """Whether the window leaves out some key of this block (else it changes nothing here)."""
+        reach = max(rows.stop - 1 - cols.start, cols.stop - 1 - rows.start)  # the farthest |key - query|
+        return self.window is not None and self.window < reach
+
+    def allowed(self, rows: range, cols: range, device: torch.device) -> torch.Tensor | None:
+        """[rows, cols] bool, True where the query may read the key; None where every key is allowed."""
+        window = self.window if self.windowed(rows, cols) else None
+        if window is None and not self.causal:
+            return None
+        distance = (torch.arange(cols.start, cols.stop, device=device)[None, :]
+                    - torch.arange(rows.start, rows.stop, device=device)[:, None])  # key - query
+        near = None if window is None else distance.abs() <= window
+        if not self.causal:
+            return near
+        return distance <= 0 if near is None else near.logical_and_(distance <= 0)
+
+
+def _per_sequence_sdpa(q, k, v, bounds: list[int], shape: _Shape, position_bias, out: torch.Tensor) -> torch.Tensor:
     for start, end in zip(bounds[:-1], bounds[1:]):
-        length = end - start
-        mask = None if position_bias is None else _sequence_mask(position_bias, length, causal)
-        attend = _explicit_attention if explicit_attention_applies(q, length) else _sdpa
-        seq_out = attend(
-            q[None, start:end].transpose(1, 2),  # [1, heads, len, head_dim], no copy
-            k[None, start:end].transpose(1, 2),
-            v[None, start:end].transpose(1, 2),
-            mask,
-            causal and mask is None,
-        )  # [1, heads, len, head_dim]
-        out[start:end] = seq_out[0].transpose(0, 1)
+        for q_start, q_end, k_start, k_end in shape.blocks(end - start):
+            rows, cols = range(q_start, q_end), range(k_start, k_end)
+            # SDPA's is_causal flag where it is exactly what is wanted: cheaper than a mask.
+            causal_flag = shape.causal and position_bias is None and rows == cols and not shape.windowed(rows, cols)
+            mask = None if causal_flag else _block_mask(shape, rows, cols, position_bias, q)
+            attend = _explicit_attention if explicit_attention_applies(q, max(len(rows), len(cols))) else _sdpa
+            seq_out = attend(
+                q[None, start + q_start:start + q_end].transpose(1, 2),  # [1, heads, rows, head_dim], no copy
+                k[None, start + k_start:start + k_end].transpose(1, 2),  # [1, kv_heads, cols, head_dim]
+                v[None, start + k_start:start + k_end].transpose(1, 2),
+                mask,
+                causal_flag,
+                shape,
+            )  # [1, heads, rows, head_dim]
+            out[start + q_start:start + q_end] = seq_out[0].transpose(0, 1)
     return out
+
+
+def _block_mask(shape: _Shape, rows: range, cols: range, position_bias, q: torch.Tensor) -> torch.Tensor | None:
+    """The block's additive bias (MPNet) with -inf where a key is out of reach, or a bool mask, or None."""
+    allowed = shape.allowed(rows, cols, q.device)  # [rows, cols] or None
+    if position_bias is None:
+        return None if allowed is None else allowed[None, None]
+    bias = position_bias[:, rows.start:rows.stop, cols.start:cols.stop]  # [heads, rows, cols], a strided view
+    if allowed is not None:
+        bias = bias.masked_fill(allowed.logical_not(), float("-inf"))
+    return bias[None]  # [1, heads, rows, cols]
 
 
 def explicit_attention_applies(q: torch.Tensor, length: int) -> bool:
@@ -96,13 +181,19 @@ def explicit_attention_applies(q: torch.Tensor, length: int) -> bool:
     return q.dtype == torch.bfloat16 and not q.is_cuda and length <= EXPLICIT_MAX_TOKENS and native_bf16_cpu()
 
 
-def _sdpa(q, k, v, mask: torch.Tensor | None, causal: bool) -> torch.Tensor:  # [1, heads, len, head_dim] each
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+def _sdpa(q, k, v, mask: torch.Tensor | None, causal: bool, shape: _Shape) -> torch.Tensor:  # [1, heads, len, d]
+    gqa = {"enable_gqa": True} if shape.kv_groups > 1 else {}  # torch >= 2.5; left out otherwise
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=shape.scale, **gqa)
 
 
-def _explicit_attention(q, k, v, mask: torch.Tensor | None, causal: bool) -> torch.Tensor:  # [1, heads, len, head_dim]
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(1 / math.sqrt(q.shape[-1]))  # [1, heads, len, len]
-    if mask is not None:  # an additive bias (_sequence_mask), with -inf above the diagonal when causal
+def _explicit_attention(q, k, v, mask: torch.Tensor | None, causal: bool, shape: _Shape) -> torch.Tensor:
+    if shape.kv_groups > 1:  # [1, kv_heads, len, d] -> [1, heads, len, d], transformers' repeat_kv
+        k, v = k.repeat_interleave(shape.kv_groups, dim=1), v.repeat_interleave(shape.kv_groups, dim=1)
+    scale = 1 / math.sqrt(q.shape[-1]) if shape.scale is None else shape.scale
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)  # [1, heads, rows, cols]
+    if mask is not None and mask.dtype == torch.bool:  # keys out of reach
+        scores.masked_fill_(mask.logical_not(), float("-inf"))
+    elif mask is not None:  # an additive bias (_block_mask), with -inf where keys are out of reach
         scores.add_(mask)
     if causal:
         scores.masked_fill_(_future(q.shape[-2], q.device), float("-inf"))
@@ -114,31 +205,32 @@ def _future(length: int, device: torch.device) -> torch.Tensor:  # [len, len] bo
     return torch.ones(length, length, dtype=torch.bool, device=device).triu_(1)
 
 
-def _sequence_mask(position_bias: torch.Tensor, length: int, causal: bool) -> torch.Tensor:
-    mask = position_bias[:, :length, :length]  # [heads, len, len], a strided view
-    if causal:
-        mask = mask.masked_fill(_future(length, mask.device), float("-inf"))
-    return mask[None]  # [1, heads, len, len]
-
-
 def varlen_attention_reference(
     q: torch.Tensor,  # [num_tokens, heads, head_dim]
-    k: torch.Tensor,
+    k: torch.Tensor,  # [num_tokens, kv_heads, head_dim]
     v: torch.Tensor,
     cu_seqlens: torch.Tensor | list[int],  # [num_seqs + 1]
     *,
     causal: bool = False,
+    window: int | None = None,
+    scale: float | None = None,
     position_bias: torch.Tensor | None = None,  # [heads, >= max_seqlen, >= max_seqlen]
 ) -> torch.Tensor:  # [num_tokens, heads, head_dim], float64
     """Textbook softmax attention per sequence in float64: the oracle for tests, not for speed."""
     bounds = cu_seqlens.tolist() if isinstance(cu_seqlens, torch.Tensor) else list(cu_seqlens)
+    groups = q.shape[1] // k.shape[1]
     outputs = []
     for start, end in zip(bounds[:-1], bounds[1:]):
-        qs, ks, vs = (x[start:end].double().transpose(0, 1) for x in (q, k, v))  # [heads, len, head_dim]
-        scores = qs @ ks.transpose(1, 2) / math.sqrt(q.shape[-1])  # [heads, len, len]
+        qs = q[start:end].double().transpose(0, 1)  # [heads, len, head_dim]
+        ks, vs = (x[start:end].double().repeat_interleave(groups, dim=1).transpose(0, 1) for x in (k, v))
+        scores = qs @ ks.transpose(1, 2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)  # [heads, len, len]
         if position_bias is not None:
             scores = scores + position_bias[:, : end - start, : end - start].double()
+        positions = torch.arange(end - start, device=q.device)
+        distance = positions[None, :] - positions[:, None]  # [len, len], key - query
         if causal:
-            scores = scores.masked_fill(_future(end - start, q.device), float("-inf"))
+            scores = scores.masked_fill(distance > 0, float("-inf"))
+        if window is not None:
+            scores = scores.masked_fill(distance.abs() > window, float("-inf"))
         outputs.append((scores.softmax(-1) @ vs).transpose(0, 1))  # [len, heads, head_dim]
     return torch.cat(outputs)

@@ -107,9 +107,12 @@ class PoolingEngine:
         return outputs
 
     def embed(self, texts: Sequence[str], *, dimensions: int | None = None, normalize: bool | None = None,
-              policy: LongDocumentPolicy | None = None) -> np.ndarray:
-        """``[len(texts), dim]`` float32 embeddings."""
-        rows = self.encode(texts, PoolingTask.EMBED, PoolingParams(dimensions=dimensions, normalize=normalize), policy)
+              policy: LongDocumentPolicy | None = None, prompt_name: str | None = None,
+              prompt: str | None = None) -> np.ndarray:
+        """``[len(texts), dim]`` float32 embeddings; ``prompt_name``/``prompt`` as sentence-transformers'
+        ``encode`` takes them (neither: the model's default prompt, if it has one)."""
+        params = PoolingParams(dimensions=dimensions, normalize=normalize, prompt_name=prompt_name, prompt=prompt)
+        rows = self.encode(texts, PoolingTask.EMBED, params, policy)
         return np.stack(_dense(rows)) if rows else np.zeros((0, dimensions or self.dimensions), dtype=np.float32)
 
     def classify(self, texts: Sequence[str], *, text_pairs: Sequence[str] | None = None,

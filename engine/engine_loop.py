@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Sequence
 
+from poolq.engine.batch import BatchMetadata
 from poolq.engine.config import EngineConfig
 from poolq.engine.loading.model_loader import LoadedModel
 from poolq.engine.long_documents.policy_check import longer_document_modes, mode_hint, resolve_window
@@ -31,6 +32,7 @@ from poolq.engine.request import (
 )
 from poolq.engine.scheduler import Scheduler, SchedulingOrder
 from poolq.engine.step import RequestProgress, StepOutput
+from poolq.engine.step_retry import OUT_OF_MEMORY_CODE, OutOfMemory, run_in_halves, select_rows
 from poolq.engine.turns import EngineTurns
 
 # Requests tokenized per tokenizer call while planning ahead.
@@ -65,6 +67,15 @@ class _Live:
         return self.plan.processed_tokens
 
 
+@dataclass
+class _Ran:
+    """What one step's batch did: the requests it ran that are still live, those it failed, its tokens."""
+
+    touched: list[_Live] = field(default_factory=list)
+    failed: list[EngineResult] = field(default_factory=list)
+    tokens: int = 0
+
+
 class EngineLoop:
     def __init__(self, model: LoadedModel, config: EngineConfig, turns: EngineTurns, order: SchedulingOrder,
                  requests: Iterable[PoolingRequest], policy: LongDocumentPolicy | None = None, *,
@@ -96,23 +107,44 @@ class EngineLoop:
         batch = self.scheduler.schedule()
         if batch is None:  # pragma: no cover - pending tokens mean a batch
             raise RuntimeError("the scheduler had pending tokens but made no batch")
-        with self.turns.step(self.urgent):
-            hidden_states = self.model.runner.forward(batch)  # [num_tokens, hidden]
-            owners = [self._owners.pop(sequence) for sequence in batch.seq_indices]
-            lives = [self._live[index] for index, _ in owners]
-            wants_pooled = [None if live.plan.wants_states else _pooled_as(live.request, live.plan) for live in lives]
-            pooled = self.model.dispatcher.forward(hidden_states, batch, wants_pooled)
-            for row, (live, (_, window_index)) in enumerate(zip(lives, owners)):
-                start, end = int(batch.cu_seqlens[row]), int(batch.cu_seqlens[row + 1])
-                live.plan.add(window_index, hidden_states[start:end] if wants_pooled[row] is None else pooled[row])
-                live.windows_left -= 1
-                live.tokens_done += end - start
-        touched = list({live.index: live for live in lives}.values())
-        finished += self._finish([live for live in touched if not live.windows_left])
+        owners = [self._owners.pop(sequence) for sequence in batch.seq_indices]
+        # The windows of a request that failed in an earlier step (out of memory) are dropped unrun.
+        rows = [row for row, (index, _) in enumerate(owners) if index in self._live]
+        ran = self._run(select_rows(batch, rows), [owners[row] for row in rows]) if rows else _Ran()
+        finished += ran.failed + self._finish([live for live in ran.touched if not live.windows_left])
         in_progress = tuple(RequestProgress(live.request.key, live.tokens_done, live.tokens_total)
-                            for live in touched if live.windows_left)
+                            for live in ran.touched if live.windows_left)
         self._plan_more()
-        return StepOutput(batch.num_tokens, tuple(finished), in_progress, planned_tokens, planned_chars)
+        return StepOutput(ran.tokens, tuple(finished), in_progress, planned_tokens, planned_chars)
+
+    def _run(self, batch: BatchMetadata, owners: list[tuple[int, int]]) -> _Ran:
+        """Run one batch (in halves where memory runs out: ``step_retry``) and fold each window's output
+        into its plan."""
+        lives = [self._live[index] for index, _ in owners]
+        wants_pooled = [None if live.plan.wants_states else _pooled_as(live.request, live.plan) for live in lives]
+
+        def run(part: BatchMetadata, rows: Sequence[int]) -> list:
+            hidden_states = self.model.runner.forward(part)  # [num_tokens, hidden]
+            wants = [wants_pooled[row] for row in rows]
+            pooled = self.model.dispatcher.forward(hidden_states, part, wants)
+            return [hidden_states[int(part.cu_seqlens[i]):int(part.cu_seqlens[i + 1])] if want is None else pooled[i]
+                    for i, want in enumerate(wants)]
+
+        ran = _Ran()
+        with self.turns.step(self.urgent):
+            outputs = run_in_halves(batch, run)
+            for live, (_, window_index), output, tokens in zip(lives, owners, outputs, batch.seq_lens.tolist()):
+                if live.index not in self._live:  # an earlier window of this step failed it
+                    continue
+                if isinstance(output, OutOfMemory):
+                    ran.failed.append(self._fail(live, output))
+                    continue
+                live.plan.add(window_index, output)
+                live.windows_left -= 1
+                live.tokens_done += tokens
+                ran.tokens += tokens
+        ran.touched = [live for live in {live.index: live for live in lives}.values() if live.index in self._live]
+        return ran
 
     def results(self, on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
         """Every request's result in input order, as soon as it and all before it are finished;
@@ -241,6 +273,15 @@ class EngineLoop:
                 + mode_hint(longer_document_modes(request.all_tasks, pair=request.text_pair is not None)),
             )
         return plan
+
+    def _fail(self, live: _Live, oom: OutOfMemory) -> RequestError:
+        """The request ends here, as an error (its windows still pending are dropped when scheduled)."""
+        del self._live[live.index]
+        error = RequestError(live.request.key, OUT_OF_MEMORY_CODE,
+                             f"the model ran out of memory on a window of {oom.tokens} tokens even alone (the request "
+                             f"has {live.tokens_total} tokens in all): {oom.reason}")
+        self._done[live.index] = error
+        return error
 
     def _finish(self, lives: list[_Live]) -> list[EngineResult]:
         results: list[EngineResult] = []

@@ -1,10 +1,12 @@
 """What the machine computes fast, read from ``/proc/cpuinfo``: the compute dtype ``auto`` picks.
 
 No torch at import: the flags are the kernel's own report of the CPU's instruction sets; a CUDA
-device's compute capability is asked of torch only when a CUDA worker resolves ``auto``.
+device's compute capability is asked of torch only where the engine loads (a worker's pool child):
+asking initialises CUDA, and a process that did can no longer fork children that use it.
 """
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -70,13 +72,28 @@ def resolve_dtype(requested: str, device: str, flags: frozenset[str] | None = No
     return "bfloat16" if has_native_bf16(cpu_flags() if flags is None else flags) else "float32"
 
 
+def resolve_dtype_before_fork(requested: str, device: str) -> str:
+    """``requested``, with ``auto`` resolved only where that needs no device: a CPU's flags. On a
+    CUDA device ``auto`` is kept for the process that loads the engine to resolve (a Celery
+    worker's parent must not initialise CUDA: its forked pool children could not use it then)."""
+    return requested if requested == "auto" and device.startswith("cuda") else resolve_dtype(requested, device)
+
+
+class CudaDeviceError(RuntimeError):
+    """torch cannot read a CUDA device's compute capability: no CUDA in this torch build, no such
+    device, or CUDA already initialised in the process this one was forked from."""
+
+
 def cuda_device_capability(device: str) -> tuple[int, int]:
-    """The CUDA device's compute capability; (8, 0), the bf16 default, where torch cannot tell
-    (no CUDA build or no device: the engine then fails to load with torch's own message)."""
-    import torch  # only on a CUDA worker: the API and the CPU paths never get here
+    """The CUDA device's compute capability; a ``CudaDeviceError`` naming the device and torch's
+    reason where torch cannot tell (never a guess: a wrong guess only moves the failure to the load)."""
+    import torch  # only where a CUDA engine loads: the API, the CPU paths and a worker's parent never get here
 
     try:
         major, minor = torch.cuda.get_device_capability(device)
-    except (AssertionError, RuntimeError, ValueError):  # torch's "not compiled with CUDA" / no device
-        return (8, 0)
+    except (AssertionError, RuntimeError, ValueError) as exc:  # "not compiled with CUDA", no device, a bad fork
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        seen = "" if visible is None else f" (CUDA_VISIBLE_DEVICES={visible!r})"
+        raise CudaDeviceError(f"CUDA device {device!r}{seen}: torch cannot read its compute capability, which compute "
+                              f"dtype auto needs: {exc}") from exc
     return (int(major), int(minor))

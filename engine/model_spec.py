@@ -1,38 +1,30 @@
-"""What a model directory declares: architecture, window, pooling and head.
+"""What a model directory declares: architecture, window, pooling, head and prompts.
 
-Read from plain JSON files (HF ``config.json`` and the sentence-transformers files
-``modules.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json``); no torch here.
+Read from plain JSON files (HF ``config.json``, and the sentence-transformers files through
+``st_config.py``); no torch here.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 from poolq.engine.request import PoolingTask
+from poolq.engine.st_config import POOLING_MODES, ModelSpecError, SentenceTransformersConfig, read_json_object, read_st_config
 
-
-class ModelSpecError(ValueError):
-    """The model directory is missing a file or declares something the engine cannot run."""
+__all__ = ["M3_FILES", "ModelKind", "ModelSpec", "ModelSpecError", "PoolingType", "PromptError", "read_model_spec",
+           "resolve_prompt"]
 
 
 class PoolingType(str, Enum):
     CLS = "CLS"
     LAST = "LAST"
     MEAN = "MEAN"
+    WEIGHTEDMEAN = "WEIGHTEDMEAN"  # position-weighted mean (SGPT): token i of a sequence weighs i + 1
 
 
-# sentence-transformers pooling-config keys -> our pooling type.
-_ST_POOLING_MODES = {
-    "pooling_mode_cls_token": PoolingType.CLS,
-    "pooling_mode_mean_tokens": PoolingType.MEAN,
-    "pooling_mode_lasttoken": PoolingType.LAST,
-}
-_ST_NORMALIZE = "sentence_transformers.models.Normalize"
-_ST_POOLING = "sentence_transformers.models.Pooling"
-_ST_DENSE = "sentence_transformers.models.Dense"
-_ST_SPLADE = "sentence_transformers.sparse_encoder.models.SpladePooling"
+class PromptError(ValueError):
+    """A prompt request the model cannot follow: a prompt name it does not have, or both a name and a text."""
 
 
 class ModelKind(str, Enum):
@@ -62,15 +54,14 @@ _TASKS_BY_KIND = {
 M3_FILES = ("sparse_linear.pt", "colbert_linear.pt")
 
 
-def _model_kind(model_dir: Path, architecture: str, modules: list[dict]) -> ModelKind:
-    types = {module.get("type") for module in modules}
+def _model_kind(model_dir: Path, architecture: str, st: SentenceTransformersConfig) -> ModelKind:
     if all((model_dir / name).exists() for name in M3_FILES):
         return ModelKind.M3_ENCODER
     if architecture.endswith("ForSequenceClassification"):
         return ModelKind.SEQUENCE_CLASSIFIER
     if architecture.endswith("ForTokenClassification"):
         return ModelKind.TOKEN_CLASSIFIER
-    if _ST_SPLADE in types or (architecture.endswith("ForMaskedLM") and _ST_POOLING not in types):
+    if st.sparse or (architecture.endswith("ForMaskedLM") and st.pooling is None):
         return ModelKind.SPARSE_ENCODER
     # Encoders, and decoders (*ForCausalLM): a pooling model whatever its LM head says.
     return ModelKind.ENCODER
@@ -83,7 +74,7 @@ class ModelSpec:
     path: Path
     architecture: str
     hidden_size: int
-    window_tokens: int  # the default window: ST max_seq_length, else the position limit
+    window_tokens: int  # the default window: sentence-transformers' max_seq_length, else the position limit
     max_position_tokens: int  # the hard limit of the position embeddings
     pooling: PoolingType
     normalize: bool
@@ -95,10 +86,34 @@ class ModelSpec:
     dense_dirs: tuple[str, ...] = ()  # sentence-transformers Dense (projector) modules, in order
     sparse_reduce: str = "max"  # SPLADE: max or sum over tokens
     labels: tuple[str, ...] = ()  # classifiers: label names by index (config id2label, else LABEL_i)
+    include_prompt: bool = True  # False: pooling leaves out the prompt's tokens (sentence-transformers' Pooling)
+    # Prompt names -> texts put before a text, as sentence-transformers holds them: the model's own
+    # (config_sentence_transformers.json) and the empty "query" and "document" every SentenceTransformer knows
+    prompts: dict[str, str] = field(default_factory=dict, hash=False)
+    default_prompt_name: str | None = None  # the prompt used when a request names none
+    similarity_fn_name: str | None = None  # as saved (cosine, dot, euclidean, manhattan); None: not named (cosine)
+    truncate_dim: int | None = None  # sentence-transformers' default truncation of embeddings, if saved
 
     @property
     def multi_label(self) -> bool:
         return self.problem_type == "multi_label_classification"
+
+
+def resolve_prompt(spec: ModelSpec, prompt_name: str | None = None, prompt: str | None = None) -> str:
+    """The text put before every text of a request, as sentence-transformers resolves it: a literal
+    ``prompt`` (``""`` for none at all), else the model's prompt ``prompt_name``, else its default
+    prompt, else none (``""``). Raises PromptError for an unknown name, or for both a name and a text."""
+    if prompt is not None and prompt_name is not None:
+        raise PromptError("give a prompt or a prompt_name, not both")
+    if prompt is not None:
+        return prompt
+    name = prompt_name if prompt_name is not None else spec.default_prompt_name
+    if name is None:
+        return ""
+    if name not in spec.prompts:
+        known = ", ".join(repr(known) for known in spec.prompts) or "none"
+        raise PromptError(f"prompt_name {name!r} is not one of this model's prompts ({known})")
+    return spec.prompts[name]
 
 
 def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> ModelSpec:
@@ -106,38 +121,42 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
 
     Without torch, a decoder is recognized by a ``*ForCausalLM`` architecture; the loader,
     which has transformers' model tables at hand, passes ``is_causal`` for the others
-    (e.g. ``LlamaForSequenceClassification``).
+    (e.g. ``LlamaForSequenceClassification``). A decoder made bidirectional
+    (``use_bidirectional_attention``, EmbeddingGemma) is no causal model.
     """
     model_dir = Path(path)
-    config = _read_json_object(model_dir / "config.json", required=True)
+    config = read_json_object(model_dir / "config.json", required=True)
     architecture = (config.get("architectures") or [config.get("model_type", "unknown")])[0]
     if is_causal is None:
         is_causal = architecture.endswith("ForCausalLM") or bool(config.get("is_decoder"))
+    is_causal = is_causal and not config.get("use_bidirectional_attention")
     max_positions = _position_limit(config)
-    st_config = _read_json_object(model_dir / "sentence_bert_config.json", required=False)
-    window = int(st_config.get("max_seq_length") or max_positions)
-    modules = _read_json_modules(model_dir / "modules.json")
-    pooling = _pooling_from_modules(model_dir, modules) or (PoolingType.LAST if is_causal else PoolingType.CLS)
-    kind = _model_kind(model_dir, architecture, modules)
-    # BGE-M3 normalizes its dense vectors whatever sentence-transformers files sit beside it.
-    normalize = kind is ModelKind.M3_ENCODER or any(module.get("type") == _ST_NORMALIZE for module in modules)
+    st = read_st_config(model_dir)
+    pooling = PoolingType(POOLING_MODES[st.pooling]) if st.pooling else (PoolingType.LAST if is_causal else PoolingType.CLS)
+    kind = _model_kind(model_dir, architecture, st)
     num_labels = int(config.get("num_labels") or len(config.get("id2label") or {}) or 0)
     return ModelSpec(
         path=model_dir,
         architecture=architecture,
         hidden_size=int(config["hidden_size"]),
-        window_tokens=min(window, max_positions),
+        window_tokens=min(st.max_seq_length or max_positions, max_positions),
         max_position_tokens=max_positions,
         pooling=pooling,
-        normalize=normalize,
+        # BGE-M3 normalizes its dense vectors whatever sentence-transformers files sit beside it.
+        normalize=kind is ModelKind.M3_ENCODER or st.normalize,
         is_causal=is_causal,
         kind=kind,
         num_labels=num_labels,
         problem_type=config.get("problem_type"),
-        activation_fn=(config.get("sentence_transformers") or {}).get("activation_fn"),
-        dense_dirs=tuple(m["path"] for m in modules if m.get("type") == _ST_DENSE),
-        sparse_reduce=_sparse_reduce(model_dir, modules),
+        activation_fn=st.activation_fn or (config.get("sentence_transformers") or {}).get("activation_fn"),
+        dense_dirs=st.dense_dirs,
+        sparse_reduce=st.sparse_reduce,
         labels=_label_names(config, num_labels) if kind in (ModelKind.SEQUENCE_CLASSIFIER, ModelKind.TOKEN_CLASSIFIER) else (),
+        include_prompt=st.include_prompt,
+        prompts=st.prompts,
+        default_prompt_name=st.default_prompt_name,
+        similarity_fn_name=st.similarity_fn_name,
+        truncate_dim=st.truncate_dim,
     )
 
 
@@ -150,62 +169,11 @@ def _label_names(config: dict, num_labels: int) -> tuple[str, ...]:
     return tuple(by_index.get(index, f"LABEL_{index}") for index in range(num_labels))
 
 
-def _sparse_reduce(model_dir: Path, modules: list[dict]) -> str:
-    for module in modules:
-        if module.get("type") == _ST_SPLADE:
-            splade_config = _read_json_object(model_dir / module["path"] / "config.json", required=False)
-            strategy = splade_config.get("pooling_strategy", "max")
-            if strategy not in ("max", "sum"):
-                raise ModelSpecError(f"{model_dir / module['path']}: unsupported SPLADE pooling_strategy {strategy!r}")
-            return strategy
-    return "max"
-
-
 def _position_limit(config: dict) -> int:
     limit = config.get("max_position_embeddings")
     if limit is None:
         raise ModelSpecError("config.json has no max_position_embeddings; cannot tell the model's window")
-    # RoBERTa-style models reserve padding_idx + 1 positions at the start of the table.
-    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert"):
+    # RoBERTa-style models (and MPNet) reserve padding_idx + 1 positions at the start of the table.
+    if config.get("model_type") in ("roberta", "xlm-roberta", "camembert", "mpnet"):
         limit -= int(config.get("pad_token_id", 1)) + 1
     return int(limit)
-
-
-def _pooling_from_modules(model_dir: Path, modules: list[dict]) -> PoolingType | None:
-    for module in modules:
-        if module.get("type") != _ST_POOLING:
-            continue
-        pooling_config = _read_json_object(model_dir / module["path"] / "config.json", required=True)
-        enabled = [kind for key, kind in _ST_POOLING_MODES.items() if pooling_config.get(key)]
-        if len(enabled) != 1:
-            flags = sorted(key for key, value in pooling_config.items() if key.startswith("pooling_mode") and value)
-            raise ModelSpecError(f"{model_dir / module['path']}: unsupported pooling modes {flags}")
-        return enabled[0]
-    return None
-
-
-def _read_json_object(path: Path, *, required: bool) -> dict:
-    """A JSON file that must hold an object; a missing optional file reads as ``{}``."""
-    data = _read_json(path, required=required)
-    if not isinstance(data, dict):
-        raise ModelSpecError(f"{path} does not hold a JSON object")
-    return data
-
-
-def _read_json_modules(path: Path) -> list[dict]:
-    """sentence-transformers ``modules.json``: a list of module objects; missing or empty reads as ``[]``."""
-    data = _read_json(path, required=False) or []
-    if not isinstance(data, list) or not all(isinstance(module, dict) for module in data):
-        raise ModelSpecError(f"{path} does not hold a JSON list of module objects")
-    return data
-
-
-def _read_json(path: Path, *, required: bool) -> dict | list:
-    if not path.exists():
-        if required:
-            raise ModelSpecError(f"{path} is missing")
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ModelSpecError(f"{path} is not valid JSON: {exc}") from exc

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch import nn
 
 from poolq.engine.batch import BatchMetadata
-from poolq.engine.models.packed_bert import PackedBertEncoder
 
 
 class PackedRunner:
@@ -16,7 +16,9 @@ class PackedRunner:
     tokens only. Unlike the padded runner, ``token_type_ids`` from the batch are honoured.
     """
 
-    def __init__(self, encoder: PackedBertEncoder, device: torch.device) -> None:
+    def __init__(self, encoder: nn.Module, device: torch.device) -> None:
+        # A packed forward of engine/models (PackedBertEncoder, PackedDecoder, ...): all take the
+        # flat layout as forward(input_ids, position_ids, cu_seqlens_cpu, max_seqlen, token_type_ids).
         self.encoder = encoder
         self.device = device
 

@@ -96,10 +96,23 @@ class PoolingParams:
     activation: bool = True  # classify / token_classify: apply the model's activation
     step_tag_id: int | None = None  # STEP: keep only positions holding this token id
     returned_token_ids: tuple[int, ...] | None = None  # STEP: keep only these label columns
+    # The text put before the text, as sentence-transformers' encode(prompt_name=..., prompt=...):
+    # one of the model's named prompts, or a literal text ("" for none, not even the model's default);
+    # neither: the model's default prompt, if it has one
+    prompt_name: str | None = None
+    prompt: str | None = None
+    # Set by the engine, not by callers: the leading tokens of each window its pooling leaves out
+    # (the prompt's, for a model whose pooling excludes it: sentence-transformers' include_prompt=False)
+    skip_tokens: int = 0
 
     def __post_init__(self) -> None:
         if self.dimensions is not None and self.dimensions < 1:
             raise ValueError(f"dimensions must be >= 1, got {self.dimensions}")
+        if self.prompt is not None and self.prompt_name is not None:
+            raise ValueError(f"give a prompt or a prompt_name, not both (got prompt={self.prompt!r}, "
+                             f"prompt_name={self.prompt_name!r})")
+        if self.skip_tokens < 0:
+            raise ValueError(f"skip_tokens must be >= 0, got {self.skip_tokens}")
 
 
 @dataclass(frozen=True)

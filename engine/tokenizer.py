@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from poolq.engine.request import TruncationSide
+from poolq.engine.st_config import read_st_config
 
 # Texts longer than this are tokenized in pieces cut at whitespace (see split_at_whitespace).
 PIECE_CHARS = 100_000
@@ -32,6 +33,17 @@ def split_at_whitespace(text: str, max_chars: int) -> list[tuple[int, str]]:
 
 
 @dataclass(frozen=True)
+class PromptedText:
+    """``prompt + text`` tokenized as one string (as sentence-transformers tokenizes it), cut where the
+    prompt ends: ``prompt_ids`` are its leading tokens that lie within the prompt, ``content_ids`` the
+    rest, with their character offsets in ``text`` (where asked for)."""
+
+    prompt_ids: list[int]
+    content_ids: list[int]
+    offsets: list[tuple[int, int]] | None = None
+
+
+@dataclass(frozen=True)
 class TokenizedText:
     """Token ids ready for the model, and what the whole text would have needed."""
 
@@ -44,10 +56,14 @@ class TokenizedText:
 class TextTokenizer:
     """Wraps the model directory's tokenizer; adds special tokens the way the model expects."""
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, *, lower_case: bool | None = None) -> None:
+        """``lower_case``: lower-case every text (sentence_bert_config.json's ``do_lower_case``, read from
+        ``model_dir`` when None)."""
         from transformers import AutoTokenizer  # heavy import kept off module import
 
         self._tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        if lower_case if lower_case is not None else read_st_config(Path(model_dir)).do_lower_case:
+            _lower_case(self._tokenizer)
         # One call at a time: transformers' fast tokenizers set their truncation state on every call,
         # and two runs' planning threads (a shard and the interactive lane) may tokenize at once.
         self._calls = threading.Lock()
@@ -56,6 +72,7 @@ class TextTokenizer:
         self._prefix_ids, self._suffix_ids = self._special_token_template()
         self.num_special_tokens = len(self._prefix_ids) + len(self._suffix_ids)
         self.pad_token_id = self._tokenizer.pad_token_id or 0
+        self._prompt_lengths: dict[str, int] = {}
 
     def _special_token_template(self) -> tuple[list[int], list[int]]:
         """The special tokens the model's template puts before and after a single text.
@@ -100,6 +117,48 @@ class TextTokenizer:
                 offsets.extend((start + a, start + b) for a, b in encoded["offset_mapping"])
         return ids, offsets
 
+    def prompted(self, prompt: str, text: str, content_ids: list[int],
+                 offsets: list[tuple[int, int]] | None) -> PromptedText:
+        """``prompt + text`` as one string's tokens, from the text's own (``content_ids``, ``offsets``).
+
+        Only the text's head (up to its first whitespace) is tokenized again, behind the prompt: cut
+        right before whitespace, the rest tokenizes as inside the whole string (``split_at_whitespace``).
+        Should the head alone not tokenize as the text's first tokens, the whole string is tokenized."""
+        cut = next((index for index, char in enumerate(text) if char.isspace()), len(text))
+        with self._calls:
+            head = self._tokenizer(text[:cut], add_special_tokens=False, truncation=False)["input_ids"]
+        if content_ids[: len(head)] != head:
+            joint_ids, joint_offsets = self._tokenize_long(prompt + text, with_offsets=True)
+        else:
+            with self._calls:
+                joint = self._tokenizer(prompt + text[:cut], add_special_tokens=False, truncation=False,
+                                        return_offsets_mapping=True)
+            joint_ids = [*joint["input_ids"], *content_ids[len(head):]]
+            tail = [(a + len(prompt), b + len(prompt)) for a, b in offsets[len(head):]] if offsets is not None else []
+            joint_offsets = [*joint["offset_mapping"], *tail]
+        # The prompt's tokens: those ending within it (a token across the seam, BPE's " word", is the text's)
+        count = next((index for index, (_, end) in enumerate(joint_offsets) if end > len(prompt)), len(joint_ids))
+        text_offsets = None
+        if offsets is not None:
+            text_offsets = [(max(a - len(prompt), 0), max(b - len(prompt), 0)) for a, b in joint_offsets[count:]]
+        return PromptedText(joint_ids[:count], joint_ids[count:], text_offsets)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """The prompt's own tokens, no special tokens (put before a text given as token ids)."""
+        with self._calls:
+            return list(self._tokenizer(prompt, add_special_tokens=False, truncation=False)["input_ids"])
+
+    def prompt_length(self, prompt: str) -> int:
+        """How many leading tokens of a prompted sequence sentence-transformers counts as the prompt's (its
+        ``prompt_length``, which a Pooling with include_prompt=False leaves out): the prompt tokenized alone
+        with the special tokens, less the last one if it is special."""
+        if prompt not in self._prompt_lengths:
+            with self._calls:
+                ids = self._tokenizer(prompt, add_special_tokens=True, truncation=False)["input_ids"]
+            special = set(self._tokenizer.all_special_ids)
+            self._prompt_lengths[prompt] = len(ids) - (1 if ids and ids[-1] in special else 0)
+        return self._prompt_lengths[prompt]
+
     def decode(self, token_ids: list[int]) -> str:
         """Text for ``token_ids`` (benchmarks cut texts at exact token counts with it)."""
         text = self._tokenizer.decode(token_ids)
@@ -142,12 +201,31 @@ class TextTokenizer:
                                   return_token_type_ids=True)
         return TokenizedText(cut["input_ids"], num_tokens, True, cut["token_type_ids"])
 
-    def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide) -> TokenizedText:
-        """Cut content to fit ``window_tokens`` with special tokens, then add them."""
-        num_tokens = len(content_ids) + self.num_special_tokens
-        budget = window_tokens - self.num_special_tokens
+    def finish(self, content_ids: list[int], window_tokens: int, side: TruncationSide,
+               prompt_ids: list[int] | None = None) -> TokenizedText:
+        """Cut content to fit ``window_tokens`` with the special tokens and the prompt's (never cut), then
+        add them: ``[prefix, prompt, content, suffix]``."""
+        prompt_ids = prompt_ids or []
+        num_tokens = len(content_ids) + len(prompt_ids) + self.num_special_tokens
+        budget = window_tokens - self.num_special_tokens - len(prompt_ids)
+        if budget < 1:
+            raise ValueError(f"a window of {window_tokens} tokens leaves no room for text after the special tokens "
+                             f"and a prompt of {len(prompt_ids)} tokens")
         truncated = len(content_ids) > budget
         if truncated:
             content_ids = content_ids[:budget] if side is TruncationSide.END else content_ids[-budget:]
-        token_ids = [*self._prefix_ids, *content_ids, *self._suffix_ids]
+        token_ids = [*self._prefix_ids, *prompt_ids, *content_ids, *self._suffix_ids]
         return TokenizedText(token_ids=token_ids, num_tokens=num_tokens, truncated=truncated)
+
+
+def _lower_case(tokenizer) -> None:
+    """Lower-case every text the way sentence-transformers does for ``do_lower_case``: a Lowercase step
+    first in the tokenizer's normalizer (offsets stay those of the original text)."""
+    from tokenizers.normalizers import Lowercase
+    from tokenizers.normalizers import Sequence as NormalizerSequence
+
+    backend = tokenizer.backend_tokenizer
+    normalizer = backend.normalizer
+    steps = list(normalizer) if isinstance(normalizer, NormalizerSequence) else [normalizer] if normalizer else []
+    if not any(isinstance(step, Lowercase) for step in steps):
+        backend.normalizer = NormalizerSequence([Lowercase(), *steps])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from poolq.engine import ModelRegistry
+from poolq.engine.loading.hub import HubAccess
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.fair_share import FairShare
 from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseStore, RedisLeaseStore
@@ -80,7 +81,9 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
     they live in memory. Either way the store is the ledger. ``loads_models=False``: a process that
     must never load a model (a control worker). ``role``: whose deadlines the store's calls have
     (``Settings.s3_config``)."""
-    registry = ModelRegistry.with_packaged_models(settings.models)
+    # A client's model name is a local directory only where clients may name local files (in-process runs).
+    registry = ModelRegistry.with_packaged_models(settings.models, hub_access=HubAccess.parse(settings.models_allow),
+                                                  local_paths=settings.allow_file_inputs)
     engines = EnginePool(registry, settings.engine_config(), loads_models)
     if redis_client is None:
         return JobContext(settings=settings, store=settings.object_store(role), status=InMemoryJobStatusStore(),

@@ -11,7 +11,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from poolq.engine import DEFAULT_MODEL, EngineConfig
-from poolq.engine.hardware import resolve_dtype
+from poolq.engine.hardware import resolve_dtype_before_fork
 from poolq.jobs.sink_settings import SinkConfig
 from poolq.storage import LocalObjectStore, ObjectStore, S3Config, S3ObjectStore, make_s3_client
 
@@ -84,8 +84,16 @@ class Settings(BaseSettings):
 
     default_model: str = DEFAULT_MODEL
     models: dict[str, str] = Field(default_factory=dict, description="extra model name -> local directory")
+    models_allow: str = Field("", description="POOLQ_MODELS_ALLOW: comma-separated glob patterns of Hugging Face Hub "
+                              "ids this server may download and serve (BAAI/*,intfloat/e5-*); empty: none, only the "
+                              "packaged models and POOLQ_MODELS entries (docs/models.md)")
     warm_default_model: bool = Field(True, description="compute workers load default_model as they start, not in "
                                      "their first shard or interactive request")
+    warm_models: str = Field("", description="POOLQ_WARM_MODELS: comma-separated models each compute worker loads "
+                             "and runs once as it starts (empty: default_model); warm_default_model=false: none")
+    worker_model_memory: int | None = Field(None, ge=1, description="POOLQ_WORKER_MODEL_MEMORY: bytes of model weights "
+                                            "a worker process keeps loaded; a load past it first unloads the least "
+                                            "recently used idle models (unset: no bound)")
     device: str = "cpu"
     # auto: bfloat16 on Ampere+ GPUs and on CPUs with AMX or AVX-512-BF16, float16 on older GPUs, float32 on
     # other CPUs (engine/hardware.py);
@@ -287,8 +295,9 @@ class Settings(BaseSettings):
 
     @property
     def compute_dtype(self) -> str:
-        """The dtype the engine computes in here: ``dtype``, with ``auto`` resolved for this machine."""
-        return resolve_dtype(self.dtype, self.device)
+        """The dtype the engine computes in here: ``dtype``, with ``auto`` resolved for this machine's
+        CPU; on a CUDA device ``auto`` stays, resolved where the engine loads (CUDA is not touched here)."""
+        return resolve_dtype_before_fork(self.dtype, self.device)
 
     def engine_config(self) -> EngineConfig:
         return EngineConfig(

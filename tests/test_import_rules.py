@@ -37,7 +37,8 @@ FLOORS = {
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
         ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
         ("context",),  # wiring: a process's stores, built once
-        ("job_handle", "lane"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute workers)
+        ("job_handle", "lane", "served_models"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute
+        # workers); what the deployment serves (GET /v1/models)
         ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
         ("sinks", "reuse"),  # loads into the user's vector stores; content-addressed reuse (keys, store, decide pass, copies)
         ("planning",),  # the stages of planning an input into shards
@@ -46,8 +47,8 @@ FLOORS = {
         ("worker", "local_runner"),  # the Celery edge; the in-process runner
     ),
     "engine": (
-        ("config", "batch", "hardware", "request", "turns"),
-        ("model_spec", "tokenizer", "scheduler", "kernels", "attention", "step"),
+        ("config", "batch", "hardware", "request", "turns", "st_config", "oom"),
+        ("model_spec", "tokenizer", "scheduler", "kernels", "attention", "step", "step_retry"),
         ("models", "runner", "scoring"),
         ("packed_runner",),
         ("pooling",),

@@ -18,22 +18,24 @@ import click
 from pydantic import ValidationError
 
 from poolq.api.cli.output import job_summary
-from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
+from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
 
 
 @click.command()
 @click.argument("input_path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="output directory: the results go to OUT/<job_id>/")
-@click.option("--model", default=None, help="model name or local model directory (default: all-MiniLM-L6-v2)")
+@click.option("--model", default=None, help="model name, local model directory or Hub id org/name[@revision] "
+              "(default: all-MiniLM-L6-v2)")
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
 @long_documents_option
 @task_option
 @output_option
+@prompt_options
 @click.option("--json", "as_json", is_flag=True, help="print the job's status as JSON instead of a summary")
 def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, text_field: str, long_documents: str | None,
-          task: str | None, output: str | None, as_json: bool) -> None:
+          task: str | None, output: str | None, prompt_fields: dict, as_json: bool) -> None:
     """Run INPUT_PATH (JSONL or Parquet) through a model in this process, no services; the results
     go to OUT/<job_id>/ (manifest.json, parts/*.parquet, errors.jsonl), as `poolq results` writes them."""
     from poolq.jobs import JobRejected, JobSpec, local_context, run_job_locally
@@ -46,7 +48,7 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
     try:
         if long_documents:
             body["long_documents"] = json.loads(long_documents)
-        spec = JobSpec.model_validate(add_task_fields(body, task, output))
+        spec = JobSpec.model_validate(add_task_fields(body, task, output, prompt_fields))
         status = run_job_locally(spec, local_context(scratch)).model_dump(mode="json")
         manifest_path = _move_results(status, out_dir / status["id"]) if status.get("result") else None
     except json.JSONDecodeError as exc:

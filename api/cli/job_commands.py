@@ -15,7 +15,7 @@ from poolq.api.cli.delivery_options import JobDelivery, delivery_options
 from poolq.api.cli.estimate_report import print_estimate, print_report
 from poolq.api.cli.output import ExitCode, fail, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
-from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, task_option
+from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.client.upload_format import upload_format
 from poolq.api.server.schemas import JobResults
@@ -30,7 +30,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 
 @click.command()
 @click.argument("source")
-@click.option("--model", default=None, help="model name (default: the server's, all-MiniLM-L6-v2)")
+@click.option("--model", default=None, help="model name or allowed Hub id (default: the server's, all-MiniLM-L6-v2)")
 @task_option
 @click.option("--id-field", default="id", show_default=True)
 @click.option("--text-field", default="text", show_default=True)
@@ -38,6 +38,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @click.option("--dtype", type=click.Choice(DTYPES), default=None, help="embedding column type (default float32)")
 @click.option("--dimensions", type=click.IntRange(min=1), default=None, help="keep the first N dimensions (Matryoshka)")
 @output_option
+@prompt_options
 @click.option("--idempotency-key", default=None, help="the same key returns the same job (safe retries)")
 @click.option("--wait", "wait_", is_flag=True, help="wait for the job to finish (exit code by its outcome)")
 @click.option("--estimate", "estimate_only", is_flag=True,
@@ -48,13 +49,13 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="print the j
 @with_client
 @delivery_options
 def submit(client: PoolqClient, source: str, model: str | None, task: str | None, id_field: str, text_field: str,
-           long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None,
+           long_documents: str | None, dtype: str | None, dimensions: int | None, output: str | None, prompt_fields: dict,
            idempotency_key: str | None, wait_: bool, estimate_only: bool, poll_interval: float, timeout: float | None,
            as_json: bool, delivery: JobDelivery) -> None:
     """Submit SOURCE: a local JSONL, .jsonl.gz or Parquet file (uploaded first) or an s3:// URI. Prints the job id
     (with --estimate: the job's estimate, and nothing is submitted; a local file is uploaded all the same)."""
     spec = delivery.add_to(add_task_fields(_spec(model, id_field, text_field, long_documents, dtype, dimensions),
-                                           task, output))
+                                           task, output, prompt_fields))
     spec["input"]["uri"] = _input_uri(client, source, spec)
     if estimate_only:
         estimate = client.estimate(spec)

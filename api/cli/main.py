@@ -17,7 +17,7 @@ LAZY_COMMANDS = {
     **{name: f"{_CLI}.job_commands:{name}" for name in ("submit", "status", "wait", "results", "cancel", "jobs")},
     "schedules": f"{_CLI}.schedule_commands:schedules", "logs": f"{_CLI}.log_command:logs",
     "embed": f"{_CLI}.embed_command:embed", "sink": f"{_CLI}.sink_commands:sink",
-    "webhooks": f"{_CLI}.webhook_commands:webhooks",
+    "webhooks": f"{_CLI}.webhook_commands:webhooks", "models": f"{_CLI}.model_commands:models",
 }
 
 
@@ -61,7 +61,9 @@ def serve(host: str, port: int) -> None:
 @click.option("--hostname", default=None, help="Celery node name")
 @click.option("--queues", default=None, help="comma-separated queues (control, gpu): one plain worker on them (one per "
               "GPU with --gpus), instead of a control worker and a compute worker")
-@click.option("--gpus", default=None, help="e.g. 0,1: one compute worker per GPU (CUDA_VISIBLE_DEVICES), concurrency 1 each")
+@click.option("--gpus", default=None, help="comma-separated GPUs, one compute worker each (its CUDA_VISIBLE_DEVICES, "
+              "concurrency 1): indices (0,1; counted within an inherited CUDA_VISIBLE_DEVICES), GPU UUIDs (GPU-…) or "
+              "MIG ids (MIG-…)")
 @click.option("--max-tasks-per-child", default=None, type=int, help="replace a pool child after this many tasks")
 @click.option("--loglevel", default="INFO", show_default=True)
 def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str | None, max_tasks_per_child: int | None,
@@ -81,9 +83,7 @@ def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str
             sys.exit(run_worker(settings, WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)))
         gpu_ids = None
         if gpus is not None:
-            gpu_ids = [gpu.strip() for gpu in gpus.split(",") if gpu.strip()]
-            if not gpu_ids or not all(gpu.isdigit() for gpu in gpu_ids):
-                raise click.BadParameter(f"{gpus!r}: expected GPU indices like 0,1", param_hint="--gpus")
+            gpu_ids = _checked_gpus(gpus)
             max_tasks_per_child = max_tasks_per_child or 100
         options = WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)
         # --queues with --gpus: those queues' workers, one per GPU, and no control worker beside them
@@ -91,6 +91,20 @@ def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str
     except StorageError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(3)
+
+
+def _checked_gpus(gpus: str) -> list[str]:
+    """``--gpus``'s entries, each checked now (before the store is), against this process's CUDA_VISIBLE_DEVICES too."""
+    import os
+
+    from poolq.jobs.worker.gpu_selection import GpuSelectionError, gpu_slots, split_gpus
+
+    entries = split_gpus(gpus)
+    try:
+        gpu_slots(entries, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    except GpuSelectionError as exc:
+        raise click.BadParameter(str(exc), param_hint="--gpus") from exc
+    return entries
 
 
 @main.command()

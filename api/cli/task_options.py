@@ -5,7 +5,9 @@ modes, ``poolq.engine.LongDocumentMode``), so a task or mode added there is list
 """
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any, Callable
 
 import click
 
@@ -30,8 +32,25 @@ long_documents_option = click.option(
     help=f'JSON, e.g. \'{{"mode": "chunked"}}\'; modes: {MODES_HELP} (default {DEFAULT_MODE})')
 
 
-def add_task_fields(spec: dict, task: str | None, output: str | None) -> dict:
-    """``spec`` with the fields ``--task`` and ``--output`` set (``--output`` merged into its ``output``)."""
+def prompt_options(command: Callable) -> Callable:
+    """``--prompt-name`` / ``--prompt``, handed to the command as one ``prompt_fields`` dict (the spec's fields)."""
+
+    @functools.wraps(command)
+    def with_prompt(*args: Any, prompt_name: str | None, prompt: str | None, **kwargs: Any) -> Any:
+        if prompt_name is not None and prompt is not None:
+            raise click.UsageError("give --prompt-name or --prompt, not both")
+        fields = {"prompt_name": prompt_name} if prompt_name is not None else {}
+        fields |= {"prompt": prompt} if prompt is not None else {}
+        return command(*args, prompt_fields=fields, **kwargs)
+
+    with_prompt = click.option("--prompt", default=None, help="a literal prompt put before each text")(with_prompt)
+    return click.option("--prompt-name", default=None, help="one of the model's named prompts (e.g. query; `poolq models` "
+                        "lists them); default: the model's default prompt")(with_prompt)
+
+
+def add_task_fields(spec: dict, task: str | None, output: str | None, prompt_fields: dict | None = None) -> dict:
+    """``spec`` with the fields ``--task``, ``--output`` (merged into its ``output``) and the prompt options set."""
+    spec.update(prompt_fields or {})
     if task:
         spec["task"] = task
     if output:

@@ -22,6 +22,7 @@ from poolq.api.client.result_files import decode_vectors, fetch_bytes, save_url
 from poolq.api.client.upload_format import upload_format
 from poolq.api.server.schemas import JobResults
 from poolq.jobs.estimate.job_estimate import JobEstimate
+from poolq.jobs.model.served_model import ModelList
 
 TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
 API_KEY_ENV = "POOLQ_API_KEY"
@@ -94,6 +95,10 @@ class PoolqClient:
         the live workers); nothing is submitted. Refused like ``submit``. ``timeout``: the server reads
         the whole input (up to its ``estimate_max_seconds``), so it waits longer than other calls."""
         return JobEstimate.model_validate(self._call("POST", "/v1/jobs/estimate", json=spec, timeout=timeout))
+
+    def models(self) -> ModelList:
+        """``GET /v1/models``: what this deployment serves (tasks, dimensions, window, prompts, loaded)."""
+        return ModelList.model_validate(self._call("GET", "/v1/models"))
 
     def upload(self, source: str | os.PathLike | bytes, *, format: str | None = None) -> str:
         """Upload an input file (a path, or its bytes: JSONL, ``.jsonl.gz`` or Parquet) through a

@@ -14,7 +14,7 @@ from poolq.api.server.dashboard import install_dashboard
 from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
-from poolq.api.server.routes import embeddings, estimates, jobs, openai_batches, openai_files, schedules, uploads
+from poolq.api.server.routes import embeddings, estimates, jobs, models, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes import sinks as sink_routes
 from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
@@ -65,6 +65,7 @@ def create_app(
     app.include_router(embeddings.router)
     app.include_router(sink_routes.router)
     app.include_router(estimates.router)
+    app.include_router(models.router)
     app.state.estimates = anyio.CapacityLimiter(settings.estimate_concurrency)
     app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
                                            anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)

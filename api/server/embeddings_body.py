@@ -12,9 +12,11 @@ from typing import Annotated, Literal
 
 from fastapi import HTTPException, status
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
+from pydantic import ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
+from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs import LaneInput, LongDocuments, Settings, estimated_tokens
+from poolq.jobs.model.job_spec import PromptOptions
 
 MAX_TOKEN_ID = 2**31 - 1  # any vocabulary fits; larger numbers are no token id of any model
 
@@ -66,11 +68,12 @@ def parse_inputs(value: object) -> list[str] | list[list[int]]:
 EmbeddingInputs = Annotated[list[str] | list[list[int]], PlainValidator(parse_inputs), WithJsonSchema(_INPUT_SCHEMA)]
 
 
-class EmbeddingsBody(BaseModel):
+class EmbeddingsBody(PromptOptions):
     """OpenAI's embeddings request, with poolq's ``long_documents`` beside it (the openai client's ``extra_body``)."""
 
     model_config = ConfigDict(extra="forbid")
-    model: str = Field(description="a model the server knows (as in jobs)")
+    model: str = Field(min_length=1, max_length=MAX_MODEL_NAME_CHARS,
+                       description="a model the server serves (as in jobs: a name or an allowed Hub id; GET /v1/models)")
     input: EmbeddingInputs
     dimensions: int | None = Field(None, ge=1, description="Matryoshka: keep the first N dimensions (as a job's "
                                                           "output.dimensions)")

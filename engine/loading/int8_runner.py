@@ -7,6 +7,7 @@ import torch
 
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.models.int8_encoder import Int8Refused, quantize_encoder
+from poolq.engine.models.packed_bert import PackedBertEncoder
 from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.request import TruncationSide
 from poolq.engine.tokenizer import TextTokenizer
@@ -17,7 +18,8 @@ log = logging.getLogger(__name__)
 def quantize_runner(runner: object, tokenizer: TextTokenizer, window_tokens: int) -> float:
     """Quantize ``runner``'s encoder in place; the lowest cosine of int8 vs float32 it measured.
     ``Int8Refused`` for a model without the packed forward, or one int8 would serve worse."""
-    if not isinstance(runner, PackedRunner):
+    # int8_encoder quantizes PackedBertEncoder's layers; the other packed families have no int8 path
+    if not isinstance(runner, PackedRunner) or not isinstance(runner.encoder, PackedBertEncoder):
         raise Int8Refused("dtype int8 is available for BERT-family encoders (the packed forward); use float32 or "
                           "bfloat16 for this model")
 

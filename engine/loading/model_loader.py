@@ -12,6 +12,7 @@ from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
 from poolq.engine.models.fused_norm import fuse_norms
+from poolq.engine.models.packed_bert import PackedBertEncoder
 from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.pooling.classifier_heads import Calibration
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
@@ -65,19 +66,21 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
     runner = make_runner(getattr(model, "base_model", model), device, tokenizer.pad_token_id, config.packed)
     if compute_dtype == "int8":
         quantize_runner(runner, tokenizer, spec.window_tokens)
-    if config.fuse_norms and isinstance(runner, PackedRunner):
-        fuse_norms(runner.encoder)
+    if config.fuse_norms and isinstance(runner, PackedRunner) and isinstance(runner.encoder, PackedBertEncoder):
+        fuse_norms(runner.encoder)  # its bias + LayerNorm passes; the other packed families have none to fuse
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
     return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, hf_config, compute_dtype)
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:
-    """The native packed forward for the BERT family; the generic padded path for the rest."""
-    from poolq.engine.models import PackedBertEncoder, supports
+    """The native packed forward where the architecture has one (``engine/models``' table: the BERT
+    family, ModernBERT, Llama, Mistral, Qwen2, Qwen3, Gemma3 text); the generic padded path for the rest."""
+    from poolq.engine.models import packed_encoder
 
-    if packed and supports(base_model):
-        return PackedRunner(PackedBertEncoder(base_model), device)
+    encoder = packed_encoder(base_model) if packed else None
+    if encoder is not None:
+        return PackedRunner(encoder, device)
     return ModelRunner(base_model, device, pad_token_id)
 
 
@@ -94,8 +97,18 @@ def _load_weights(model_dir: Path, spec: ModelSpec, hf_config, dtype: torch.dtyp
     import transformers
 
     auto_class = getattr(transformers, _AUTO_CLASSES[spec.kind])
-    model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation="sdpa")
+    attention = _attention_implementation(auto_class, hf_config)
+    model = auto_class.from_pretrained(str(model_dir), local_files_only=True, dtype=dtype, attn_implementation=attention)
     return model.eval()
+
+
+def _attention_implementation(auto_class, hf_config) -> str:
+    """``sdpa`` where the class the auto class picks implements it, else ``eager``: transformers refuses
+    to load a class without sdpa (MPNet) when sdpa is asked for. (The packed runner ignores either.)"""
+    from transformers.models.auto.auto_factory import _get_model_class
+
+    model_class = _get_model_class(hf_config, auto_class._model_mapping)
+    return "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
 
 
 def _is_decoder(model_type: str) -> bool:

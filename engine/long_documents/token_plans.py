@@ -4,7 +4,8 @@ token's id and character offsets, so a reader can drop special or punctuation to
 A document within the window is one sequence. Beyond it (``chunked``), macro windows step by
 ``window - overlap`` and every window after the first keeps only its states after the overlap
 (the stitching of long late chunking): every token gets exactly one state, and the token head
-runs once over the stitched states.
+runs once over the stitched states. The states stay in the model's dtype on its device until the head
+(engine/pooling/precision.py): a float32 host copy would meet a bf16 head.
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ class StitchedTokensPlan(DocumentPlan):
     def add(self, window_index: int, value: torch.Tensor) -> None:
         window = self.windows[window_index]
         keep_end = window.keep_end if window.keep_end is not None else len(window.token_ids)
-        self._states[window_index] = value[window.keep_start:keep_end].float().cpu()
+        # A copy of the kept rows alone: a view would hold the whole batch's states until the document ends.
+        self._states[window_index] = value[window.keep_start:keep_end].clone()
 
     def output(self, key: Hashable) -> PoolingOutput:
         if self.head is None or len(self._states) != len(self.windows):

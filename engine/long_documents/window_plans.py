@@ -37,15 +37,17 @@ class Window:
 @dataclass
 class DocumentPlan(ABC):
     windows: list[Window]
-    num_tokens: int  # the whole document, special tokens included
+    num_tokens: int  # the whole document, special tokens (and a prompt's) included
     truncated: bool = False
     #: True: ``add`` receives the window's raw token states; False: its pooled output.
     wants_states: bool = field(default=False, init=False)
+    #: The params its windows are pooled with, when not the request's own (the prompt's tokens left out).
+    pooled_with: PoolingParams | None = field(default=None, kw_only=True)
 
     @property
     def pool_params(self) -> PoolingParams | None:
         """The params its windows are pooled with, when not the request's own."""
-        return None
+        return self.pooled_with
 
     @abstractmethod
     def add(self, window_index: int, value) -> None: ...
@@ -82,7 +84,8 @@ class ChunkedPlan(DocumentPlan):
 
     @property
     def pool_params(self) -> PoolingParams | None:
-        return self.combiner.pool_params if self.combiner is not None else None
+        combined = self.combiner.pool_params if self.combiner is not None else None
+        return combined if combined is not None else self.pooled_with
 
     def add(self, window_index: int, value: PooledData) -> None:
         if self.combiner is None:

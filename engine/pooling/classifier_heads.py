@@ -1,16 +1,15 @@
 """Classifier heads: logits from the model's own classifier, calibrated, then activated."""
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 import torch
 
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.precision import through, to_host
 from poolq.engine.pooling.window_combiners import MeanLogits
 from poolq.engine.request import PoolingParams
 
-Classifier = Callable[[torch.Tensor], torch.Tensor]  # [n, hidden] -> [n, num_labels]
+Classifier = torch.nn.Module  # [n, hidden] -> [n, num_labels], in the model's dtype
 
 
 class Calibration:
@@ -37,7 +36,7 @@ class ClassifierHead:
     def forward(self, pooled: torch.Tensor, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
         logits = _logits(self.classifier, pooled, self.calibration)  # [num_seqs, num_labels]
         return [
-            (self.activation(row) if p.activation else row).cpu().numpy() for row, p in zip(logits, params)
+            to_host(self.activation(row) if p.activation else row) for row, p in zip(logits, params)
         ]
 
     def window_combiner(self, params: PoolingParams) -> MeanLogits:
@@ -59,10 +58,11 @@ class TokenClassifierHead:
             scores = self.activation(scores) if p.activation else scores
             if p.returned_token_ids is not None:
                 scores = scores[:, list(p.returned_token_ids)]
-            out.append(scores.cpu().numpy())
+            out.append(to_host(scores))
         return out
 
 
 def _logits(classifier: Classifier, states: torch.Tensor, calibration: Calibration | None) -> torch.Tensor:
-    logits = classifier(states).float()
+    """float32 logits (calibration and activation follow in float32) from the classifier in its dtype."""
+    logits = through(classifier, states)
     return calibration(logits) if calibration is not None else logits

@@ -23,10 +23,30 @@ def sequence_classifier(model: torch.nn.Module) -> Classifier:
         raise ModelSpecError(f"{type(model).__name__} has no classifier or score layer poolq knows")
     pooler = getattr(model.base_model, "pooler", None)
     if isinstance(head, torch.nn.Linear) and pooler is not None:  # BERT: pooler, then linear
-        return lambda pooled: head(pooler(pooled.unsqueeze(1)))
+        return _PoolerThenLinear(pooler, head)
     if isinstance(head, torch.nn.Linear):
         return head
-    return lambda pooled: head(pooled.unsqueeze(1))  # RoBERTa-style heads read features[:, 0]
+    return _FirstTokenHead(head)  # RoBERTa-style heads read features[:, 0]
+
+
+# Modules, not closures: a head casts its input to the classifier's weights (precision.py), so the
+# adapter must expose them; the wrapped layers are the model's own (no copy).
+class _PoolerThenLinear(torch.nn.Module):
+    def __init__(self, pooler: torch.nn.Module, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        self.pooler, self.linear = pooler, linear
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.pooler(pooled.unsqueeze(1)))
+
+
+class _FirstTokenHead(torch.nn.Module):
+    def __init__(self, head: torch.nn.Module) -> None:
+        super().__init__()
+        self.head = head
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.head(pooled.unsqueeze(1))
 
 
 def token_classifier(model: torch.nn.Module) -> Classifier:

@@ -11,8 +11,9 @@ from poolq.engine.pooling.dispatcher import PoolerDispatcher
 from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
 from poolq.engine.pooling.m3_heads import M3Heads
 from poolq.engine.pooling.m3_poolers import AllTokensWithIds, ColbertHead, TokenWeightSparseHead
-from poolq.engine.pooling.methods import AllPool, StepPool, pooling_method
+from poolq.engine.pooling.methods import AllPool, PoolingMethod, StepPool, pooling_method
 from poolq.engine.pooling.pooler import Pooler
+from poolq.engine.pooling.prompt_excluded import excluding_prompt
 from poolq.engine.pooling.sparse_head import SparseHead
 from poolq.engine.request import PoolingTask
 
@@ -29,13 +30,13 @@ def build_dispatcher(
         if m3 is None:
             raise ValueError("a BGE-M3 model needs its sparse and ColBERT layers")
         return PoolerDispatcher({
-            PoolingTask.EMBED: Pooler(pooling_method(spec.pooling), EmbeddingHead(projector, spec.normalize)),
+            PoolingTask.EMBED: Pooler(_embed_method(spec), EmbeddingHead(projector, spec.normalize)),
             PoolingTask.SPARSE_EMBED: Pooler(AllTokensWithIds(), TokenWeightSparseHead(m3.sparse_linear, m3.unused_token_ids)),
             PoolingTask.TOKEN_EMBED: Pooler(AllPool(), ColbertHead(m3.colbert_linear)),
         })
     if spec.kind is ModelKind.ENCODER:
         return PoolerDispatcher({
-            PoolingTask.EMBED: Pooler(pooling_method(spec.pooling), EmbeddingHead(projector, spec.normalize)),
+            PoolingTask.EMBED: Pooler(_embed_method(spec), EmbeddingHead(projector, spec.normalize)),
             PoolingTask.TOKEN_EMBED: Pooler(AllPool(), TokenEmbeddingHead(projector, spec.normalize)),
         })
     activation = resolve_activation(spec.problem_type, spec.activation_fn, spec.num_labels)
@@ -49,3 +50,9 @@ def build_dispatcher(
         return PoolerDispatcher({PoolingTask.TOKEN_CLASSIFY: Pooler(StepPool(), token_head)})
     sparse = SparseHead(masked_lm_head(model), spec.sparse_reduce)
     return PoolerDispatcher({PoolingTask.SPARSE_EMBED: Pooler(AllPool(), sparse)})
+
+
+def _embed_method(spec: ModelSpec) -> PoolingMethod:
+    """The embed pooling; a model that pools without its prompt (include_prompt=False) leaves it out."""
+    method = pooling_method(spec.pooling)
+    return method if spec.include_prompt else excluding_prompt(method)

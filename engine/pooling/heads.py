@@ -6,16 +6,23 @@ import torch
 import torch.nn.functional as F
 
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.precision import through, to_host, widen
 from poolq.engine.pooling.window_combiners import MeanVector
 from poolq.engine.request import PoolingParams
 
 
 def finish_vectors(vectors: torch.Tensor, params: PoolingParams, default_normalize: bool) -> torch.Tensor:
-    """Matryoshka truncation, then normalization (if on): ``[..., dim] -> [..., dims]``."""
+    """Matryoshka truncation, then normalization (if on), in float32: ``[..., dim] -> [..., dims]``."""
     if params.dimensions is not None:
         vectors = vectors[..., : params.dimensions]
+    vectors = widen(vectors)
     normalize = default_normalize if params.normalize is None else params.normalize
     return F.normalize(vectors, p=2, dim=-1) if normalize else vectors
+
+
+def project(states: torch.Tensor, projector: torch.nn.Module | None) -> torch.Tensor:
+    """``states`` through the projector (in its dtype), if the model has one; float32 either way."""
+    return widen(states) if projector is None else through(projector, states)
 
 
 class EmbeddingHead:
@@ -26,9 +33,8 @@ class EmbeddingHead:
         self.normalize = normalize
 
     def forward(self, pooled: torch.Tensor, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
-        if self.projector is not None:
-            pooled = self.projector(_like_weights(pooled, self.projector)).float()
-        return [finish_vectors(row, p, self.normalize).cpu().numpy() for row, p in zip(pooled, params)]
+        vectors = project(pooled, self.projector)
+        return [to_host(finish_vectors(row, p, self.normalize)) for row, p in zip(vectors, params)]
 
     def window_combiner(self, params: PoolingParams) -> MeanVector:
         return MeanVector(self.normalize if params.normalize is None else params.normalize)
@@ -42,15 +48,5 @@ class TokenEmbeddingHead:
         self.normalize = normalize
 
     def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
-        out = []
-        for tokens, p in zip(states, params):  # tokens: [n, hidden]
-            if self.projector is not None:
-                tokens = self.projector(_like_weights(tokens, self.projector))
-            out.append(finish_vectors(tokens.float(), p, self.normalize).cpu().numpy())
-        return out
-
-
-def _like_weights(x: torch.Tensor, module: torch.nn.Module) -> torch.Tensor:
-    """``x`` on the module's device and in its dtype."""
-    weight = next(module.parameters())
-    return x.to(device=weight.device, dtype=weight.dtype)
+        # tokens: [n, hidden]
+        return [to_host(finish_vectors(project(tokens, self.projector), p, self.normalize)) for tokens, p in zip(states, params)]

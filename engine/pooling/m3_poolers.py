@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.methods import PoolingMethod
+from poolq.engine.pooling.precision import WIDE, through, to_host
 from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
@@ -36,15 +37,15 @@ class TokenWeightSparseHead:
         return [self._one(states, ids) for states, ids in tokens]
 
     def _one(self, states: torch.Tensor, ids: torch.Tensor) -> SparseVector:
-        weights = torch.relu(self.sparse_linear(states.to(self.sparse_linear.weight.dtype))).float().squeeze(-1)  # [n]
+        weights = torch.relu(through(self.sparse_linear, states)).squeeze(-1)  # [n] float32
         keep = (weights > 0) & ~torch.isin(ids, torch.tensor(self.unused_token_ids, device=ids.device))
         ids, weights = ids[keep], weights[keep]
         if ids.numel() == 0:
             return SparseVector(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
         unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-        maxima = torch.zeros(len(unique), dtype=torch.float32, device=weights.device)
+        maxima = torch.zeros(len(unique), dtype=WIDE, device=weights.device)
         maxima.scatter_reduce_(0, inverse, weights, reduce="amax", include_self=False)
-        return SparseVector(unique.to(torch.int32).cpu().numpy(), maxima.cpu().numpy())
+        return SparseVector(unique.to(torch.int32).cpu().numpy(), to_host(maxima))
 
     def window_combiner(self, params: PoolingParams) -> SparseReduce:
         return SparseReduce("max")
@@ -61,6 +62,6 @@ class ColbertHead:
     def forward(self, states: list[torch.Tensor], params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
         out = []
         for tokens in states:  # [n, hidden]
-            vectors = self.colbert_linear(tokens[self.kept_tokens].to(self.colbert_linear.weight.dtype)).float()
-            out.append(F.normalize(vectors, p=2, dim=-1).cpu().numpy())  # [n - 1, colbert_dim]
+            vectors = through(self.colbert_linear, tokens[self.kept_tokens])
+            out.append(to_host(F.normalize(vectors, p=2, dim=-1)))  # [n - 1, colbert_dim]
         return out

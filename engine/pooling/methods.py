@@ -1,7 +1,8 @@
 """Pooling methods: which token states represent a sequence, and how they are combined.
 
-Sequence methods (CLS, LAST, MEAN) return ``[num_seqs, hidden]`` float32; token methods
-(ALL, STEP) return one ``[n_i, hidden]`` tensor per sequence.
+Sequence methods (CLS, LAST, MEAN) return ``[num_seqs, hidden]``; token methods (ALL, STEP) return
+one ``[n_i, hidden]`` tensor per sequence. Dtypes follow precision.py: what picks rows (CLS, LAST,
+ALL, STEP) keeps the states' dtype, MEAN sums in float32; heads cast to their layers' weights.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 
 from poolq.engine.model_spec import PoolingType
 from poolq.engine.pooling.metadata import PoolingMetadata
+from poolq.engine.pooling.precision import WIDE
 
 TokenStates = list[torch.Tensor]  # one [n_i, hidden] per sequence
 
@@ -24,16 +26,16 @@ class PoolingMethod:
 
 class CLSPool(PoolingMethod):
     def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
-        return hidden_states[meta.starts_cpu.to(hidden_states.device)].float()  # [num_seqs, hidden]
+        return hidden_states[meta.starts_cpu.to(hidden_states.device)]  # [num_seqs, hidden]
 
 
 class LastPool(PoolingMethod):
     def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
-        return hidden_states[meta.ends_cpu.to(hidden_states.device) - 1].float()  # [num_seqs, hidden]
+        return hidden_states[meta.ends_cpu.to(hidden_states.device) - 1]  # [num_seqs, hidden]
 
 
 class MeanPool(PoolingMethod):
-    """Span means accumulated in fp32.
+    """Span means accumulated in fp32, on the states' device.
 
     Each span is reduced on its own with an fp32 accumulator, so the only temporary is one
     ``[hidden]`` row: no fp32 copy of the whole ``[num_tokens, hidden]`` block. On CUDA the
@@ -46,9 +48,9 @@ class MeanPool(PoolingMethod):
 
             device = hidden_states.device
             return span_mean(hidden_states, meta.starts_cpu.to(device, torch.int32), meta.ends_cpu.to(device, torch.int32))
-        out = torch.empty(meta.num_seqs, hidden_states.shape[1], dtype=torch.float32)  # [num_seqs, hidden]
+        out = torch.empty(meta.num_seqs, hidden_states.shape[1], dtype=WIDE, device=hidden_states.device)  # [num_seqs, hidden]
         for row, (start, end) in enumerate(meta.spans()):
-            torch.sum(hidden_states[start:end], dim=0, dtype=torch.float32, out=out[row])
+            torch.sum(hidden_states[start:end], dim=0, dtype=WIDE, out=out[row])
             out[row].div_(max(end - start, 1))
         return out
 
@@ -77,10 +79,26 @@ class StepPool(PoolingMethod):
         return states
 
 
+class WeightedMeanPool(PoolingMethod):
+    """Position-weighted mean (sentence-transformers' weightedmean, SGPT), in float32: token ``i`` of a
+    sequence (from 0) weighs ``i + 1``. The first ``params.skip_tokens`` tokens (a prompt the model pools
+    without) are left out and the others keep their weights, as sentence-transformers leaves them out."""
+
+    def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
+        out = torch.zeros(meta.num_seqs, hidden_states.shape[1], dtype=WIDE, device=hidden_states.device)  # [num_seqs, hidden]
+        for row, ((start, end), params) in enumerate(zip(meta.spans(), meta.params)):
+            first = min(params.skip_tokens, end - start)
+            weights = torch.arange(first + 1, end - start + 1, dtype=WIDE, device=hidden_states.device)  # [n]
+            if len(weights):  # one window's tokens widened at a time, never the whole block
+                out[row] = (hidden_states[start + first : end].to(WIDE) * weights.unsqueeze(1)).sum(0) / weights.sum()
+        return out
+
+
 _SEQUENCE_METHODS: dict[PoolingType, type[PoolingMethod]] = {
     PoolingType.CLS: CLSPool,
     PoolingType.LAST: LastPool,
     PoolingType.MEAN: MeanPool,
+    PoolingType.WEIGHTEDMEAN: WeightedMeanPool,
 }
 
 

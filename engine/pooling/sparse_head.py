@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from poolq.engine.pooling.methods import TokenStates
+from poolq.engine.pooling.precision import through, to_host
 from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
@@ -31,7 +32,7 @@ class SparseHead:
     def _one(self, tokens: torch.Tensor) -> SparseVector:  # tokens: [n, hidden]
         weights = None  # [vocab] float32
         for start in range(0, tokens.shape[0], _BLOCK_TOKENS):
-            block = torch.log1p(torch.relu(self.mlm_head(tokens[start : start + _BLOCK_TOKENS]).float()))
+            block = torch.log1p(torch.relu(through(self.mlm_head, tokens[start : start + _BLOCK_TOKENS])))
             reduced = block.amax(0) if self.reduce == "max" else block.sum(0)
             if weights is None:
                 weights = reduced
@@ -42,4 +43,4 @@ class SparseHead:
         if weights is None:
             return SparseVector(torch.empty(0, dtype=torch.int32).numpy(), torch.empty(0).numpy())
         ids = torch.nonzero(weights).squeeze(1)
-        return SparseVector(ids.to(torch.int32).cpu().numpy(), weights[ids].cpu().numpy())
+        return SparseVector(ids.to(torch.int32).cpu().numpy(), to_host(weights[ids]))

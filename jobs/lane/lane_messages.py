@@ -30,12 +30,14 @@ class EmbeddingRequest(BaseModel):
     inputs: list[str] | list[list[int]] = Field(min_length=1)
     dimensions: int | None = Field(None, ge=1)
     long_documents: LongDocuments = Field(default_factory=LongDocuments)
+    prompt_name: str | None = None
+    prompt: str | None = None
 
     def job_spec(self) -> JobSpec:
         """The embed job these inputs would be part of: the API checks it as a submission is checked,
         and the worker takes its PoolingParams and long-document policy from it (as EmbedTask does)."""
         return JobSpec(model=self.model, task="embed", input=_NO_INPUT, output=OutputOptions(dimensions=self.dimensions),
-                       long_documents=self.long_documents)
+                       long_documents=self.long_documents, prompt_name=self.prompt_name, prompt=self.prompt)
 
 
 class InputError(BaseModel):

@@ -13,10 +13,12 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_validator,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from poolq.engine import DEFAULT_MODEL, LongDocumentPolicy
+from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs.model.record_ids import ID_PATTERN, MAX_ID_LENGTH
 from poolq.jobs.model.sink_config import SinkName
 from poolq.jobs.model.webhook import WebhookTarget
@@ -180,10 +182,38 @@ JobTasks = Annotated[
 ReuseMode = Literal["job", "tenant"]
 
 
-class JobSpec(_Strict):
+class PromptOptions(BaseModel):
+    """The prompt put before each text, as sentence-transformers' ``encode(prompt_name=..., prompt=...)``:
+    on a job, a ``/v1/embeddings`` request and a batch's ``body.poolq`` alike."""
+
+    # Left out of dumps while unset, so the spec, manifest and reuse scope of a job without a prompt are
+    # what they were before prompts existed (earlier jobs' reuse and incremental runs still match).
+    prompt_name: str | None = Field(
+        None, min_length=1, max_length=200, exclude_if=lambda value: value is None,
+        description="one of the model's named prompts (config_sentence_transformers.json), put before each text "
+        "as sentence-transformers does; default: the model's default prompt, if it declares one",
+    )
+    prompt: str | None = Field(
+        None, max_length=4096, exclude_if=lambda value: value is None,
+        description="a literal prompt put before each text instead (not with prompt_name)",
+    )
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> "PromptOptions":
+        if self.prompt_name is not None and self.prompt is not None:
+            raise ValueError("give prompt_name (one of the model's prompts) or prompt (literal text), not both")
+        return self
+
+
+class JobSpec(_Strict, PromptOptions):
     """The body of ``POST /v1/jobs``."""
 
-    model: str = DEFAULT_MODEL
+    model: str = Field(
+        DEFAULT_MODEL, min_length=1, max_length=MAX_MODEL_NAME_CHARS,
+        description="a model this server serves: a packaged or configured name, or a Hugging Face Hub id "
+        "org/name[@revision] the operator allows (POOLQ_MODELS_ALLOW); a Hub id is pinned to its commit when the "
+        "job is accepted (docs/models.md)",
+    )
     task: JobTasks = Field(
         "embed", description="embed (dense vectors), sparse_embed (SPLADE), classify, score (pairs), token_embed "
         "(multi-vector), token_classify (token labels, entities); or a list of embed, sparse_embed, token_embed: "

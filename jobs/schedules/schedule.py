@@ -14,12 +14,14 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
+from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs.model.job_spec import (
     ComputeDtype,
     JobSpec,
     JobTasks,
     LongDocuments,
     OutputOptions,
+    PromptOptions,
     ReuseMode,
     ScoreMode,
     UriInput,
@@ -32,12 +34,13 @@ CRON_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 SLOT_NAME_FORMAT = "%Y%m%dT%H%M%SZ"
 
 
-class JobTemplate(BaseModel):
-    """The job a schedule submits, besides its input: JobSpec's other fields."""
+class JobTemplate(PromptOptions):
+    """The job a schedule submits, besides its input: JobSpec's other fields (the prompt too; an unpinned Hub
+    id is pinned anew at each run, whose engine identity then says whether the model's files changed)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = DEFAULT_MODEL
+    model: str = Field(DEFAULT_MODEL, min_length=1, max_length=MAX_MODEL_NAME_CHARS)
     task: JobTasks = "embed"
     score_mode: ScoreMode = "auto"
     output: OutputOptions = Field(default_factory=OutputOptions)

@@ -8,6 +8,7 @@ import botocore.exceptions
 import kombu.exceptions
 import redis.exceptions
 
+from poolq.engine.loading.hub import HubUnavailable
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.model.engine_identity import EngineMismatch
 from poolq.jobs.model.job_state import JobState
@@ -24,6 +25,7 @@ RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError,
     botocore.exceptions.ConnectTimeoutError, botocore.exceptions.ReadTimeoutError,
     botocore.exceptions.EndpointConnectionError,
+    HubUnavailable,  # the model hub (or its mirror) did not answer and the files are not cached yet
     EngineMismatch,  # this worker cannot make the job's rows: the retry leaves the shard to another (bounded)
 )
 # Permanent even though they are StorageErrors: retrying reads the same missing/invalid input.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from poolq.engine import EngineResult, RequestError
 from poolq.jobs.coordination.leases import Lease, LeaseKeeper
@@ -18,6 +19,7 @@ from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
+from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.observability.job_events import shard_committed, shard_started
 from poolq.jobs.report.shard_stats import ShardStats
 from poolq.jobs.reuse.reuse_scope import JobReuse
@@ -35,6 +37,10 @@ from poolq.jobs.steps.shard_attempt import (
 )
 from poolq.jobs.steps.step_watch import ShardCancelled, StepWatch
 from poolq.jobs.tasks import job_task
+from poolq.jobs.tasks.finite_results import finite_results
+
+if TYPE_CHECKING:
+    from poolq.engine import PoolingEngine
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +121,14 @@ def _read_shard(job: JobHandle, shard: int) -> dict[str, InputRecord]:
 def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord]) -> ShardCommit:
     """Run the shard's records through the job's task; its rows and per-record errors. A cancel
     between two engine steps keeps what is done and lists the other records as not processed."""
-    spec = job.spec
     engine, identity = choose_engine(job)  # the job's one engine identity (EngineMismatch: left to another)
+    with job.ctx.engines.in_use(engine):  # no other model's load unloads it while the shard runs
+        return _embed_on(engine, identity, job, shard, lease, records)
+
+
+def _embed_on(engine: "PoolingEngine", identity: EngineIdentity, job: JobHandle, shard: int, lease: Lease,
+              records: dict[str, InputRecord]) -> ShardCommit:
+    spec = job.spec
     task = job_task(spec)
     rows = task.rows(engine)
     included = IncludedColumns(spec.output.include_fields, job.plan.field_types)
@@ -130,7 +142,9 @@ def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRec
     try:
         if reuse is not None:
             copies = sort_out(job, reuse, shard, records, on_wait=lambda: _check_cancel(job))
-        fresh = task.run(engine, copies.compute, on_step=StepWatch(job, shard_unit(shard)))
+        # A non-finite vector becomes its record's error before reuse or the part can see it.
+        fresh = finite_results(task.run(engine, copies.compute, on_step=StepWatch(job, shard_unit(shard))),
+                               engine.config.dtype)
         for record, result, reused in copies.results(fresh, _record_id):
             done.add(record.id)
             output.characters += record.characters

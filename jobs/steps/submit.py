@@ -7,6 +7,8 @@ import time
 from datetime import datetime, timezone
 
 from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_policy
+from poolq.engine.loading.hub import HubModelRefused, ModelNameError
+from poolq.engine.model_spec import PromptError, resolve_prompt
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_uri import parse_input_uri
 from poolq.jobs.job_handle import JobHandle
@@ -33,18 +35,20 @@ class JobRejected(ValueError):
         self.field = field
 
 
-def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
-    """Checks that need the server's state: known model, window within limits, input URI."""
-    if spec.model not in ctx.registry and not ctx.settings.allow_file_inputs:
-        # A model named by its directory is for in-process runs only (like file:// inputs): over the
-        # API it would let a tenant load, or probe for, any directory on the server.
-        raise JobRejected("model", f"unknown model {spec.model!r}; known models: {', '.join(ctx.registry.names())}")
+def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
+    """Checks that need the server's state: known model, window within limits, input URI. Returns the
+    spec as a job records it: a Hub model pinned to the commit its revision names now."""
+    spec = spec.model_copy(update={"model": pinned_model(spec.model, ctx)})
     try:
         model_spec = ctx.registry.spec(spec.model)  # never loads or converts weights
     except UnknownModelError as exc:
         raise JobRejected("model", str(exc)) from None
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
+    try:
+        resolve_prompt(model_spec, spec.prompt_name, spec.prompt)
+    except PromptError as exc:
+        raise JobRejected("prompt_name", f"{exc} (model {spec.model!r})") from None
     task = job_task(spec)
     try:
         check_policy(model_spec, spec.long_documents.policy(), task.pooling_task_of(model_spec))
@@ -70,6 +74,17 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> None:
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
     if spec.webhook is not None:
         _check_webhook(spec.webhook.url, ctx)
+    return spec
+
+
+def pinned_model(model: str, ctx: JobContext) -> str:
+    """``model`` as a job records it (``ModelRegistry.canonical``), or JobRejected on ``model`` naming why:
+    not a name, unknown, not allowed on this server, or not loadable (pickled weights, custom code).
+    A local directory is a model only where clients may name local files (in-process runs)."""
+    try:
+        return ctx.registry.canonical(model)
+    except (ModelNameError, HubModelRefused, UnknownModelError) as exc:
+        raise JobRejected("model", str(exc)) from None
 
 
 def _check_webhook(url: str, ctx: JobContext) -> None:
@@ -97,8 +112,8 @@ def submit_job(
     With ``idempotency_key`` the same key returns the same job, however often it is sent, even
     if an earlier submission died half-way (it is completed now). Keys are per tenant.
     """
-    check_job(spec, ctx, tenant)
-    body = spec.model_dump(mode="json")
+    pinned = check_job(spec, ctx, tenant)
+    body = spec.model_dump(mode="json")  # the request as sent: what an Idempotency-Key stands for
     job_id = new_job_id()
     if idempotency_key is not None:
         job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
@@ -111,17 +126,18 @@ def submit_job(
         ):
             return existing
     _reserve_active_slot(job)
-    return _persist_and_queue(job, spec, body)
+    return _persist_and_queue(job, pinned, pinned.model_dump(mode="json"))
 
 
-def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT) -> None:
+def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT) -> JobSpec:
     """Every check of a submission before anything is written, JobRejected naming the field: the
     spec against this server (model, task, options, inline count), then what ``tenant`` may ask
     for (input URIs, document sizes, its own earlier run). ``submit_job`` and ``POST
     /v1/jobs/validate`` both run exactly this; the active-job cap comes after it in both
     (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot)."""
-    validate_spec(spec, ctx)
+    spec = validate_spec(spec, ctx)
     check_submission(spec, tenant, ctx)
+    return spec
 
 
 def check_active_cap(tenant: str, ctx: JobContext) -> None:

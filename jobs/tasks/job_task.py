@@ -9,7 +9,7 @@ shard builds its rows with :meth:`rows` and :meth:`append`; the finalizer record
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, ClassVar, Iterator
 
 import numpy as np
@@ -98,13 +98,18 @@ class JobTask(ABC):
         """The task's own checks of its options against the model (after foreign options are refused)."""
 
     def params(self) -> PoolingParams:
+        """The task's own engine parameters (its output options)."""
         return PoolingParams()
+
+    def request_params(self) -> PoolingParams:
+        """What each of the job's engine requests asks: the task's parameters and the job's prompt."""
+        return replace(self.params(), prompt_name=self.spec.prompt_name, prompt=self.spec.prompt)
 
     def run(self, engine: "PoolingEngine", records: dict[str, InputRecord],
             on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
         """The engine's result for each record (by id), in order; ``on_step`` sees each engine step."""
         requests = (
-            PoolingRequest(key=record_id, text=record.text, task=self.pooling_task, params=self.params(),
+            PoolingRequest(key=record_id, text=record.text, task=self.pooling_task, params=self.request_params(),
                            chunk_spans=_spans(record.chunk_spans))
             for record_id, record in records.items()
         )

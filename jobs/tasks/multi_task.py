@@ -57,7 +57,7 @@ class MultiTask(JobTask):
             on_step: Callable[[StepOutput], None] | None = None) -> Iterator[EngineResult]:
         also = tuple(part.pooling_task for part in self.parts[1:])
         requests = (PoolingRequest(key=record_id, text=record.text, task=self.parts[0].pooling_task,
-                                   params=self.parts[0].params(), also=also) for record_id, record in records.items())
+                                   params=self.parts[0].request_params(), also=also) for record_id, record in records.items())
         return engine.run(requests, self.spec.long_documents.policy(), on_step=on_step)
 
     def rows(self, engine: "PoolingEngine") -> MultiRows:

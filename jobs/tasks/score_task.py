@@ -5,6 +5,7 @@ Bi-encoder modes embed each distinct query of a shard once: a rerank's query com
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
@@ -70,11 +71,11 @@ class ScoreTask(JobTask):
         mode = self.mode_of(engine.spec)
         policy = self.spec.long_documents.policy()
         if mode == "cross_encoder":
-            requests = (PoolingRequest(key=record_id, text=_query(record), text_pair=record.text, task=PoolingTask.CLASSIFY)
-                        for record_id, record in records.items())
+            requests = (PoolingRequest(key=record_id, text=_query(record), text_pair=record.text, task=PoolingTask.CLASSIFY,
+                                       params=self.request_params()) for record_id, record in records.items())
             yield from engine.run(requests, policy, on_step=on_step)
             return
-        yield from _bi_encoder_scores(engine, records, SCORE_MODE_TASKS[mode], policy, on_step)
+        yield from _bi_encoder_scores(engine, records, SCORE_MODE_TASKS[mode], policy, on_step, self.request_params())
 
     def rows(self, engine: "PoolingEngine") -> ScoreRows:
         return ScoreRows()
@@ -90,9 +91,9 @@ class ScoreTask(JobTask):
 
 
 def _bi_encoder_scores(engine: "PoolingEngine", records: dict[str, InputRecord], task: PoolingTask, policy,
-                       on_step: Callable[[StepOutput], None] | None) -> Iterator[EngineResult]:
+                       on_step: Callable[[StepOutput], None] | None, task_params: PoolingParams) -> Iterator[EngineResult]:
     """Each distinct query once, then each text; a pair's score from its two outputs."""
-    params = PoolingParams(normalize=True)
+    params = replace(task_params, normalize=True)
     queries = list(dict.fromkeys(_query(record) for record in records.values()))
     requests = [PoolingRequest(key=(query, _QUERY), text=query, task=task, params=params) for query in queries]
     requests += [PoolingRequest(key=(record_id, _TEXT), text=record.text, task=task, params=params)

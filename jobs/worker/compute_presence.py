@@ -44,6 +44,7 @@ class ComputePresence:
                 interval = ctx.settings.worker_heartbeat_s
                 if ctx.workers.heartbeat(self.name, interval * MISSED_BEATS):
                     log.info("compute worker %s is alive; %d shards handed out", self.name, len(dispatch_waiting(ctx)))
+                ctx.workers.report_models(self.name, ctx.engines.loaded, interval * MISSED_BEATS)  # GET /v1/models
             except Exception as exc:  # noqa: BLE001 - a broker outage: the next beat tries again
                 log.warning("compute worker %s could not say it is alive: %s", self.name, exc)
                 interval = 1.0

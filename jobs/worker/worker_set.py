@@ -2,14 +2,14 @@
 
 A control worker (the ``control`` queue: planning, finalizing, the reconciler, schedules,
 batches), which never loads a model and so never waits behind a shard, and a compute worker (the
-``gpu`` queue: shards and the interactive lane), or one compute worker per GPU (``--gpus 0,1``:
-each with ``CUDA_VISIBLE_DEVICES`` set to its GPU, concurrency 1 and ``max_tasks_per_child``, so
-a child's GPU memory is returned now and then). Each is a ``poolq worker --queues ...`` process of
-its own (``worker_startup.run_worker``; ``--queues`` alone runs one such plain worker, for a
-deployment that runs each kind on its own) under one ``WorkerSupervisor``, which starts a worker
-that dies again and passes SIGTERM to every worker. This module imports neither Celery nor the
-job steps: the supervisor only checks the store and starts processes, so it starts in a fraction
-of a worker's import time.
+``gpu`` queue: shards and the interactive lane), or one compute worker per GPU (``--gpus 0,1``,
+GPU UUIDs or MIG ids, see gpu_selection: each with ``CUDA_VISIBLE_DEVICES`` set to its GPU,
+concurrency 1 and ``max_tasks_per_child``, so a child's GPU memory is returned now and then).
+Each is a ``poolq worker --queues ...`` process of its own (``worker_startup.run_worker``;
+``--queues`` alone runs one such plain worker, for a deployment that runs each kind on its own)
+under one ``WorkerSupervisor``, which starts a worker that dies again and passes SIGTERM to
+every worker. This module imports neither Celery nor the job steps: the supervisor only checks
+the store and starts processes, so it starts in a fraction of a worker's import time.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
 from poolq.jobs.observability.log_format import configure_logging
 from poolq.jobs.settings import Settings
+from poolq.jobs.worker.gpu_selection import gpu_slots
 from poolq.jobs.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 from poolq.storage import verify_conditional_writes
 
@@ -63,13 +64,15 @@ def control_worker_command(options: WorkerOptions, control_concurrency: int, exe
 
 def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = None, executable: str = sys.executable,
                             environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
-    """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU
-    (``environ`` plus its GPU), or one on ``device`` with ``options.concurrency`` pool children."""
+    """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU of ``gpus``
+    (``--gpus`` entries: ``environ`` plus its GPU, an index counting within the inherited
+    ``CUDA_VISIBLE_DEVICES``, see gpu_selection), or one on ``device`` with ``options.concurrency`` pool children."""
     if gpus is None:
         argv = _worker_argv(executable, options, "compute", options.queues, options.concurrency)
         return [WorkerCommand("compute", argv, dict(environ))]
-    return [WorkerCommand(f"gpu{gpu}", _worker_argv(executable, options, f"gpu{gpu}", options.queues, 1),
-                          {**environ, "CUDA_VISIBLE_DEVICES": gpu, "POOLQ_DEVICE": "cuda"}) for gpu in gpus]
+    return [WorkerCommand(slot.name, _worker_argv(executable, options, slot.name, options.queues, 1),
+                          {**environ, "CUDA_VISIBLE_DEVICES": slot.visible_devices, "POOLQ_DEVICE": "cuda"})
+            for slot in gpu_slots(gpus, environ.get("CUDA_VISIBLE_DEVICES"))]
 
 
 def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] | None = None, *, control: bool = True,

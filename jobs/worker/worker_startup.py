@@ -35,7 +35,7 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     # otherwise meet a root logger without handlers, and an INFO line would be dropped.
     configure_logging(settings.log_format, options.loglevel)
     use_celery_logging(settings.log_format)
-    log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, settings.compute_dtype,
+    log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, _said_dtype(settings),
              settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     context = register_tasks(app, settings, loads_models=options.computes)
@@ -58,6 +58,13 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     with lane_in_pool_children(settings, context, options.queues):  # compute workers serve /v1/embeddings
         worker.start()
     return int(worker.exitcode or 0)
+
+
+def _said_dtype(settings: Settings) -> str:
+    """The compute dtype as this parent knows it: ``auto`` on a CUDA device is left to each pool
+    child (asking torch here would initialise CUDA before the fork, and no child could use it)."""
+    dtype = settings.compute_dtype
+    return f"{dtype}, resolved in each worker child" if dtype == "auto" else dtype
 
 
 def _say_alive_from_each_pool_child(context: Callable[[], JobContext]) -> None:

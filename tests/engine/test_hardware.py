@@ -31,14 +31,36 @@ def test_auto_on_cuda_is_bf16_from_ampere_on_and_fp16_before(device, capability,
     assert resolve_dtype("auto", device, cpu_flags(ZEN3), cuda_capability=capability) == expected
 
 
-def test_a_cuda_device_torch_cannot_see_keeps_the_bf16_default(monkeypatch):
+@pytest.mark.parametrize("reason", ["No CUDA GPUs are available",
+                                    "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+                                    "you must use the 'spawn' start method"])
+def test_a_cuda_device_torch_cannot_read_is_an_error_naming_it_and_torchs_reason(monkeypatch, reason):
     import torch
 
-    def no_device(device):
-        raise RuntimeError("No CUDA GPUs are available")
+    from poolq.engine.hardware import CudaDeviceError
 
-    monkeypatch.setattr(torch.cuda, "get_device_capability", no_device)  # as on a machine without one
-    assert resolve_dtype("auto", "cuda:0") == "bfloat16"
+    def unreadable(device):
+        raise RuntimeError(reason)
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", unreadable)  # no device; CUDA used before the fork
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    with pytest.raises(CudaDeviceError) as raised:
+        resolve_dtype("auto", "cuda:0")
+    message = str(raised.value)
+    assert "'cuda:0'" in message and "CUDA_VISIBLE_DEVICES='3'" in message and reason in message
+
+
+def test_a_torch_built_without_cuda_is_an_error_too(monkeypatch):
+    # this machine's torch is a CPU build: its own words, not a guessed capability
+    import torch
+
+    from poolq.engine.hardware import CudaDeviceError
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA build with a device: nothing to refuse")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    with pytest.raises(CudaDeviceError, match=r"CUDA device 'cuda': torch cannot read its compute capability.*CUDA"):
+        resolve_dtype("auto", "cuda")
 
 
 def test_an_explicit_dtype_is_kept_and_unreadable_flags_mean_none():
@@ -104,14 +126,38 @@ def test_a_default_worker_computes_in_what_its_cpu_runs_natively(monkeypatch, cp
 
 
 @pytest.mark.parametrize("capability, expected", [((8, 6), "bfloat16"), ((7, 5), "float16")])
-def test_a_default_cuda_worker_computes_by_the_devices_capability(monkeypatch, capability, expected):
+def test_a_default_cuda_worker_computes_by_the_devices_capability_read_where_the_engine_is(monkeypatch, capability,
+                                                                                          expected):
     import poolq.engine.hardware as hardware
+    from poolq.engine import ModelRegistry
+    from poolq.jobs.engine_pool import EnginePool
     from poolq.jobs.settings import Settings
 
     monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)
     monkeypatch.delenv("POOLQ_DTYPE", raising=False)
     monkeypatch.setattr(hardware, "cuda_device_capability", lambda device: capability)
-    assert Settings(device="cuda:0").compute_dtype == expected
+    settings = Settings(device="cuda:0")
+    assert settings.compute_dtype == "auto" and settings.engine_config().dtype == "auto"  # the settings leave it
+    engines = EnginePool(ModelRegistry.with_packaged_models(), settings.engine_config())
+    assert engines.dtype_for() == expected  # the engine's pool, in the process that loads it, resolves it
+
+
+def test_settings_on_a_cuda_device_never_ask_torch_cuda(monkeypatch):
+    # A Celery worker's parent reads these before it forks: CUDA initialised there is unusable in every child
+    import torch
+
+    from poolq.jobs.settings import Settings
+
+    def touched(*args, **kwargs):
+        raise AssertionError("torch.cuda was asked from the settings")
+
+    for name in ("get_device_capability", "is_available", "device_count", "init", "_lazy_init"):
+        monkeypatch.setattr(torch.cuda, name, touched)
+    monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)
+    monkeypatch.delenv("POOLQ_DTYPE", raising=False)
+    settings = Settings(device="cuda")
+    assert settings.compute_dtype == "auto" and settings.engine_config().dtype == "auto"
+    assert Settings(device="cuda", dtype="float16").engine_config().dtype == "float16"  # a pinned dtype is kept
 
 
 def test_the_engine_loads_in_auto_unless_told(monkeypatch):

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from pydantic import AliasChoices
 from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.jobs.settings import Settings
@@ -33,7 +34,16 @@ COMPOSE = INFRA / "docker-compose.yml"
 K8S = sorted((INFRA / "k8s").glob("*.yaml"))
 DOCKERFILES = {path.name: path for path in (INFRA / "docker").glob("*.Dockerfile")}
 STORAGE_PAGE = ROOT / "docs" / "storage.md"
-SETTING_NAMES = {f"POOLQ_{name.upper()}" for name in Settings.model_fields}
+
+
+def _env_names(name: str, field) -> set[str]:
+    """POOLQ_<FIELD>, and the POOLQ_* names its validation alias also reads (dtype: POOLQ_COMPUTE_DTYPE)."""
+    alias = field.validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+    return {f"POOLQ_{name.upper()}", *(c for c in choices if isinstance(c, str) and c.startswith("POOLQ_"))}
+
+
+SETTING_NAMES = {env for name, field in Settings.model_fields.items() for env in _env_names(name, field)}
 POOLQ_NAME = re.compile(r"\bPOOLQ_[A-Z0-9_]+\b")
 FIRST_PARTY = {"api", "jobs", "engine", "storage"}
 
@@ -159,7 +169,7 @@ def test_k8s_settings_parse(monkeypatch):
     secret = _k8s("Secret", "poolq-secrets")["stringData"]
     worker_env = {item["name"]: item["value"] for item in _container(_k8s("Deployment", "poolq-worker")).get("env", [])}
     settings = _settings_from({**config, **secret, **worker_env}, monkeypatch)
-    assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "float16"
+    assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "auto"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
     own = {"poolq-api": {"poolq-api-secrets"}, "poolq-flower": {"poolq-flower-secrets"}}
     for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):  # the same values

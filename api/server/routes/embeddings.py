@@ -63,9 +63,11 @@ def _answer(body: EmbeddingsBody, ctx: JobContext, access: LaneAccess) -> JSONRe
     settings = access.settings
     check_limits(body.input, settings)
     request = EmbeddingRequest(model=body.model, inputs=body.input, dimensions=body.dimensions,
-                               long_documents=body.long_documents)
+                               long_documents=body.long_documents, prompt_name=body.prompt_name, prompt=body.prompt)
     try:
-        validate_spec(request.job_spec(), ctx)  # the checks of a job submission: model, task, dimensions, policy
+        # the checks of a job submission (model, task, dimensions, policy); a Hub model pinned to its commit
+        pinned = validate_spec(request.job_spec(), ctx)
+        request = request.model_copy(update={"model": pinned.model})
     except JobRejected as exc:
         where = _FIELDS.get(exc.field, tuple(exc.field.split(".")))
         raise RequestValidationError([{"loc": ("body", *where), "type": "value_error", "msg": str(exc)}]) from None

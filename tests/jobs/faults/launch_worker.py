@@ -83,6 +83,7 @@ def _claim_one_of(prefix: str, count: int) -> bool:
 def _patch_engine() -> None:
     """Record every model run (which documents, in which process); slow it down; poison it."""
     from poolq.engine import PoolingEngine
+    from poolq.jobs.worker.model_warmup import WARM_UP_TEXT
 
     original_run = PoolingEngine.run
     slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_S", "0"))
@@ -91,8 +92,10 @@ def _patch_engine() -> None:
     def run(self, requests, policy=None, **options):
         requests = list(requests)
         keys = [request.key for request in requests]
-        # The interactive lane's runs are urgent: recorded apart, so job records are counted alone.
-        kind = "lane_runs" if options.get("urgent") else "model_runs"
+        # The interactive lane's runs are urgent, a pool child's warm-up run is its one text: both are
+        # recorded apart, so job records are counted alone.
+        warm_up = [request.text for request in requests] == [WARM_UP_TEXT]
+        kind = "lane_runs" if options.get("urgent") else "warm_up_runs" if warm_up else "model_runs"
         if poison and kind == "model_runs" and any(poison in request.text for request in requests):
             _record("poisoned", keys=keys)
             os._exit(1)

@@ -21,4 +21,4 @@ def test_a_model_that_cannot_load_is_logged_and_left_to_the_shard_that_needs_it(
         thread = warm_default_model(lambda: ctx)
         thread.join(60)
     assert not thread.is_alive() and ctx.engines.loaded == frozenset()
-    assert "loading the default model no-such-model failed" in caplog.text
+    assert "warming model no-such-model failed" in caplog.text

@@ -12,7 +12,7 @@ import math
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from test_job_bodies_fuzz import dump, fuzz_settings, json_values, odd_text, scalars, surrogate_text
 
@@ -88,6 +88,10 @@ bodies = st.one_of(near_valid, embeddings_shaped, json_values,
 
 @fuzz_settings(max_examples=300)
 @given(body=bodies, ensure_ascii=st.booleans())
+# Found once (a CI run): a 1,000-character model reached the filesystem as a path (Errno 36) -> 500.
+@example(body={"model": "a" * 1000, "input": "x"}, ensure_ascii=True)
+@example(body={"model": "org/" + "b" * 600, "input": "x"}, ensure_ascii=False)
+@example(body={"model": "bad\x00name", "input": "x"}, ensure_ascii=True)
 def test_no_body_gets_a_5xx_and_a_200_is_openais_shape(client, body, ensure_ascii):
     response = client.post("/v1/embeddings", content=dump(body, ensure_ascii), headers={"content-type": "application/json"})
     assert response.status_code < 500, f"{response.status_code}: {response.text[:600]}"

@@ -1,0 +1,30 @@
+"""A served model as ``GET /v1/models`` describes it: OpenAI's model object plus poolq's fields. Shared by
+the server (jobs/served_models.py), the Python client and the CLI."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class ServedModel(BaseModel):
+    """One model, in OpenAI's shape (``id``, ``object``, ``created``, ``owned_by``) plus poolq's fields."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(0, description="unix time of the model's files on this host (0: unknown)")
+    owned_by: str = Field(description="the Hub organization, or poolq for packaged and configured models")
+    tasks: list[str] = Field(description="the tasks a job (or /v1/embeddings, for embed) may ask of it")
+    dimensions: int = Field(description="size of its embed vectors (before Matryoshka truncation); hidden size otherwise")
+    window: int = Field(description="tokens per model sequence by default (longer documents: long_documents)")
+    pooling: str
+    normalized: bool
+    prompts: dict[str, str] = Field(default_factory=dict, description="its named prompts (prompt_name)")
+    default_prompt_name: str | None = None
+    loaded: bool = Field(description="a live compute worker has it loaded now (no load wait)")
+    loaded_workers: int = 0
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ServedModel]

@@ -1,0 +1,73 @@
+"""What this deployment serves (``GET /v1/models``, ``poolq models``): OpenAI's model list, with what a
+client needs to use each model well (its tasks, vectors, window, pooling and prompts, and whether a
+worker has it loaded now).
+
+Served are the registry's names (packaged, ``POOLQ_MODELS``), the Hub models the operator allows that
+this host's Hub cache holds (``poolq models pull``), and any model a live worker has loaded. Only the
+description files are read: listing never downloads weights.
+"""
+from __future__ import annotations
+
+import logging
+
+from poolq.engine import ModelSpec, ModelSpecError, UnknownModelError
+from poolq.engine.loading.hub import HubAccess, HubUnavailable, hub_cache_dir
+from poolq.jobs.context import JobContext
+from poolq.jobs.model.served_model import ModelList, ServedModel
+
+log = logging.getLogger(__name__)
+
+
+def served_models(ctx: JobContext) -> ModelList:
+    """Every model this deployment serves, each described from its files; one that cannot be described
+    now (its Hub cache entry half-written, the Hub down) is left out and logged, not an error."""
+    loaded = ctx.workers.loaded_models()
+    names = [*ctx.registry.names(), *_cached_hub_ids(ctx.registry.hub_access)]
+    names += sorted(model for model in loaded if model.split("@", 1)[0] not in names and _allowed_loaded(model, ctx))
+    models = []
+    for name in dict.fromkeys(names):
+        try:
+            spec = ctx.registry.spec(name)
+        except (UnknownModelError, ModelSpecError, HubUnavailable) as exc:
+            log.warning("GET /v1/models: %s left out: %s", name, exc)
+            continue
+        workers = loaded.get(name, 0) + sum(count for model, count in loaded.items() if model.startswith(f"{name}@"))
+        models.append(_described(name, spec, workers))
+    return ModelList(data=models)
+
+
+def _described(name: str, spec: ModelSpec, workers: int) -> ServedModel:
+    owner = name.split("/", 1)[0] if "/" in name else "poolq"
+    return ServedModel(
+        id=name, created=_created(spec), owned_by=owner, tasks=[task.value for task in spec.kind.tasks],
+        dimensions=spec.hidden_size, window=spec.window_tokens, pooling=spec.pooling.value, normalized=spec.normalize,
+        prompts=dict(spec.prompts), default_prompt_name=spec.default_prompt_name,
+        loaded=workers > 0, loaded_workers=workers,
+    )
+
+
+def _created(spec: ModelSpec) -> int:
+    try:
+        return int((spec.path / "config.json").stat().st_mtime)
+    except OSError:
+        return 0
+
+
+def _cached_hub_ids(access: HubAccess) -> list[str]:
+    """The allowed Hub repositories this host's cache holds (the cache's folder names, nothing opened)."""
+    if not access.allow:
+        return []
+    root = hub_cache_dir()
+    if not root.is_dir():
+        return []
+    ids = []
+    for folder in sorted(root.glob("models--*--*")):
+        repo_id = folder.name.removeprefix("models--").replace("--", "/", 1)
+        if (folder / "refs" / "main").is_file() and access.allows(repo_id):
+            ids.append(repo_id)
+    return ids
+
+
+def _allowed_loaded(model: str, ctx: JobContext) -> bool:
+    """A model a worker loaded is listed if this server would accept it now (the API's own rules)."""
+    return model in ctx.registry or ctx.registry.hub_access.allows(model.split("@", 1)[0])

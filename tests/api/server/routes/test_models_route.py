@@ -1,0 +1,101 @@
+"""``GET /v1/models`` and Hub ids over the API, in process, offline: OpenAI's list shape with poolq's
+fields (tried with the official openai client), a Hub id the operator allows validated and estimated
+from its description files only (no weights file is ever opened by the API), refused outside the
+allow-list, and a job that names it computed with the commit pinned at acceptance."""
+import json
+import sys
+import threading
+
+import httpx
+import numpy as np
+import openai
+import pyarrow as pa
+import pytest
+from support.api_client import InProcessTransport, authed_client
+from support.hub_cache import offline_hub, publish, tiny_st_bert
+
+from poolq.engine import PoolingEngine
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.local_runner import local_context
+from poolq.jobs.settings import Settings
+from poolq.storage import read_part
+
+REPO = "test-org/tiny-bert"
+DOCS = {"documents": [{"id": "a", "text": "rivers and lakes"}, {"id": "b", "text": "mountains"}]}
+_OPENED: list[str] = []
+_WATCHING = threading.Event()
+
+
+def _record_opens(event, args):
+    if _WATCHING.is_set() and event == "open" and args and isinstance(args[0], str | bytes):
+        _OPENED.append(str(args[0]))
+
+
+sys.addaudithook(_record_opens)  # audit hooks cannot be removed: it records only while _WATCHING is set
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch, minilm_engine):
+    home = offline_hub(monkeypatch, tmp_path / "hf")
+    commit = publish(home, REPO, tiny_st_bert(tmp_path / "model", seed=7))
+    ctx = local_context(tmp_path / "store", Settings(models_allow="test-org/*"))
+    ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
+    return ctx, authed_client(ctx), commit
+
+
+def test_models_are_listed_in_openais_shape_with_poolqs_fields(served):
+    _, client, _ = served
+    response = client.get("/v1/models")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["object"] == "list"
+    by_id = {model["id"]: model for model in body["data"]}
+    assert {"all-MiniLM-L6-v2", REPO} <= set(by_id)
+    hub = by_id[REPO]
+    assert (hub["object"], hub["owned_by"], hub["dimensions"], hub["pooling"]) == ("model", "test-org", 32, "MEAN")
+    assert hub["tasks"] == ["embed", "token_embed"] and hub["window"] == 128 and hub["created"] > 0
+    assert by_id["all-MiniLM-L6-v2"]["owned_by"] == "poolq"
+
+
+def test_the_official_openai_client_lists_them(served):
+    _, client, _ = served
+    http_client = httpx.Client(transport=InProcessTransport(client), base_url="http://testserver")
+    listed = openai.OpenAI(api_key=client.api_key, base_url="http://testserver/v1", http_client=http_client).models.list()
+    assert REPO in [model.id for model in listed.data]
+
+
+def test_the_api_validates_and_estimates_a_hub_model_without_opening_weights(served):
+    _, client, commit = served
+    _OPENED.clear()
+    _WATCHING.set()
+    try:
+        validated = client.post("/v1/jobs/validate", json={"model": REPO, "input": DOCS})
+        estimated = client.post("/v1/jobs/estimate", json={"model": REPO, "input": DOCS})
+        listed = client.get("/v1/models")
+    finally:
+        _WATCHING.clear()
+    assert (validated.status_code, estimated.status_code, listed.status_code) == (200, 200, 200), estimated.text
+    assert any(path.endswith("config.json") for path in _OPENED)  # the recorder sees the files it reads
+    assert not [path for path in _OPENED if path.endswith((".safetensors", ".bin", ".pt"))]
+
+
+def test_an_id_outside_the_allow_list_is_a_422_naming_it(served):
+    _, client, _ = served
+    response = client.post("/v1/jobs/validate", json={"model": "other-org/model", "input": DOCS})
+    assert response.status_code == 422
+    assert "other-org/model" in response.text and "not allowed" in response.text
+
+
+def test_a_job_naming_a_hub_id_runs_pinned_to_the_commit_accepted(served):
+    ctx, client, commit = served
+    accepted = client.post("/v1/jobs", json={"model": REPO, "input": DOCS})
+    assert accepted.status_code == 202, accepted.text
+    job = client.get(f"/v1/jobs/{accepted.json()['id']}").json()
+    assert job["status"] == "succeeded", job
+    assert job["model"] == f"{REPO}@{commit}"
+    manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, job["id"]).layout.manifest))
+    assert manifest["engine"]["revision"] == f"hf:{REPO}@{commit}"
+    table = pa.concat_tables([read_part(ctx.store.get(part["key"])) for part in manifest["parts"]]).sort_by("id")
+    expected = PoolingEngine.from_pretrained(ctx.registry.resolve(f"{REPO}@{commit}"), dtype=manifest["engine"]["dtype"])
+    vectors = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))
+    np.testing.assert_allclose(vectors, expected.embed(["rivers and lakes", "mountains"]), atol=1e-5)
