@@ -42,7 +42,7 @@ _TRANSFORMER_CONFIG_FILES = ("sentence_bert_config.json", "sentence_roberta_conf
                              "sentence_distilbert_config.json", "sentence_camembert_config.json",
                              "sentence_albert_config.json", "sentence_xlm-roberta_config.json", "sentence_xlnet_config.json")
 # Every SentenceTransformer (and SparseEncoder) knows these prompt names, empty unless the model sets them.
-_DEFAULT_PROMPTS = {"query": "", "document": ""}
+DEFAULT_PROMPTS = {"query": "", "document": ""}
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def _prompts(path: Path, model: dict) -> dict[str, str]:
     saved = model.get("prompts") or {}
     if not isinstance(saved, dict):
         raise ModelSpecError(f"{path}: prompts is not an object of prompt names to texts")
-    prompts = {} if model.get("model_type") == "CrossEncoder" else dict(_DEFAULT_PROMPTS)
+    prompts = {} if model.get("model_type") == "CrossEncoder" else dict(DEFAULT_PROMPTS)
     for name, text in saved.items():
         if text is not None and not isinstance(text, str):
             raise ModelSpecError(f"{path}: prompt {name!r} is {text!r}, not a text")

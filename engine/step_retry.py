@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 OUT_OF_MEMORY_CODE = "out_of_memory"  # RequestError.code of a request one of whose windows ran out of memory alone
 
+# A CUDA allocator's message runs to several hundred characters (its pools, a tuning hint): a request's error keeps its start.
+_REASON_CHARS = 200
+
 T = TypeVar("T")
 # Runs the given rows (positions in the step's batch) as the given batch; one value per row, in order.
 RowRunner = Callable[[BatchMetadata, Sequence[int]], Sequence[T]]
@@ -75,7 +78,8 @@ def _try(part: BatchMetadata, rows: range, run: RowRunner[T]) -> Sequence[T] | O
     except Exception as exc:
         if not is_out_of_memory(exc):
             raise
-        return OutOfMemory(part.num_tokens, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        first_line = (str(exc).splitlines() or [""])[0]
+        return OutOfMemory(part.num_tokens, f"{type(exc).__name__}: {first_line[:_REASON_CHARS]}")
 
 
 def _half(seq_lens: np.ndarray) -> int:

@@ -226,6 +226,9 @@ def _lower_case(tokenizer) -> None:
 
     backend = tokenizer.backend_tokenizer
     normalizer = backend.normalizer
-    steps = list(normalizer) if isinstance(normalizer, NormalizerSequence) else [normalizer] if normalizer else []
+    if isinstance(normalizer, NormalizerSequence):
+        steps = [normalizer[index] for index in range(len(normalizer))]
+    else:
+        steps = [normalizer] if normalizer is not None else []
     if not any(isinstance(step, Lowercase) for step in steps):
         backend.normalizer = NormalizerSequence([Lowercase(), *steps])

@@ -1,6 +1,6 @@
 """What this deployment serves (``GET /v1/models``, ``poolq models``): OpenAI's model list, with what a
-client needs to use each model well (its tasks, vectors, window, pooling and prompts, and whether a
-worker has it loaded now).
+client needs to use each model well (its tasks, vectors, window, pooling and prompts, whether a
+worker has it loaded now, and what the live workers' loads of it cost: loads, evictions, memory).
 
 Served are the registry's names (packaged, ``POOLQ_MODELS``), the Hub models the operator allows that
 this host's Hub cache holds (``poolq models pull``), and any model a live worker has loaded. Only the
@@ -13,6 +13,7 @@ import logging
 from poolq.engine import ModelSpec, ModelSpecError, UnknownModelError
 from poolq.engine.loading.hub import HubAccess, HubUnavailable, hub_cache_dir
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.worker_model_stats import ModelTotals
 from poolq.jobs.model.served_model import ModelList, ServedModel
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,8 @@ log = logging.getLogger(__name__)
 def served_models(ctx: JobContext) -> ModelList:
     """Every model this deployment serves, each described from its files; one that cannot be described
     now (its Hub cache entry half-written, the Hub down) is left out and logged, not an error."""
-    loaded = ctx.workers.loaded_models()
+    totals = ctx.workers.model_totals()
+    loaded = [model for model, counted in totals.items() if counted.loaded_workers]
     names = [*ctx.registry.names(), *_cached_hub_ids(ctx.registry.hub_access)]
     names += sorted(model for model in loaded if model.split("@", 1)[0] not in names and _allowed_loaded(model, ctx))
     models = []
@@ -31,18 +33,21 @@ def served_models(ctx: JobContext) -> ModelList:
         except (UnknownModelError, ModelSpecError, HubUnavailable) as exc:
             log.warning("GET /v1/models: %s left out: %s", name, exc)
             continue
-        workers = loaded.get(name, 0) + sum(count for model, count in loaded.items() if model.startswith(f"{name}@"))
-        models.append(_described(name, spec, workers))
+        # a name's own totals and its pinned revisions' (name@commit): the workers count each apart
+        counted = sum((each for model, each in totals.items() if model == name or model.startswith(f"{name}@")),
+                      ModelTotals(name))
+        models.append(_described(name, spec, counted))
     return ModelList(data=models)
 
 
-def _described(name: str, spec: ModelSpec, workers: int) -> ServedModel:
+def _described(name: str, spec: ModelSpec, counted: ModelTotals) -> ServedModel:
     owner = name.split("/", 1)[0] if "/" in name else "poolq"
     return ServedModel(
         id=name, created=_created(spec), owned_by=owner, tasks=[task.value for task in spec.kind.tasks],
         dimensions=spec.hidden_size, window=spec.window_tokens, pooling=spec.pooling.value, normalized=spec.normalize,
-        prompts=dict(spec.prompts), default_prompt_name=spec.default_prompt_name,
-        loaded=workers > 0, loaded_workers=workers,
+        prompts={name: text for name, text in spec.prompts.items() if text}, default_prompt_name=spec.default_prompt_name,
+        loaded=counted.loaded_workers > 0, loaded_workers=counted.loaded_workers, resident_bytes=counted.resident_bytes,
+        loads=counted.loads, evictions=counted.evictions,
     )
 
 

@@ -73,7 +73,7 @@ def create_app(
                        limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
     # The client address every limit keys on: X-Forwarded-For counts only from POOLQ_TRUSTED_PROXIES.
     app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.trusted_proxies))
-    install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases))
+    install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases), ctx.workers)
     install_unavailable_handlers(app)
     install_disconnect_handler(app)
     # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,

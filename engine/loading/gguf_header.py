@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from poolq.engine.model_spec import ModelKind, ModelSpec, ModelSpecError, PoolingType
+from poolq.engine.st_config import DEFAULT_PROMPTS
 
 _MAGIC = b"GGUF"
 _STRING, _ARRAY = 8, 9
@@ -84,6 +85,7 @@ def read_gguf_model_spec(path: str | Path) -> ModelSpec:
         normalize=False,
         is_causal=True,
         kind=ModelKind.ENCODER,
+        prompts=dict(DEFAULT_PROMPTS),  # what sentence-transformers gives a model without its own (as the converted dir)
     )
 
 

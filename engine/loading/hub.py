@@ -31,8 +31,8 @@ COMMIT = re.compile(r"[0-9a-f]{40}")
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 # What describes a model: read to validate a job, never the weights.
 DESCRIPTION_FILES = (
-    "config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-    "*/config.json", "*/sentence_bert_config.json",
+    "config.json", "modules.json", "sentence_*_config.json", "config_sentence_transformers.json",
+    "*/config.json", "*/sentence_*_config.json",
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
     "vocab.txt", "vocab.json", "merges.txt", "*.model",
 )

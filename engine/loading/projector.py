@@ -25,7 +25,9 @@ def _load_dense(path: Path) -> list[torch.nn.Module]:
     linear = torch.nn.Linear(config["in_features"], config["out_features"], bias=config.get("bias", True))
     state = _load_weights(path)
     linear.load_state_dict({key.removeprefix("linear."): value for key, value in state.items()})
-    activation = config.get("activation_function") or "torch.nn.modules.linear.Identity"
+    # sentence-transformers' Dense defaults to Tanh when its config names no activation (and writes
+    # "torch.nn.modules.linear.Identity" for none at all), so an absent key means Tanh, as it loads it.
+    activation = config.get("activation_function", "torch.nn.modules.activation.Tanh") or "torch.nn.modules.linear.Identity"
     return [linear, load_torch_module(activation)]
 
 

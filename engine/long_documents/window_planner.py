@@ -73,6 +73,10 @@ class _Document:
     prompt_tokens: int = 0
     pooled_with: PoolingParams | None = None
 
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.lead[len(self.lead) - self.prompt_tokens:]
+
 
 class WindowPlanner:
     """Turns a request and its content tokens into a :class:`DocumentPlan` (or a per-record error)."""
@@ -119,7 +123,7 @@ class WindowPlanner:
         if any(task.per_token for task in request.all_tasks):
             return self._tokens(request, doc)
         if mode in (LongDocumentMode.ERROR, LongDocumentMode.TRUNCATE):
-            item = self.tokenizer.finish(doc.content, self.window, self.policy.side, doc.lead[len(self.prefix):])
+            item = self.tokenizer.finish(doc.content, self.window, self.policy.side, doc.prompt_ids)
             return SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated,
                               pooled_with=doc.pooled_with)
         num_tokens = len(doc.content) + len(doc.lead) + len(self.suffix)
@@ -182,7 +186,7 @@ class WindowPlanner:
         token_task = next(task for task in request.all_tasks if task.per_token)
         kept = getattr(self.dispatcher.head(token_task), "kept_tokens", slice(None))
         if self.policy.mode is not LongDocumentMode.CHUNKED:
-            item = self.tokenizer.finish(doc.content, self.window, self.policy.side, doc.lead[len(self.prefix):])
+            item = self.tokenizer.finish(doc.content, self.window, self.policy.side, doc.prompt_ids)
             cut = len(item.token_ids) - len(lead) - len(suffix)
             if item.truncated:  # cut where finish() cut the ids
                 content_offsets = content_offsets[:cut] if self.policy.side is TruncationSide.END else content_offsets[-cut:]

@@ -1,6 +1,7 @@
 """How work is handed on: to Celery queues, or run right here for in-process use."""
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections import deque
 from typing import Callable
@@ -16,7 +17,14 @@ BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next 
 SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
 WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
 CONTROL_QUEUE = "control"
-GPU_QUEUE = "gpu"
+GPU_QUEUE = "gpu"  # the general compute queue: every compute worker consumes it
+MODEL_QUEUE_PREFIX = "gpu.model."  # + a model's digest: consumed by the compute workers holding the model
+
+
+def model_queue(model: str) -> str:
+    """The queue of shards routed to the workers holding ``model`` (``shard_routing.py``): named by a
+    digest, as a model name (``org/name@<commit>``, a local path) is no fit for a queue name."""
+    return MODEL_QUEUE_PREFIX + hashlib.sha256(model.encode()).hexdigest()[:12]
 
 
 class Enqueuer(ABC):
@@ -29,7 +37,13 @@ class Enqueuer(ABC):
     def plan_section(self, job_id: str, stage: str, section: int) -> None: ...
 
     @abstractmethod
-    def run_shard(self, job_id: str, shard: int) -> None: ...
+    def run_shard(self, job_id: str, shard: int) -> None:
+        """Send the shard's task to the general compute queue."""
+
+    def run_shard_on(self, job_id: str, shard: int, queue: str) -> None:
+        """Send the shard's task to ``queue``: a model's queue (``model_queue``) or the general one.
+        An enqueuer with one place to run every task (in process, a test's double) runs it as ``run_shard``."""
+        self.run_shard(job_id, shard)
 
     @abstractmethod
     def finalize(self, job_id: str) -> None: ...
@@ -65,7 +79,10 @@ class CeleryEnqueuer(Enqueuer):
         self.app.send_task(PLAN_SECTION_TASK, args=[job_id, stage, section], queue=CONTROL_QUEUE)
 
     def run_shard(self, job_id: str, shard: int) -> None:
-        self.app.send_task(SHARD_TASK, args=[job_id, shard], queue=GPU_QUEUE)
+        self.run_shard_on(job_id, shard, GPU_QUEUE)
+
+    def run_shard_on(self, job_id: str, shard: int, queue: str) -> None:
+        self.app.send_task(SHARD_TASK, args=[job_id, shard], queue=queue)
 
     def finalize(self, job_id: str) -> None:
         self.app.send_task(FINALIZE_TASK, args=[job_id], queue=CONTROL_QUEUE)

@@ -4,7 +4,7 @@ then summed per stratum so the estimate can scale each bucket by its own counts.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from poolq.engine import ModelSpec
 from poolq.engine.long_documents.document_cost import CostModel, DocumentCost
@@ -56,7 +56,10 @@ def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: SampleTokenizer,
     prompt = resolve_prompt(model_spec, spec.prompt_name, spec.prompt)
     prompt_tokens = tokenizer.token_counts([prompt])[0] if prompt else 0
     prefix, suffix = tokenizer.special_token_counts
-    return CostModel.of(model_spec, spec.long_documents.policy(), (prefix + prompt_tokens, suffix), max_chunks,
+    policy = spec.long_documents.policy()
+    if prompt:  # every window is the model's specials around the prompt and its piece (engine/long_documents)
+        policy = replace(policy, window_specials=True)
+    return CostModel.of(model_spec, policy, (prefix + prompt_tokens, suffix), max_chunks,
                         per_token=any(task in _TOKEN_TASKS for task in tasks))
 
 

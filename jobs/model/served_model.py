@@ -22,7 +22,10 @@ class ServedModel(BaseModel):
     prompts: dict[str, str] = Field(default_factory=dict, description="its named prompts (prompt_name)")
     default_prompt_name: str | None = None
     loaded: bool = Field(description="a live compute worker has it loaded now (no load wait)")
-    loaded_workers: int = 0
+    loaded_workers: int = Field(0, description="live compute workers holding it loaded now")
+    resident_bytes: int = Field(0, description="bytes of its weights and buffers those workers hold now (summed)")
+    loads: int = Field(0, description="times the live workers loaded it, each since its own start")
+    evictions: int = Field(0, description="times the live workers unloaded it to make room for another model")
 
 
 class ModelList(BaseModel):

@@ -13,6 +13,7 @@ from collections import defaultdict
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.fair_share import Claim
 from poolq.jobs.coordination.leases import LeaseStore
+from poolq.jobs.coordination.shard_routing import ShardRouter
 from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.job_handle import JobHandle
@@ -33,8 +34,7 @@ def dispatch_section(job: JobHandle, stage: SectionStage, sections: list[int]) -
 
 def dispatch_shards(job: JobHandle, shards: list[int]) -> None:
     job.ctx.status.note_dispatch(job.id, [shard_unit(shard) for shard in shards], time.time())
-    for shard in shards:
-        job.ctx.enqueuer.run_shard(job.id, shard)
+    send_shards(job.ctx, {job.id: shards})
 
 
 def open_shards(job: JobHandle, plan: Plan) -> list[Claim]:
@@ -52,9 +52,17 @@ def dispatch_waiting(ctx: JobContext) -> list[Claim]:
         by_job[claim.job_id].append(claim.shard)
     for job_id, shards in by_job.items():
         ctx.status.note_dispatch(job_id, [shard_unit(shard) for shard in shards], time.time())
-        for shard in shards:
-            ctx.enqueuer.run_shard(job_id, shard)
+    send_shards(ctx, by_job)
     return claims
+
+
+def send_shards(ctx: JobContext, by_job: dict[str, list[int]]) -> None:
+    """Send each shard's task where its model is held, if a holder can take it soon (``shard_routing``)."""
+    router = ShardRouter(ctx)
+    for job_id, shards in by_job.items():
+        for shard in shards:
+            ctx.enqueuer.run_shard_on(job_id, shard, router.queue_of_job(job_id))
+    router.record()
 
 
 def shard_slots(ctx: JobContext) -> int:

@@ -1,14 +1,19 @@
 """A compute worker process says it is alive every few seconds (``WorkerRegistry``): fair share
 hands out as many shards at a time as there are such workers. A worker that just started also
-hands out the shards waiting for it, instead of leaving them to the next commit or reconcile."""
+hands out the shards waiting for it, instead of leaving them to the next commit or reconcile.
+With each beat it reports its engines (``WorkerModelStats``: loaded now, loads, evictions, load
+seconds, resident bytes) for ``GET /v1/models``, model-affinity routing and ``/metrics``."""
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import asdict
 from typing import Callable
 
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.worker_model_stats import UNKNOWN_DTYPE, WorkerModelStats
 from poolq.jobs.coordination.worker_registry import this_worker
+from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.steps.dispatch import dispatch_waiting
 
 log = logging.getLogger(__name__)
@@ -44,8 +49,18 @@ class ComputePresence:
                 interval = ctx.settings.worker_heartbeat_s
                 if ctx.workers.heartbeat(self.name, interval * MISSED_BEATS):
                     log.info("compute worker %s is alive; %d shards handed out", self.name, len(dispatch_waiting(ctx)))
-                ctx.workers.report_models(self.name, ctx.engines.loaded, interval * MISSED_BEATS)  # GET /v1/models
+                ctx.workers.report_models(self.name, engine_report(ctx.engines), interval * MISSED_BEATS)
             except Exception as exc:  # noqa: BLE001 - a broker outage: the next beat tries again
                 log.warning("compute worker %s could not say it is alive: %s", self.name, exc)
                 interval = 1.0
             self._stopped.wait(interval)
+
+
+def engine_report(engines: EnginePool) -> tuple[WorkerModelStats, ...]:
+    """What a beat says of ``engines``: each engine the pool loaded, plus each one handed to it
+    (``EnginePool.use``: loaded, with nothing counted), so that every model it holds is reported held."""
+    stats = tuple(WorkerModelStats(**asdict(engine)) for engine in engines.stats())
+    counted = {engine.model for engine in stats if engine.loaded}
+    handed_in = tuple(WorkerModelStats(model, UNKNOWN_DTYPE, 0, 0, 0.0, 0, loaded=True)
+                      for model in sorted(engines.loaded - counted))
+    return stats + handed_in

@@ -50,7 +50,9 @@ warm_default_model = warm_models
 
 def _warm(engines: EnginePool, model: str) -> None:
     try:
-        engine = engines.get(model)
+        # Under the name jobs record (a Hub id pinned to its commit): the engine a shard asks for, and the
+        # model this worker reports it holds (model-affinity routing).
+        engine = engines.get(engines.registry.canonical(model))
         with engines.in_use(engine):
             engine.encode([WARM_UP_TEXT], task=engine.supported_tasks[0])
     except Exception:  # noqa: BLE001 - the shard that needs the model fails with the real error

@@ -1,8 +1,10 @@
 """One Celery worker process: ``poolq worker --queues ...``, or each process a ``worker_set`` starts.
 
 Its tasks are registered, and a compute worker's pool children say they are alive (one compute
-slot each), load the default model as they start (``model_warmup``: CUDA is first touched in the
-pool child) and serve the interactive lane. SIGTERM is Celery's warm shutdown: the current shard
+slot each), load the warm models as they start (``model_warmup``: CUDA is first touched in the
+pool child) and serve the interactive lane. A compute worker consumes the general ``gpu`` queue and
+the queue of each model it holds (model affinity, ``model_queues``): its warm models' from the
+start, others' as its children load them. SIGTERM is Celery's warm shutdown: the current shard
 finishes first.
 """
 from __future__ import annotations
@@ -15,12 +17,14 @@ from celery.utils.nodenames import default_nodename, host_format
 
 from poolq.engine.hardware import noted_flags
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.enqueuer import model_queue
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.compute_presence import ComputePresence
 from poolq.jobs.worker.lane_startup import lane_in_pool_children
-from poolq.jobs.worker.model_warmup import warm_default_model
+from poolq.jobs.worker.model_queues import ModelQueues
+from poolq.jobs.worker.model_warmup import models_to_warm, warm_models
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_set import WorkerOptions, check_store
 
@@ -39,16 +43,21 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
              settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     context = register_tasks(app, settings, loads_models=options.computes)
+    node = host_format(default_nodename(options.hostname))
+    warm = models_to_warm(settings) if options.computes and settings.warm_default_model else []
+    warm_queues = frozenset(model_queue(model) for model in warm)
     if options.computes:
         _say_alive_from_each_pool_child(context)
-        if settings.warm_default_model:
+        _follow_models_from_each_pool_child(ModelQueues(app.control, node, lambda: context().engines.loaded, warm_queues,
+                                                        cancels=options.concurrency == 1))
+        if warm:
             _warm_each_pool_child(context)
     worker = app.Worker(
-        hostname=host_format(default_nodename(options.hostname)),
+        hostname=node,
         pool_cls="prefork",
         loglevel=options.loglevel,
         concurrency=options.concurrency,
-        queues=list(options.queues),
+        queues=[*options.queues, *sorted(warm_queues)],
         without_gossip=True,
         without_mingle=True,
         max_tasks_per_child=options.max_tasks_per_child,
@@ -84,9 +93,25 @@ def _say_alive_from_each_pool_child(context: Callable[[], JobContext]) -> None:
 
 
 def _warm_each_pool_child(context: Callable[[], JobContext]) -> None:
-    """Each pool child of a compute worker loads the default model when it starts (model_warmup)."""
+    """Each pool child of a compute worker loads the warm models when it starts (model_warmup)."""
 
     def start(**_: object) -> None:
-        warm_default_model(context)
+        warm_models(context)
 
     worker_process_init.connect(start, weak=False)
+
+
+def _follow_models_from_each_pool_child(model_queues: ModelQueues) -> None:
+    """Each pool child of a compute worker has its worker consume the queues of the models it loads
+    (model_queues); the object is built in the parent and copied into each child by the fork."""
+    followers: list[ModelQueues] = []
+
+    def start(**_: object) -> None:
+        followers.append(model_queues.start())
+
+    def stop(**_: object) -> None:
+        for follower in followers:
+            follower.stop()
+
+    worker_process_init.connect(start, weak=False)
+    worker_process_shutdown.connect(stop, weak=False)

@@ -1,8 +1,8 @@
 """The jobs dashboard in a real headless browser (Debian's Chromium) against a real `poolq dev up`
 stack: a key entered once, the job list updating live while a long job runs, errors by code and
 per-code samples of a finished job, result download links, cancelling from the page (the API then
-says cancelled), the schedules of an admin key, a phone-width layout, and no console errors (a CSP
-refusal would be one). Screenshots are kept as artifacts: their folder is printed."""
+says cancelled), the schedules of an admin key, the models a worker holds, a phone-width layout, and
+no console errors (a CSP refusal would be one). Screenshots are kept as artifacts: their folder is printed."""
 import os
 import subprocess
 import sys
@@ -191,6 +191,24 @@ def test_an_admin_key_sees_its_schedules(stack, client, tmp_path):
         _until(driver, lambda d: _shown(d, "nav-schedules")).click()
         row = _until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-schedule-id="{schedule["id"]}"]'))[0]
         assert "0 3 * * *" in row.text
+        assert _console_errors(driver) == []
+
+
+def test_the_models_view_shows_what_the_worker_holds(stack, client, finished_job, artifacts):
+    model = finished_job["model"]  # the stack's worker loaded it to run the job
+    with headless_chromium(1280, 800) as driver:
+        _sign_in(driver, stack["api_url"], stack["api_key"])
+        _until(driver, lambda d: _shown(d, "nav-models")).send_keys(Keys.ENTER)
+        selector = f'tr[data-model-id="{model}"]'
+        row = _until(driver, lambda d: [r for r in d.find_elements(By.CSS_SELECTOR, selector)
+                                        if int(r.get_attribute("data-loaded-workers")) >= 1],
+                     what=f"{model} never showed loaded on a worker")[0]
+        listed = {entry.id: entry for entry in client.models().data}[model]
+        text = row.text
+        assert "embed" in text and f"{listed.dimensions:,}" in text and f"{listed.window:,} tokens" in text, text
+        assert " worker" in text and " MiB" in text, text  # loaded on N workers; its resident memory, in binary units
+        assert driver.find_element(By.ID, "nav-models").get_attribute("aria-current") == "page"
+        driver.find_element(By.TAG_NAME, "body").screenshot(str(artifacts / "models.png"))
         assert _console_errors(driver) == []
 
 

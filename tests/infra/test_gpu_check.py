@@ -71,6 +71,38 @@ def test_the_gpu_check_script_installs_nothing():
     assert not any(re.search(r"\bpip3?\b", line) for line in commands), commands
 
 
+# The whole script on the CPU, a "CUDA" device played by torch's CPU: its own code (environment,
+# models, context, runner, report) runs as it will on a GPU; the Triton kernels in the interpreter.
+DRESS_REHEARSAL = f"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+torch.cuda.is_available = lambda: True
+torch.cuda.get_device_name = lambda device=None: "Rehearsal CPU"
+torch.cuda.get_device_capability = lambda device=None: (9, 0)
+sys.path.insert(0, {str(GPU_DIR)!r})
+import check
+check.DEVICE = "cpu"
+sys.exit(check.main(sys.argv[1:]))
+"""
+
+
+def test_a_dress_rehearsal_on_the_cpu_runs_checks_reports_what_did_not_run_and_prints_the_table(tmp_path):
+    # Given a matrix budget that one cell spends
+    cells = "matrix/classify/bert/truncate/fp16,matrix/classify/bert/chunked/fp16"
+    done = subprocess.run([sys.executable, "-c", DRESS_REHEARSAL, "--only", f"kernel/span_mean,{cells}", "--budget-s", "1",
+                           "--markdown"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    output = done.stdout + done.stderr
+    # Then the kernel and the first cell pass, the second is NOT RUN (the budget), and the run is incomplete
+    assert re.search(r"(?m)^ok    kernel/span_mean \(", output), output
+    assert re.search(r"(?m)^ok    matrix/classify/bert/truncate/fp16 \(.*max abs probability error", output), output
+    assert "NOT RUN: matrix/classify/bert/chunked/fp16: the matrix time budget (1 s) is spent" in output, output
+    assert done.returncode == ExitCode.INCOMPLETE, output
+    assert "device: Rehearsal CPU (compute capability 9.0); auto -> " in output
+    assert "| matrix/classify/bert/chunked/fp16 | NOT RUN | 0.0 | the matrix time budget (1 s) is spent |" in output
+
+
 # -- the plan -------------------------------------------------------------------------------------------
 
 def _planned(output: str) -> dict[str, str]:
@@ -176,10 +208,9 @@ def cpu_matrix(tmp_path_factory):
                         Texts.from_corpus(load_sample_corpus()), device="cpu")
 
 
-# MEAN pooling and late chunks; probabilities from the padded (decoder) runner over several windows;
-# the three outputs of one BGE-M3 pass, sparse among them
-CPU_CELLS = ("matrix/embed/mpnet/late_chunks/fp16", "matrix/token_classify/decoder/chunked/bf16",
-             "matrix/multi_vector/xlmr/truncate/bf16")
+# MEAN pooling and late chunks; the three outputs of one BGE-M3 pass, sparse among them (the
+# dress rehearsal above runs a classifier; tests/engine/pooling/ runs every cell's kind on the CPU)
+CPU_CELLS = ("matrix/embed/mpnet/late_chunks/fp16", "matrix/multi_vector/xlmr/truncate/bf16")
 
 
 @pytest.mark.parametrize("name", CPU_CELLS)

@@ -85,3 +85,19 @@ def test_embeddings_take_prompt_name_through_the_openai_clients_extra_body(serve
     answer = api.embeddings.create(model=REPO, input=TEXTS, extra_body={"prompt_name": "query"})
     vectors = np.array([item.embedding for item in answer.data], dtype=np.float32)
     np.testing.assert_allclose(vectors, engine.embed([PROMPTS["query"] + text for text in TEXTS]), atol=1e-5)
+
+
+def test_in_chunked_mode_every_window_carries_the_prompt_and_the_estimate_counts_it(served):
+    ctx, client, _, _ = served
+    long_docs = {"documents": [{"id": "long", "text": " ".join(TEXTS * 6)}, {"id": "short", "text": TEXTS[0]}]}
+    body = {"model": REPO, "input": long_docs, "prompt_name": "query",
+            "long_documents": {"mode": "chunked", "window_tokens": 16}}
+    accepted = client.post("/v1/jobs", json=body)
+    assert accepted.status_code == 202, accepted.text
+    status = client.get(f"/v1/jobs/{accepted.json()['id']}").json()
+    assert status["status"] == "succeeded", status
+    plain = client.post("/v1/jobs", json={**body, "prompt_name": None}).json()
+    plain_status = client.get(f"/v1/jobs/{plain['id']}").json()
+    assert status["usage"]["tokens"] > plain_status["usage"]["tokens"] + 2 * 2  # more windows, each with the prompt
+    estimate = client.post("/v1/jobs/estimate", json=body).json()
+    assert estimate["tokens"] == status["usage"]["tokens"]

@@ -10,6 +10,13 @@ Families (``rate()`` of a counter gives a per-second figure, e.g. tokens/s is
 - ``poolq_tokens_total``, ``poolq_documents_embedded_total``: work done by committed shards
 - ``poolq_shard_duration_seconds``: wall time of each shard's winning attempt, histogram
 - ``poolq_record_errors_total{code}``: records that failed (planning or embedding), by error code
+- ``poolq_model_loads_total{model}``, ``poolq_model_evictions_total{model}``,
+  ``poolq_model_load_seconds_total{model}``: what the live compute workers did with each model,
+  counter; ``poolq_model_resident_bytes{model}`` (memory its loaded engines hold) and
+  ``poolq_model_loaded_workers{model}`` (live workers holding it), gauges. All are sums over the live
+  workers' latest heartbeat reports (``WorkerRegistry.model_totals``), every compute dtype together.
+  A worker counts from its own start: one that restarts or stops takes its share out (a counter that
+  drops, which ``rate()`` reads as a reset).
 
 Every value is global to the deployment (shared Redis), so every API replica serves the same
 numbers: scrape one, or aggregate replicas with ``max``, not ``sum``. The registry is the app's
@@ -18,7 +25,7 @@ default: aggregates only, no tenant data; keep the port inside the cluster), els
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 from fastapi import Depends, FastAPI, Request, Response
 from prometheus_client import CollectorRegistry
@@ -30,6 +37,8 @@ from poolq.api.server.schemas import OpenApiResponses
 from poolq.api.server.security import admin_caller
 from poolq.api.server.unavailable import RETRY_AFTER_S
 from poolq.jobs import LATENCY_BUCKETS_S, JobMetrics, JobState, MetricsTotals, Settings, SystemGauges
+from poolq.jobs.coordination.worker_model_stats import ModelTotals
+from poolq.jobs.coordination.worker_registry import WorkerRegistry
 
 FINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
 
@@ -37,15 +46,17 @@ FINAL_STATES = tuple(state.value for state in JobState if state.is_terminal)
 class PoolqCollector(Collector):
     """Reads the recorded counters and the live gauges at each scrape; holds no values itself."""
 
-    def __init__(self, metrics: JobMetrics, gauges: SystemGauges) -> None:
+    def __init__(self, metrics: JobMetrics, gauges: SystemGauges, workers: WorkerRegistry) -> None:
         self.metrics = metrics
         self.gauges = gauges
+        self.workers = workers
 
     def collect(self) -> Iterator[Metric]:
         yield from self._live()
         totals = self.metrics.totals()
         yield from self._work(totals)
         yield _shard_histogram(totals)
+        yield from _models(self.workers.model_totals().values())
 
     def _live(self) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("poolq_jobs", "Unfinished jobs, by state.", labels=["state"])
@@ -82,16 +93,41 @@ def _shard_histogram(totals: MetricsTotals) -> HistogramMetricFamily:
                                  buckets=buckets, sum_value=totals.shard_latency_sum_s)
 
 
+# (family, help, kind, its value in a model's totals): one sample per model in each
+_MODEL_FAMILIES: tuple[tuple[str, str, type[CounterMetricFamily | GaugeMetricFamily], Callable[[ModelTotals], float]], ...] = (
+    ("poolq_model_loads", "Times live compute workers loaded the model (each worker since its start).",
+     CounterMetricFamily, lambda model: model.loads),
+    ("poolq_model_evictions", "Times live compute workers unloaded the model to make room for another.",
+     CounterMetricFamily, lambda model: model.evictions),
+    ("poolq_model_load_seconds", "Seconds live compute workers spent loading the model.",
+     CounterMetricFamily, lambda model: model.load_seconds),
+    ("poolq_model_resident_bytes", "Bytes of the model's weights and buffers held by live workers now.",
+     GaugeMetricFamily, lambda model: model.resident_bytes),
+    ("poolq_model_loaded_workers", "Live compute workers holding the model loaded now.",
+     GaugeMetricFamily, lambda model: model.loaded_workers),
+)
+
+
+def _models(totals: Iterable[ModelTotals]) -> Iterator[Metric]:
+    models = list(totals)
+    for name, documentation, kind, value in _MODEL_FAMILIES:
+        family = kind(name, documentation, labels=["model"])
+        for model in models:
+            family.add_metric([model.model], value(model))
+        yield family
+
+
 _RESPONSES: OpenApiResponses = {
     200: {"content": {"text/plain": {}, "application/openmetrics-text": {}}},
     503: {"description": "Redis is unreachable", "content": {"text/plain": {}}},
 }
 
 
-def install_metrics(app: FastAPI, settings: Settings, metrics: JobMetrics, gauges: SystemGauges) -> None:
+def install_metrics(app: FastAPI, settings: Settings, metrics: JobMetrics, gauges: SystemGauges,
+                    workers: WorkerRegistry) -> None:
     """Add ``GET /metrics`` to ``app``, over a registry of its own."""
     registry = CollectorRegistry()
-    registry.register(PoolqCollector(metrics, gauges))
+    registry.register(PoolqCollector(metrics, gauges, workers))
     app.state.metrics_registry = registry
     guard = [] if settings.metrics_public else [Depends(admin_caller)]
 

@@ -56,4 +56,5 @@ export const api = {
   errorSamples: (id) => call("GET", `v1/jobs/${encodeURIComponent(id)}/error-samples`),
   cancel: (id) => call("POST", `v1/jobs/${encodeURIComponent(id)}/cancel`),
   schedules: () => call("GET", "v1/schedules"),
+  models: () => call("GET", "v1/models"),
 };

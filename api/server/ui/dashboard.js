@@ -1,9 +1,10 @@
-// The dashboard's entry: the key form, the views by URL fragment (#/, #/jobs/ID, #/schedules),
+// The dashboard's entry: the key form, the views by URL fragment (#/, #/jobs/ID, #/models, #/schedules),
 // and live updates by polling the JSON routes while the tab is visible.
 import { ApiError, api, forgetKey, keepKey, storedKey } from "./api.js";
 import { TERMINAL } from "./dom.js";
 import { jobList } from "./job_list.js";
 import { jobPage } from "./job_page.js";
+import { modelList } from "./models.js";
 import { scheduleList } from "./schedules.js";
 
 const POLL_MS = 2000;
@@ -69,6 +70,10 @@ function route() {
   const job = hash.match(/^#\/jobs\/([0-9a-f]{32})$/);
   for (const link of document.querySelectorAll("nav a")) link.removeAttribute("aria-current");
   if (job) return { load: () => jobView(job[1]) };
+  if (hash === "#/models") {
+    $("nav-models").setAttribute("aria-current", "page");
+    return { load: async () => { const list = await api.models(); return [modelList(list), list]; } };
+  }
   if (hash === "#/schedules") {
     $("nav-schedules").setAttribute("aria-current", "page");
     return { load: async () => { const list = await api.schedules(); return [scheduleList(list), list]; } };

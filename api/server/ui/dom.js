@@ -25,6 +25,19 @@ export function rate(value) {
   return value >= 100 ? Math.round(value).toLocaleString("en-US") : value.toFixed(1);
 }
 
+// Bytes in binary units (memory): 87.4 MiB.
+export function bytes(value) {
+  if (value === null || value === undefined) return "–";
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let size = Number(value);
+  let unit = 0;
+  while (size >= 1024 && unit < units.length - 1) {
+    size /= 1024;
+    unit += 1;
+  }
+  return unit ? `${size.toFixed(1)} ${units[unit]}` : `${number(size)} bytes`;
+}
+
 export function duration(seconds) {
   if (seconds === null || seconds === undefined) return "–";
   const s = Math.max(0, Math.round(seconds));

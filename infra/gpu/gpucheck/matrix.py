@@ -44,6 +44,8 @@ class Texts:
 
     @classmethod
     def from_corpus(cls, documents: list[dict]) -> "Texts":
+        """Four short texts of 6-12 words and their pairs of 7-10 words from the first documents' openings
+        (different lengths: a batch with padding and ragged packing), two long texts of 150 words."""
         words = [doc["text"].split() for doc in documents[:8]]
         short = tuple(" ".join(w[3 + i: 9 + 2 * i]) for i, w in enumerate(words[:4]))
         pairs = tuple(" ".join(w[20 + i: 30]) for i, w in enumerate(words[:4]))
@@ -186,7 +188,7 @@ class MatrixRunner:
         self.workdir, self.tokenizer_dir, self.texts, self.device = workdir, tokenizer_dir, texts, device
         self._paths: dict[ModelKey, Path] = {}
         self._engines: dict[tuple[ModelKey, str, str], object] = {}
-        self._references: dict[tuple[str, Family, str, str], Outputs] = {}
+        self._references: dict[tuple[str, Family, str], Outputs] = {}
 
     def engine(self, key: ModelKey, device: str, dtype: str):
         from poolq.engine import PoolingEngine
@@ -198,13 +200,13 @@ class MatrixRunner:
         return self._engines[key, device, dtype]
 
     def reference(self, cell: MatrixCell) -> Outputs:
-        key = (cell.task.name, cell.family, cell.mode, cell.task.gate)
+        key = (cell.task.name, cell.family, cell.mode)
         if key not in self._references:
             self._references[key] = cell.task.run(self.engine(cell.model, "cpu", "float32"), cell.mode, self.texts)
         return self._references[key]
 
-    def run(self, cell: MatrixCell, dtype: str | None = None) -> GateResult:
-        """The cell's outputs on this runner's device in ``dtype`` (default: the cell's) against the reference."""
+    def run(self, cell: MatrixCell) -> GateResult:
+        """The cell's outputs on this runner's device in its dtype against the CPU float32 reference."""
         reference = self.reference(cell)
-        got = cell.task.run(self.engine(cell.model, self.device, dtype or cell.dtype), cell.mode, self.texts)
+        got = cell.task.run(self.engine(cell.model, self.device, cell.dtype), cell.mode, self.texts)
         return compare(got, reference, cell.dtype)

@@ -94,12 +94,13 @@ def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_
     accept = submit.validate_spec
 
     def accept_then_lose_the_model(spec, ctx):
-        accept(spec, ctx)
+        accepted = accept(spec, ctx)
 
         def unknown(name, *args, **kwargs):
             raise UnknownModelError(f"unknown model {name!r}; known models: (none)")
         for method in ("spec", "resolve", "fingerprint", "load"):
             monkeypatch.setattr(ctx.registry, method, unknown, raising=False)
+        return accepted
 
     monkeypatch.setattr(submit, "validate_spec", accept_then_lose_the_model)
     # When it runs

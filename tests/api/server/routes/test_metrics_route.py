@@ -7,6 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.api_client import authed_client
 
 from poolq.jobs.coordination.enqueuer import Enqueuer
+from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.observability.job_metrics import RedisJobMetrics
@@ -15,6 +16,8 @@ FAMILIES = {
     "poolq_jobs": "gauge", "poolq_jobs_finished": "counter", "poolq_queue_depth": "gauge",
     "poolq_shards_in_flight": "gauge", "poolq_tokens": "counter", "poolq_documents_embedded": "counter",
     "poolq_shard_duration_seconds": "histogram", "poolq_record_errors": "counter",
+    "poolq_model_loads": "counter", "poolq_model_evictions": "counter", "poolq_model_load_seconds": "counter",
+    "poolq_model_resident_bytes": "gauge", "poolq_model_loaded_workers": "gauge",
 }
 
 
@@ -58,6 +61,28 @@ def test_metrics_after_an_in_process_job(local_ctx):
     assert value(histogram, f"{histogram}_bucket", le="+Inf") == 2 and value(histogram, f"{histogram}_sum") > 0
     buckets = [v for (name, _), v in families[histogram]["samples"].items() if name.endswith("_bucket")]
     assert buckets == sorted(buckets) and len(buckets) == 11
+
+
+def test_model_families_sum_the_live_workers_reports(local_ctx):
+    workers = local_ctx.workers
+    for worker in ("w1", "w2"):
+        workers.heartbeat(worker, ttl_s=60)
+    workers.heartbeat("gone", ttl_s=60, now=0)  # its word ran out long ago: not counted
+    workers.report_models("w1", [WorkerModelStats("minilm", "float32", 2, 1, 1.5, 100, True, 0),
+                                 WorkerModelStats("minilm", "float16", 1, 0, 0.5, 60, True, 1),
+                                 WorkerModelStats("bge", "float32", 3, 3, 4.0, 900, False, 0)], ttl_s=60)
+    workers.report_models("w2", [WorkerModelStats("minilm", "float32", 1, 0, 1.0, 100, True, 0)], ttl_s=60)
+    workers.report_models("gone", [WorkerModelStats("minilm", "float32", 9, 9, 9.0, 100, True, 0)], ttl_s=60)
+    families = _scrape(authed_client(local_ctx))
+
+    def by_model(family, sample):
+        return {dict(labels)["model"]: value for (name, labels), value in families[family]["samples"].items() if name == sample}
+
+    assert by_model("poolq_model_loads", "poolq_model_loads_total") == {"minilm": 4, "bge": 3}
+    assert by_model("poolq_model_evictions", "poolq_model_evictions_total") == {"minilm": 1, "bge": 3}
+    assert by_model("poolq_model_load_seconds", "poolq_model_load_seconds_total") == {"minilm": 3.0, "bge": 4.0}
+    assert by_model("poolq_model_resident_bytes", "poolq_model_resident_bytes") == {"minilm": 260, "bge": 0}
+    assert by_model("poolq_model_loaded_workers", "poolq_model_loaded_workers") == {"minilm": 2, "bge": 0}
 
 
 class _HoldingEnqueuer(Enqueuer):

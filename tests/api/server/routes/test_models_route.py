@@ -15,6 +15,7 @@ from support.api_client import InProcessTransport, authed_client
 from support.hub_cache import offline_hub, publish, tiny_st_bert
 
 from poolq.engine import PoolingEngine
+from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
@@ -55,6 +56,21 @@ def test_models_are_listed_in_openais_shape_with_poolqs_fields(served):
     assert (hub["object"], hub["owned_by"], hub["dimensions"], hub["pooling"]) == ("model", "test-org", 32, "MEAN")
     assert hub["tasks"] == ["embed", "token_embed"] and hub["window"] == 128 and hub["created"] > 0
     assert by_id["all-MiniLM-L6-v2"]["owned_by"] == "poolq"
+
+
+def test_each_model_says_what_the_live_workers_hold_of_it(served):
+    ctx, client, commit = served
+    for worker in ("w1", "w2"):
+        ctx.workers.heartbeat(worker, ttl_s=60)
+    ctx.workers.report_models("w1", [WorkerModelStats("all-MiniLM-L6-v2", "float32", 2, 1, 1.5, 1000, True),
+                                     WorkerModelStats(f"{REPO}@{commit}", "float32", 1, 0, 0.5, 70, True)], ttl_s=60)
+    ctx.workers.report_models("w2", [WorkerModelStats("all-MiniLM-L6-v2", "float32", 1, 0, 1.0, 1000, True),
+                                     WorkerModelStats(REPO, "float32", 1, 1, 0.5, 30, False)], ttl_s=60)
+    by_id = {model["id"]: model for model in client.get("/v1/models").json()["data"]}
+    fields = ("loaded", "loaded_workers", "resident_bytes", "loads", "evictions")
+    assert [by_id["all-MiniLM-L6-v2"][field] for field in fields] == [True, 2, 2000, 3, 1]
+    # the Hub id with its pinned commit's loads: held by w1; w2 unloaded it (no bytes, still counted)
+    assert [by_id[REPO][field] for field in fields] == [True, 1, 70, 2, 1]
 
 
 def test_the_official_openai_client_lists_them(served):

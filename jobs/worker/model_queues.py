@@ -1,0 +1,83 @@
+"""A compute worker consumes the general ``gpu`` queue and the queue of each model its pool children
+hold loaded (model affinity: ``coordination/shard_routing.py`` sends a shard there while a holder
+can take it soon).
+
+Its warm models' queues are in its queue list from the start (each pool child loads them as it
+starts, ``model_warmup``). A pool child that loads another model later (a shard of it came through
+the general queue, or a lane request asked for it) asks its own Celery worker to consume that
+model's queue as well: a remote-control ``add_consumer`` addressed to this worker's node name
+alone, which the worker handles in its event loop (on Redis a PUBLISH; nothing waits for a reply).
+When the child unloads the model again (``EnginePool``'s memory bound), it asks the worker to stop
+consuming it (``cancel_consumer``), if the child is the worker's only one. A worker with several
+pool children keeps consuming it, since a sibling may still hold the model; that is harmless: a
+child that takes a shard of a model it does not hold loads the model, as it would for a shard from
+the general queue, and routing never lets more tasks wait in a model's queue than live workers hold
+the model. A queue whose model's last holder died keeps its waiting tasks until someone consumes it
+again; the reconciler sends those shards again (``steps/lost_units.py``).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Protocol
+
+from poolq.jobs.coordination.enqueuer import model_queue
+
+log = logging.getLogger(__name__)
+
+FOLLOW_INTERVAL_S = 1.0  # how often a pool child compares the models it holds with the queues asked for
+
+
+class WorkerControl(Protocol):
+    """What this needs of ``celery.app.control.Control``."""
+
+    def add_consumer(self, queue: str, *, destination: list[str]) -> object: ...
+
+    def cancel_consumer(self, queue: str, *, destination: list[str]) -> object: ...
+
+
+class ModelQueues:
+    """One pool child's view: the worker ``node`` consumes the queues of the models ``loaded()`` holds.
+
+    ``consuming``: the model queues the worker consumes as far as this child knows (its warm models'
+    at start); ``cancels``: whether an unloaded model's queue is given up (the worker's only child)."""
+
+    def __init__(self, control: WorkerControl, node: str, loaded: Callable[[], frozenset[str]],
+                 consuming: frozenset[str] = frozenset(), cancels: bool = True) -> None:
+        self.control = control
+        self.node = node
+        self.loaded = loaded
+        self.cancels = cancels
+        self.consuming = set(consuming)
+        self._held: set[str] = set()  # the queues of the models this child held at the last look
+        self._stopped = threading.Event()
+
+    def follow(self) -> None:
+        """Ask the worker to consume the queue of each model held now, and (``cancels``) to stop
+        consuming those of models held at the last look and unloaded since. A failed request is
+        asked again at the next look."""
+        held = {model_queue(model) for model in self.loaded()}
+        for queue in sorted(held - self.consuming):
+            self.control.add_consumer(queue, destination=[self.node])
+            self.consuming.add(queue)
+            log.info("worker %s consumes %s: a model it holds now", self.node, queue)
+        unloaded = (self._held - held) & self.consuming if self.cancels else set()
+        for queue in sorted(unloaded):
+            self.control.cancel_consumer(queue, destination=[self.node])
+            self.consuming.discard(queue)
+            log.info("worker %s stops consuming %s: its model was unloaded", self.node, queue)
+        self._held = held
+
+    def start(self) -> "ModelQueues":
+        threading.Thread(target=self._run, name="poolq-model-queues", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(FOLLOW_INTERVAL_S):
+            try:
+                self.follow()
+            except Exception as exc:  # noqa: BLE001 - a broker outage: the next look asks again
+                log.warning("worker %s: following its models' queues failed: %s", self.node, exc)
