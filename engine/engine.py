@@ -11,6 +11,7 @@ import torch
 from poolq.engine.config import EngineConfig
 from poolq.engine.engine_loop import EngineLoop
 from poolq.engine.hardware import resolve_dtype
+from poolq.engine.loading.hub import HubAccess
 from poolq.engine.loading.model_loader import LoadedModel, load_model
 from poolq.engine.loading.registry import ModelRegistry
 from poolq.engine.long_documents.policy_check import resolve_window
@@ -64,7 +65,8 @@ class PoolingEngine:
         registry: ModelRegistry | None = None,
         calibration: Calibration | None = None,
     ) -> "PoolingEngine":
-        """Load a local model directory, or a name the registry knows. Never reaches a hub. The dtype is
+        """Load a local model directory, a name the registry knows, or a Hugging Face Hub id
+        (``org/name[@revision]``, through the Hub cache; docs/models.md). The dtype is
         ``dtype``, else ``config.dtype``, else ``auto``: what a worker's ``auto`` picks on this device
         (engine/hardware.py: bf16 where the hardware runs it natively, fp16 on older GPUs, else fp32)."""
         config = config or EngineConfig()
@@ -72,7 +74,10 @@ class PoolingEngine:
         config = replace(config, device=device, dtype=resolve_dtype(dtype or config.dtype, device))
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
-        model_dir = (registry or ModelRegistry.with_packaged_models()).resolve(str(path_or_name))
+        # The caller of the engine's own API is its operator: any Hub id may be named (a service passes its
+        # registry, with the operator's allow-list).
+        registry = registry or ModelRegistry.with_packaged_models(hub_access=HubAccess(allow=("*",)))
+        model_dir = registry.resolve(str(path_or_name))
         return cls(load_model(model_dir, config, calibration), config)
 
     @property

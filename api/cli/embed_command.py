@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import click
@@ -19,6 +20,9 @@ from pydantic import ValidationError
 
 from poolq.api.cli.output import job_summary
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
+
+if TYPE_CHECKING:
+    from poolq.jobs import Settings
 
 
 @click.command()
@@ -49,7 +53,7 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
         if long_documents:
             body["long_documents"] = json.loads(long_documents)
         spec = JobSpec.model_validate(add_task_fields(body, task, output, prompt_fields))
-        status = run_job_locally(spec, local_context(scratch)).model_dump(mode="json")
+        status = run_job_locally(spec, local_context(scratch, _local_settings())).model_dump(mode="json")
         manifest_path = _move_results(status, out_dir / status["id"]) if status.get("result") else None
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
@@ -67,6 +71,15 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
         click.echo("\n".join([job_summary(status), *(_files(manifest_path) if manifest_path else [])]))
     if status["status"] not in ("succeeded", "partially_succeeded"):
         sys.exit(1)
+
+
+def _local_settings() -> "Settings":
+    """This process's settings; a Hub id may be named here unless POOLQ_MODELS_ALLOW narrows it (the user
+    runs the model on their own machine, as PoolingEngine.from_pretrained does)."""
+    from poolq.jobs import Settings
+
+    settings = Settings()
+    return settings if settings.models_allow else settings.model_copy(update={"models_allow": "*"})
 
 
 def _move_results(status: dict, target: Path) -> Path:

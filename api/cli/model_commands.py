@@ -28,7 +28,8 @@ def list_models(client: PoolqClient, as_json: bool) -> None:
         return
     for model in served.data:
         prompts = ", ".join(model.prompts) or "-"
-        state = f"loaded on {model.loaded_workers} worker(s)" if model.loaded else "not loaded"
+        state = (f"loaded on {model.loaded_workers} worker(s), {model.resident_bytes / 2**20:.0f} MiB, "
+                 f"{model.loads} loads, {model.evictions} evictions") if model.loaded else "not loaded"
         click.echo(f"{model.id}  tasks {','.join(model.tasks)}  dim {model.dimensions}  window {model.window}  "
                    f"pooling {model.pooling}  prompts {prompts}  ({state})")
 

@@ -32,7 +32,9 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +43,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 WINDOW = 8192
-DEFAULT_LENGTHS = (8000, 7700, 1000, 700, 450, 200)  # tokens per document, specials included
+DEFAULT_LENGTHS = (8000, 1000, 500, 250)  # tokens per document, specials included
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4, in this order
+Encode = Callable[[list[str]], np.ndarray]  # texts -> [n, d]
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Measured:
 
     seconds: list[float] = field(default_factory=list)
     peak_mb: list[float] = field(default_factory=list)
-    vectors: np.ndarray | None = None
+    vectors: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
 
 
 def train_tokenizer(directory: Path, vocab_size: int) -> None:
@@ -115,7 +118,8 @@ def build_model(family: Family, tokenizer_dir: Path, directory: Path, seed: int 
     transformer = modules.Transformer(str(base), max_seq_length=WINDOW)
     pooling = modules.Pooling(config.hidden_size, pooling_mode=family.pooling)
     saved = directory / "saved"
-    SentenceTransformer(modules=[transformer, pooling, modules.Normalize()], device="cpu").save(str(saved), create_model_card=False)
+    model = SentenceTransformer(modules=[transformer, pooling, modules.Normalize()], device="cpu")
+    model.save(str(saved), create_model_card=False)
     return saved
 
 
@@ -159,7 +163,7 @@ class RssPeak:
         self._thread.join()
 
 
-def encoders(model_dir: Path, dtypes: list[str], batch_size: int) -> dict[tuple[str, str], object]:
+def encoders(model_dir: Path, dtypes: list[str], batch_size: int) -> dict[tuple[str, str], Encode]:
     """``(system, dtype) -> encode(texts) -> [n, d]`` for poolq (packed) and sentence-transformers, each dtype."""
     from sentence_transformers import SentenceTransformer
 
@@ -168,18 +172,26 @@ def encoders(model_dir: Path, dtypes: list[str], batch_size: int) -> dict[tuple[
     from poolq.engine.runner import torch_dtype
 
     policy = LongDocumentPolicy(mode=LongDocumentMode.TRUNCATE, window_tokens=WINDOW)
-    found = {}
+    found: dict[tuple[str, str], Encode] = {}
     for dtype in dtypes:
         engine = PoolingEngine.from_pretrained(str(model_dir), dtype=dtype)
         if not isinstance(engine.runner, PackedRunner):
             raise RuntimeError(f"{model_dir}: the engine chose {type(engine.runner).__name__}, not the packed runner")
         st = SentenceTransformer(str(model_dir), device="cpu").to(torch_dtype(engine.config.dtype))
-        found["poolq packed", dtype] = lambda texts, engine=engine: np.asarray(engine.embed(texts, policy=policy))
-        found["ST padded", dtype] = lambda texts, st=st: st.encode(texts, batch_size=batch_size, convert_to_tensor=True).float().numpy()
+        found["poolq packed", dtype] = partial(_poolq_encode, engine, policy)
+        found["ST padded", dtype] = partial(_st_encode, st, batch_size)
     return found
 
 
-def measure(encode: dict, texts: list[str], rounds: int) -> dict[tuple[str, str], Measured]:
+def _poolq_encode(engine, policy, texts: list[str]) -> np.ndarray:
+    return np.asarray(engine.embed(texts, policy=policy))
+
+
+def _st_encode(st, batch_size: int, texts: list[str]) -> np.ndarray:
+    return st.encode(texts, batch_size=batch_size, convert_to_tensor=True).float().numpy()  # numpy has no bf16
+
+
+def measure(encode: dict[tuple[str, str], Encode], texts: list[str], rounds: int) -> dict[tuple[str, str], Measured]:
     """Every round runs each encoder once on all ``texts``, the order rotated by one each round."""
     keys = list(encode)
     for key in keys:
@@ -225,18 +237,30 @@ def run_family(family: Family, tokenizer_dir: Path, texts: list[str], *, dtypes:
             "ratio": statistics.median(t / o for o, t in zip(ours.seconds, theirs.seconds)),
             "ratios": [t / o for o, t in zip(ours.seconds, theirs.seconds)],
             "min_centred_cosine": float(cosines.min()), "mean_centred_cosine": float(cosines.mean()),
+            **reference_cosines(results, dtype),
             "poolq_peak_mb": max(ours.peak_mb), "st_peak_mb": max(theirs.peak_mb),
         })
     return rows
 
 
+def reference_cosines(results: dict[tuple[str, str], Measured], dtype: str) -> dict[str, float]:
+    """Each system's lowest centred cosine to sentence-transformers float32 (where it ran): what the dtype
+    itself costs, beside which the two systems' disagreement in that dtype can be judged."""
+    reference = results.get(("ST padded", "float32"))
+    if reference is None:
+        return {}
+    return {f"{system}_min_cos_to_st_fp32": float(centred_cosines(results[name, dtype].vectors, reference.vectors).min())
+            for system, name in (("poolq", "poolq packed"), ("st", "ST padded"))}
+
+
 def markdown(rows: list[dict]) -> str:
-    lines = ["| family | dtype | documents | tokens | poolq tok/s | ST tok/s | ratio (median of rounds) | per-round ratios "
-             "| min centred cos | peak RSS growth poolq / ST (MB) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| family | dtype | tokens | poolq tok/s | ST tok/s | ratio (median) | per-round ratios | min centred cos poolq-ST "
+             "| ... poolq / ST to ST fp32 | peak RSS growth poolq / ST (MB) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['family']} ({row['layers']} layers) | {row['dtype']} | {row['texts']} | {row['tokens']:,} "
+        to_fp32 = "/".join(f"{row[k]:.5f}" for k in ("poolq_min_cos_to_st_fp32", "st_min_cos_to_st_fp32") if k in row)
+        lines.append(f"| {row['family']} ({row['layers']} layers) | {row['dtype']} | {row['tokens']:,} ({row['texts']} docs) "
                      f"| {row['poolq_tok_s']:,.0f} | {row['st_tok_s']:,.0f} | **{row['ratio']:.2f}×** "
-                     f"| {', '.join(f'{r:.2f}' for r in row['ratios'])} | {row['min_centred_cosine']:.5f} "
+                     f"| {', '.join(f'{r:.2f}' for r in row['ratios'])} | {row['min_centred_cosine']:.5f} | {to_fp32 or '-'} "
                      f"| {row['poolq_peak_mb']:,.0f} / {row['st_peak_mb']:,.0f} |")
     return "\n".join(lines)
 
@@ -245,9 +269,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=4, help="sentence-transformers' encode batch size")
+    parser.add_argument("--batch-size", type=int, default=2, help="sentence-transformers' encode batch size")
     parser.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), help="tokens per document")
-    parser.add_argument("--qwen3-layers", type=int, default=QWEN3.config["num_hidden_layers"])
+    parser.add_argument("--modernbert-layers", type=int, default=6, help="12 is the real shape; 6 keeps its 1:2 global:local mix")
+    parser.add_argument("--qwen3-layers", type=int, default=4, help="28 is Qwen3-Embedding-0.6B")
     parser.add_argument("--families", default="modernbert,qwen3")
     parser.add_argument("--dtypes", default="float32,auto")
     parser.add_argument("--vocab", type=int, default=8192)
@@ -260,10 +285,12 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     dtypes = list(dict.fromkeys(resolve_dtype(d, "cpu") for d in args.dtypes.split(",")))
-    families = {"modernbert": MODERNBERT, "qwen3": QWEN3.with_config(num_hidden_layers=args.qwen3_layers)}
+    families = {"modernbert": MODERNBERT.with_config(num_hidden_layers=args.modernbert_layers),
+                "qwen3": QWEN3.with_config(num_hidden_layers=args.qwen3_layers)}
     lengths = tuple(int(n) for n in args.lengths.split(","))
     print(f"{datetime.date.today()}; {cpu_model()}; flags: {', '.join(noted_flags()) or 'none noted'}; "
-          f"{os.cpu_count()} logical cores, torch threads {args.threads}; dtypes {', '.join(dtypes)} (auto = {resolve_dtype('auto', 'cpu')})")
+          f"{os.cpu_count()} logical cores, torch threads {args.threads}; dtypes {', '.join(dtypes)} "
+          f"(auto = {resolve_dtype('auto', 'cpu')}); ST batch size {args.batch_size}")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         train_tokenizer(Path(scratch), args.vocab)

@@ -8,6 +8,12 @@ holder then has at most one task waiting for it. Past that, or when no live work
 (nobody may consume its queue; a model nobody loaded yet must not starve), the shard goes to the
 general queue, where any worker takes it, loading the model if it must. So a busy holder never
 leaves shards waiting while the other workers idle.
+
+Shards are sent as a task ends (a commit frees its slot for the next shard): the worker sending
+them is about to take its next task. If it holds the model, one task waiting in the model's queue
+is as good as taken, and one more may wait there (once per round: it takes one task). Without that,
+a holder committing with its next shard waiting would send the shard after it to the general queue,
+and an idle worker would load the model for it.
 """
 from __future__ import annotations
 
@@ -46,6 +52,8 @@ class ShardRouter:
         self._holders: dict[str, int] | None = None
         self._waiting: dict[str, int] = {}
         self._models: dict[str, str | None] = {}
+        # The models this process holds: it sends at the end of a task, and takes one task next.
+        self._taking_next: frozenset[str] | None = ctx.engines.loaded
 
     def queue_of_job(self, job_id: str) -> str:
         """The queue a shard of job ``job_id`` goes to (its model from the cached status)."""
@@ -65,10 +73,16 @@ class ShardRouter:
             # A depth the enqueuer cannot tell (None) counts as empty; one that cannot be read, as full.
             depth = self._read(lambda: self.ctx.enqueuer.waiting(queue), holders, f"the depth of {queue}")
             self._waiting[queue] = depth or 0
-        if affinity_queue(model, holders, self._waiting[queue]) is None:
+        if affinity_queue(model, holders + self._takes_next(model), self._waiting[queue]) is None:
             return self._route(GENERAL, GPU_QUEUE)
+        if affinity_queue(model, holders, self._waiting[queue]) is None:
+            self._taking_next = None  # the one task this process takes next is counted now
         self._waiting[queue] += 1
         return self._route(AFFINITY, queue)
+
+    def _takes_next(self, model: str) -> int:
+        """1 if this process holds ``model`` and its next task is not yet counted as taken, else 0."""
+        return int(self._taking_next is not None and model in self._taking_next)
 
     def holders(self) -> dict[str, int]:
         """Each model some live compute worker holds, with how many such workers."""

@@ -58,6 +58,10 @@ class ScoreTask(JobTask):
         return SCORE_MODE_TASKS[self.mode_of(model_spec)]
 
     def check_options(self, model_spec: ModelSpec) -> None:
+        if self.mode_of(model_spec) == "cross_encoder" and self.spec.prompt is not None:
+            # A pair goes through the model as one sequence; sentence-transformers' CrossEncoder takes no prompt.
+            raise OptionRejected("prompt", "a prompt does not apply to score_mode 'cross_encoder' (a pair is one "
+                                           "sequence); prompts apply to the cosine and maxsim modes")
         if self.spec.incremental_from is not None:
             raise OptionRejected("incremental_from", "incremental_from does not apply to task 'score': a query's pairs "
                                                      "are ranked together, so carried pairs would keep stale ranks")

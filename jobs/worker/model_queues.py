@@ -8,17 +8,21 @@ the general queue, or a lane request asked for it) asks its own Celery worker to
 model's queue as well: a remote-control ``add_consumer`` addressed to this worker's node name
 alone, which the worker handles in its event loop (on Redis a PUBLISH; nothing waits for a reply).
 When the child unloads the model again (``EnginePool``'s memory bound), it asks the worker to stop
-consuming it (``cancel_consumer``), if the child is the worker's only one. A worker with several
-pool children keeps consuming it, since a sibling may still hold the model; that is harmless: a
-child that takes a shard of a model it does not hold loads the model, as it would for a shard from
-the general queue, and routing never lets more tasks wait in a model's queue than live workers hold
-the model. A queue whose model's last holder died keeps its waiting tasks until someone consumes it
-again; the reconciler sends those shards again (``steps/lost_units.py``).
+consuming that queue (``cancel_consumer``) once no task waits there and the unload is older than a
+heartbeat (routing, which reads what each worker last reported, no longer counts it a holder): a
+task that waits there is taken first, and loads the model again. This only in a worker with one
+pool child; one with several keeps consuming, as a sibling may still hold the model. Both are
+harmless: a child that takes a shard of a model it does not hold loads the model, as it would for
+a shard from the general queue, and routing never lets more tasks wait in a model's queue than live
+workers hold the model. A queue whose model's last holder died keeps its waiting tasks until some
+worker consumes it again; the reconciler sends those shards again (``steps/lost_units.py``), and a
+late delivery of the old task is a no-op (the shard's commit marker).
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable, Protocol
 
 from poolq.jobs.coordination.enqueuer import model_queue
@@ -40,33 +44,48 @@ class ModelQueues:
     """One pool child's view: the worker ``node`` consumes the queues of the models ``loaded()`` holds.
 
     ``consuming``: the model queues the worker consumes as far as this child knows (its warm models'
-    at start); ``cancels``: whether an unloaded model's queue is given up (the worker's only child)."""
+    at start); ``waiting(queue)``: tasks waiting in a queue; ``cancels``: whether an unloaded model's
+    queue is given up (the worker's only child), ``grace_s`` after the unload at the earliest."""
 
     def __init__(self, control: WorkerControl, node: str, loaded: Callable[[], frozenset[str]],
-                 consuming: frozenset[str] = frozenset(), cancels: bool = True) -> None:
+                 waiting: Callable[[str], int | None], consuming: frozenset[str] = frozenset(), *,
+                 cancels: bool = True, grace_s: float = 0.0) -> None:
         self.control = control
         self.node = node
         self.loaded = loaded
+        self.waiting = waiting
         self.cancels = cancels
+        self.grace_s = grace_s
         self.consuming = set(consuming)
         self._held: set[str] = set()  # the queues of the models this child held at the last look
+        self._unloaded: dict[str, float] = {}  # queue -> when its model was unloaded (not given up yet)
         self._stopped = threading.Event()
 
-    def follow(self) -> None:
+    def follow(self, now: float | None = None) -> None:
         """Ask the worker to consume the queue of each model held now, and (``cancels``) to stop
-        consuming those of models held at the last look and unloaded since. A failed request is
-        asked again at the next look."""
+        consuming those of models unloaded since, once that is safe. A failed request is asked again
+        at the next look."""
+        now = time.monotonic() if now is None else now
         held = {model_queue(model) for model in self.loaded()}
         for queue in sorted(held - self.consuming):
             self.control.add_consumer(queue, destination=[self.node])
             self.consuming.add(queue)
             log.info("worker %s consumes %s: a model it holds now", self.node, queue)
-        unloaded = (self._held - held) & self.consuming if self.cancels else set()
-        for queue in sorted(unloaded):
-            self.control.cancel_consumer(queue, destination=[self.node])
-            self.consuming.discard(queue)
-            log.info("worker %s stops consuming %s: its model was unloaded", self.node, queue)
+        if self.cancels:
+            self._give_up_unloaded(held, now)
         self._held = held
+
+    def _give_up_unloaded(self, held: set[str], now: float) -> None:
+        for queue in self._held - held:
+            self._unloaded.setdefault(queue, now)
+        for queue, since in sorted(self._unloaded.items()):
+            if queue in held or queue not in self.consuming:  # loaded again, or not consumed
+                del self._unloaded[queue]
+            elif now - since >= self.grace_s and self.waiting(queue) == 0:
+                self.control.cancel_consumer(queue, destination=[self.node])
+                self.consuming.discard(queue)
+                del self._unloaded[queue]
+                log.info("worker %s stops consuming %s: its model was unloaded", self.node, queue)
 
     def start(self) -> "ModelQueues":
         threading.Thread(target=self._run, name="poolq-model-queues", daemon=True).start()

@@ -23,7 +23,7 @@ from poolq.jobs.settings import Settings
 from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.jobs.worker.compute_presence import ComputePresence
 from poolq.jobs.worker.lane_startup import lane_in_pool_children
-from poolq.jobs.worker.model_queues import ModelQueues
+from poolq.jobs.worker.model_queues import FOLLOW_INTERVAL_S, ModelQueues
 from poolq.jobs.worker.model_warmup import models_to_warm, warm_models
 from poolq.jobs.worker.tasks import register_tasks
 from poolq.jobs.worker.worker_set import WorkerOptions, check_store
@@ -48,8 +48,9 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     warm_queues = frozenset(model_queue(model) for model in warm)
     if options.computes:
         _say_alive_from_each_pool_child(context)
-        _follow_models_from_each_pool_child(ModelQueues(app.control, node, lambda: context().engines.loaded, warm_queues,
-                                                        cancels=options.concurrency == 1))
+        _follow_models_from_each_pool_child(ModelQueues(
+            app.control, node, lambda: context().engines.loaded, lambda queue: context().enqueuer.waiting(queue),
+            warm_queues, cancels=options.concurrency == 1, grace_s=settings.worker_heartbeat_s + FOLLOW_INTERVAL_S))
         if warm:
             _warm_each_pool_child(context)
     worker = app.Worker(

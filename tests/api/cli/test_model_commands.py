@@ -46,3 +46,14 @@ def test_pull_prints_the_commit_and_refuses_what_poolq_would_not_load(hub, tmp_p
     assert missing.exit_code == 1 and "not in this host's Hub cache" in missing.output
     bad = CliRunner().invoke(main, ["models", "pull", "no-slash"])
     assert bad.exit_code == 2 and "is not a Hub id" in bad.output
+
+
+def test_embed_takes_a_hub_id_and_a_prompt_name(hub, tmp_path, monkeypatch):
+    monkeypatch.delenv("POOLQ_MODELS_ALLOW", raising=False)
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": f"d{i}", "text": f"document {i}"}) + "\n" for i in range(3)))
+    run = CliRunner().invoke(main, ["embed", str(source), "--out", str(tmp_path / "out"), "--model", REPO,
+                                    "--prompt", "query: ", "--json"])
+    assert run.exit_code == 0, run.output
+    status = json.loads(run.output)
+    assert status["status"] == "succeeded" and status["model"] == f"{REPO}@{hub[1]}"

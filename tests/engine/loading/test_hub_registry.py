@@ -100,3 +100,10 @@ def test_a_local_directory_is_a_model_only_where_local_paths_are_allowed(tmp_pat
     assert _registry(local_paths=True).canonical(str(model_dir)) == str(model_dir)
     with pytest.raises(UnknownModelError, match="unknown model"):
         _registry(local_paths=False).canonical(str(model_dir))
+
+
+def test_the_engines_own_api_takes_any_hub_id(hub_home):
+    _, first, _ = hub_home
+    by_id = PoolingEngine.from_pretrained(f"{REPO}@v1", dtype="float32").embed(TEXTS)
+    direct = PoolingEngine.from_pretrained(_registry().resolve(f"{REPO}@{first}"), dtype="float32").embed(TEXTS)
+    np.testing.assert_allclose(by_id, direct, atol=1e-6)

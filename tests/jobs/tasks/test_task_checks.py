@@ -28,6 +28,8 @@ def test_every_task_a_spec_may_name_has_an_output_format():
      "does not apply to task 'classify'"),
     ({"task": "classify", "model": "sentiment", "output": {"label_threshold": 0.3}}, "output.label_threshold",
      "applies to multi-label models"),
+    ({"task": "score", "model": "reranker", "prompt": "query: "}, "prompt", "does not apply to score_mode 'cross_encoder'"),
+    ({"task": "embed", "prompt_name": "summary"}, "prompt_name", "'summary' is not one of this model's prompts"),
 ])
 def test_a_task_or_option_the_model_cannot_serve_is_a_rejection_naming_the_field(task_ctx, fields, field, message):
     with pytest.raises(JobRejected, match=message) as caught:

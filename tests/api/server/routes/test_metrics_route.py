@@ -7,9 +7,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.api_client import authed_client
 
 from poolq.jobs.coordination.enqueuer import Enqueuer
-from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
+from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.observability.job_metrics import RedisJobMetrics
 
 FAMILIES = {

@@ -3,8 +3,10 @@ fields (tried with the official openai client), a Hub id the operator allows val
 from its description files only (no weights file is ever opened by the API), refused outside the
 allow-list, and a job that names it computed with the commit pinned at acceptance."""
 import json
+import os
 import sys
 import threading
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -12,7 +14,7 @@ import openai
 import pyarrow as pa
 import pytest
 from support.api_client import InProcessTransport, authed_client
-from support.hub_cache import offline_hub, publish, tiny_st_bert
+from support.hub_cache import hf_hub_repo, offline_hub, publish, tiny_st_bert
 
 from poolq.engine import PoolingEngine
 from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
@@ -115,3 +117,22 @@ def test_a_job_naming_a_hub_id_runs_pinned_to_the_commit_accepted(served):
     expected = PoolingEngine.from_pretrained(ctx.registry.resolve(f"{REPO}@{commit}"), dtype=manifest["engine"]["dtype"])
     vectors = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))
     np.testing.assert_allclose(vectors, expected.embed(["rivers and lakes", "mountains"]), atol=1e-5)
+
+
+def test_a_job_pinned_by_tag_computes_with_that_snapshot_after_main_moved(served, tmp_path):
+    ctx, client, first = served
+    home = Path(os.environ["HF_HOME"])
+    (hf_hub_repo(home, REPO) / "refs" / "v1").write_text(first)  # a tag on the first commit
+    publish(home, REPO, tiny_st_bert(tmp_path / "model-v2", seed=8))  # then main moves to a second one
+    pinned = client.post("/v1/jobs", json={"model": f"{REPO}@v1", "input": DOCS}).json()
+    latest = client.post("/v1/jobs", json={"model": REPO, "input": DOCS}).json()
+    assert client.get(f"/v1/jobs/{pinned['id']}").json()["model"] == f"{REPO}@{first}"
+    assert client.get(f"/v1/jobs/{latest['id']}").json()["model"] != f"{REPO}@{first}"
+    vectors = {}
+    for name, job in (("pinned", pinned), ("latest", latest)):
+        manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, job["id"]).layout.manifest))
+        table = pa.concat_tables([read_part(ctx.store.get(part["key"])) for part in manifest["parts"]]).sort_by("id")
+        vectors[name] = np.stack(table.column("embedding").to_numpy(zero_copy_only=False))
+    first_engine = PoolingEngine.from_pretrained(ctx.registry.resolve(f"{REPO}@{first}"), dtype=manifest["engine"]["dtype"])
+    np.testing.assert_allclose(vectors["pinned"], first_engine.embed(["rivers and lakes", "mountains"]), atol=1e-5)
+    assert not np.allclose(vectors["pinned"], vectors["latest"], atol=1e-3)

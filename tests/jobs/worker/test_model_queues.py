@@ -1,0 +1,117 @@
+"""A compute pool child has its worker consume the queue of each model it loads, and give up the queue
+of a model it unloaded once nothing waits there and routing no longer counts it a holder."""
+import pytest
+
+from poolq.jobs.coordination.enqueuer import model_queue
+from poolq.jobs.worker.model_queues import ModelQueues
+
+NODE = "poolq-compute@host"
+A, B = model_queue("model-a"), model_queue("model-b")
+
+
+class Control:
+    """Records the remote-control requests (celery's ``app.control``); ``fail`` makes the next one raise."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, list[str]]] = []
+        self.fail = False
+
+    def add_consumer(self, queue, *, destination):
+        self._request("add", queue, destination)
+
+    def cancel_consumer(self, queue, *, destination):
+        self._request("cancel", queue, destination)
+
+    def _request(self, kind, queue, destination):
+        if self.fail:
+            self.fail = False
+            raise ConnectionError("broker down")
+        self.requests.append((kind, queue, destination))
+
+
+class Child:
+    """What the pool child holds, and what waits in each queue."""
+
+    def __init__(self) -> None:
+        self.loaded: frozenset[str] = frozenset()
+        self.depths: dict[str, int] = {}
+
+
+@pytest.fixture
+def child():
+    return Child()
+
+
+def _follower(child, control, **options) -> ModelQueues:
+    return ModelQueues(control, NODE, lambda: child.loaded, lambda queue: child.depths.get(queue, 0), **options)
+
+
+def test_a_model_loaded_later_has_its_queue_consumed_once_and_a_warm_one_is_not_asked_again(child):
+    control = Control()
+    follower = _follower(child, control, consuming=frozenset({A}), grace_s=5.0)
+    child.loaded = frozenset({"model-a"})  # the warm model: its queue is in the worker's list already
+    follower.follow(now=0.0)
+    assert control.requests == []
+    child.loaded = frozenset({"model-a", "model-b"})  # a shard of model-b came through the general queue
+    follower.follow(now=1.0)
+    follower.follow(now=2.0)
+    assert control.requests == [("add", B, [NODE])]
+
+
+def test_an_unloaded_model_queue_is_given_up_after_the_grace_once_nothing_waits_there(child):
+    control = Control()
+    follower = _follower(child, control, consuming=frozenset({A}), grace_s=5.0)
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=0.0)
+    child.loaded = frozenset({"model-b"})  # the memory bound unloaded model-a for model-b
+    child.depths = {A: 1}  # routed there while this worker still counted as its holder
+    follower.follow(now=1.0)
+    assert control.requests == [("add", B, [NODE])]
+    follower.follow(now=7.0)  # past the grace, but a task waits: it is taken first (loading model-a again)
+    assert control.requests == [("add", B, [NODE])]
+    child.depths = {}
+    follower.follow(now=8.0)
+    follower.follow(now=9.0)
+    assert control.requests == [("add", B, [NODE]), ("cancel", A, [NODE])]
+    # and when model-a is loaded again, its queue is consumed again
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=10.0)
+    assert control.requests[-1] == ("add", A, [NODE])
+
+
+def test_a_model_loaded_again_within_the_grace_keeps_its_queue(child):
+    control = Control()
+    follower = _follower(child, control, grace_s=5.0)
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=0.0)
+    child.loaded = frozenset()
+    follower.follow(now=1.0)
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=2.0)
+    child.loaded = frozenset()
+    follower.follow(now=6.5)  # unloaded again at 6.5: its grace starts anew
+    follower.follow(now=7.0)
+    assert control.requests == [("add", A, [NODE])]
+    follower.follow(now=11.5)
+    assert control.requests == [("add", A, [NODE]), ("cancel", A, [NODE])]
+
+
+def test_a_worker_with_several_children_keeps_consuming_an_unloaded_model_queue(child):
+    control = Control()
+    follower = _follower(child, control, cancels=False)
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=0.0)
+    child.loaded = frozenset()
+    follower.follow(now=100.0)
+    assert control.requests == [("add", A, [NODE])]
+
+
+def test_a_request_that_fails_is_asked_again_at_the_next_look(child):
+    control = Control()
+    follower = _follower(child, control)
+    child.loaded = frozenset({"model-a"})
+    control.fail = True
+    with pytest.raises(ConnectionError):
+        follower.follow(now=0.0)
+    follower.follow(now=1.0)
+    assert control.requests == [("add", A, [NODE])]
