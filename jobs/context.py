@@ -84,7 +84,7 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
     # A client's model name is a local directory only where clients may name local files (in-process runs).
     registry = ModelRegistry.with_packaged_models(settings.models, hub_access=HubAccess.parse(settings.models_allow),
                                                   local_paths=settings.allow_file_inputs)
-    engines = EnginePool(registry, settings.engine_config(), loads_models)
+    engines = EnginePool(registry, settings.engine_config(), loads_models, memory_budget=settings.worker_model_memory)
     if redis_client is None:
         return JobContext(settings=settings, store=settings.object_store(role), status=InMemoryJobStatusStore(),
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines)

@@ -256,10 +256,16 @@ def _file_bytes(source: str | os.PathLike | bytes) -> tuple[bytes, str | None]:
 def _error_from(response: httpx.Response) -> PoolqError:
     try:
         body = response.json()
-        detail = body.get("detail", response.text) if isinstance(body, dict) else body
+        detail = _detail(body, response.text) if isinstance(body, dict) else body
     except ValueError:
         detail = response.text
     return PoolqError(response.status_code, detail, _retry_after(response))
+
+
+def _detail(body: dict, text: str) -> Any:
+    """poolq's ``detail``, or the message of OpenAI's ``{"error": {...}}`` (``GET /v1/models``, the OpenAI routes)."""
+    error = body.get("error")
+    return error["message"] if isinstance(error, dict) and "message" in error else body.get("detail", text)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

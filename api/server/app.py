@@ -5,7 +5,6 @@ from typing import Callable
 
 import anyio
 from fastapi import FastAPI
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
@@ -13,12 +12,12 @@ from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddlewa
 from poolq.api.server.dashboard import install_dashboard
 from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
+from poolq.api.server.openai_errors import install_error_answers
 from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, estimates, jobs, models, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes import sinks as sink_routes
 from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
-from poolq.api.server.strict_json import answer_validation_error
 from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
 from poolq.jobs import ApiKeyStore, EmbeddingLane, InMemoryEmbeddingLane, JobContext, Settings, SystemGauges, gauges_for
 
@@ -76,9 +75,7 @@ def create_app(
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases), ctx.workers)
     install_unavailable_handlers(app)
     install_disconnect_handler(app)
-    # The decorator's form: add_exception_handler's annotation takes only handlers of any Exception,
-    # and this one is for RequestValidationError alone.
-    app.exception_handler(RequestValidationError)(answer_validation_error)
+    install_error_answers(app)  # OpenAI's error shape on OpenAI's routes, poolq's on the rest
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

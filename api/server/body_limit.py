@@ -10,6 +10,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from poolq.api.server.openai_errors import error_body
+
 # A multipart upload's headers and form fields around the file itself.
 MULTIPART_OVERHEAD_BYTES = 64 << 10
 
@@ -26,10 +28,11 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        max_bytes = self.limits.get(scope.get("path", ""), self.max_bytes)
+        path = scope.get("path", "")
+        max_bytes = self.limits.get(path, self.max_bytes)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-            await self._refuse(send, max_bytes)
+            await self._refuse(send, path, max_bytes)
             return
         received = 0
         response_started = refused = False
@@ -45,7 +48,7 @@ class BodySizeLimitMiddleware:
                 if received > max_bytes:
                     refused = True
                     if not response_started:
-                        await self._refuse(send, max_bytes)
+                        await self._refuse(send, path, max_bytes)
                     return {"type": "http.disconnect"}
             return message
 
@@ -62,9 +65,9 @@ class BodySizeLimitMiddleware:
             if not refused:
                 raise
 
-    async def _refuse(self, send: Send, max_bytes: int) -> None:
+    async def _refuse(self, send: Send, path: str, max_bytes: int) -> None:
         hint = "" if max_bytes != self.max_bytes else "; upload large inputs with POST /v1/uploads and pass their s3:// URI"
-        body = json.dumps({"detail": f"request body larger than {max_bytes} bytes{hint}"}).encode()
+        body = json.dumps(error_body(path, 413, f"request body larger than {max_bytes} bytes{hint}")).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                                 (b"connection", b"close")]})

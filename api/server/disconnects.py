@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -20,7 +19,6 @@ log = logging.getLogger(__name__)
 
 def install_disconnect_handler(app: FastAPI) -> None:
     app.add_exception_handler(ClientDisconnect, _client_gone)
-    app.add_exception_handler(HTTPException, _http_error)
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
@@ -30,10 +28,8 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=400)
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """FastAPI's own answer to an HTTPException; one caused by a disconnect is also logged (INFO)."""
-    if not isinstance(exc, HTTPException):  # registered for HTTPException only
-        raise exc
+async def log_if_disconnected(request: Request, exc: HTTPException) -> None:
+    """An HTTPException caused by a disconnect (FastAPI's 400 for a form cut off) is logged as one
+    (INFO); the handler of HTTPExceptions (``openai_errors.py``) calls this before it answers."""
     if isinstance(exc.__cause__, ClientDisconnect):
         await _client_gone(request, exc.__cause__)
-    return await http_exception_handler(request, exc)

@@ -23,9 +23,26 @@ OpenApiResponses = dict[int | str, dict[str, Any]]
 
 
 class ErrorBody(BaseModel):
-    """The body of every error answer except 422: what went wrong, in words."""
+    """The body of every error answer except 422 on poolq's own routes: what went wrong, in words."""
 
     detail: str
+
+
+class OpenAIError(BaseModel):
+    """What went wrong, as OpenAI's API says it: ``param`` is the offending field's dotted path
+    (``model``, ``input.3``) where one is to blame, ``code`` its kind (``rate_limit_exceeded``)."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorBody(BaseModel):
+    """The body of every error answer on OpenAI's routes (``/v1/files``, ``/v1/batches``,
+    ``/v1/embeddings``, ``/v1/models``): OpenAI's clients raise it as their own errors."""
+
+    error: OpenAIError
 
 
 class ResultPart(ManifestPart):

@@ -1,10 +1,13 @@
-"""Request bodies must be strict UTF-8 JSON; errors say where (line, column, field), as a 422.
+"""Request bodies must be strict UTF-8 JSON; errors say where (line, column, field), as a 422
+(OpenAI's 400 on OpenAI's routes: ``openai_errors.py`` answers).
 
 FastAPI answers a body that is not UTF-8 with a bare 400, a JSON syntax error with a byte
 offset, and a body nested too deeply or holding a 5,000-digit number with a 500. A route class
 that checks the body first gives the caller a 422 naming the problem instead. It also validates
 the body model in pydantic's strict mode (``"dimensions": true`` or ``"128"`` are not numbers),
-and refuses strings holding lone UTF-16 surrogates, which no store or file can encode.
+refuses strings holding lone UTF-16 surrogates, which no store or file can encode, and objects
+naming a key twice (``json.loads`` would keep the last silently: a caller who sent two ``model``
+keys would get a job of the model it did not mean).
 """
 from __future__ import annotations
 
@@ -31,6 +34,52 @@ def _error(kind: str, message: str) -> list[dict]:
     return [{"loc": ["body"], "type": kind, "msg": message}]
 
 
+class _RepeatedKey(dict):
+    """A parsed JSON object in which ``key`` came more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str) -> None:
+        super().__init__(pairs)
+        self.key = key
+
+
+def _first_repeated(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise ValueError("no key repeats")  # only called for objects with fewer keys than pairs
+
+
+def _parse(text: str) -> tuple[Any, bool]:
+    """``text`` parsed, and whether an object in it repeats a key (each such object marked, for
+    :func:`_repeated_key` to find where; the value of a repeated key is the last one, as ``json.loads``')."""
+    repeats: list[_RepeatedKey] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+        value = dict(pairs)
+        if len(value) == len(pairs):
+            return value
+        repeats.append(_RepeatedKey(pairs, _first_repeated(pairs)))
+        return repeats[-1]
+
+    return json.loads(text, object_pairs_hook=pairs_hook), bool(repeats)
+
+
+def _repeated_key(value: object) -> list[dict]:
+    """An error naming the first object of ``value`` that repeats a key, by its path (none if no object does)."""
+    pending: list[tuple[object, tuple]] = [(value, ())]
+    while pending:  # iterative: the value may be nested as deep as json.loads allows
+        current, path = pending.pop()
+        if isinstance(current, _RepeatedKey):
+            where = ".".join(map(str, ("body", *path))) if path else "the body"
+            return [{"loc": ["body", *path, current.key], "type": "duplicate_key",
+                     "msg": f"{where} names the key {current.key!r} twice; a JSON object names each key once"}]
+        children = current.items() if isinstance(current, dict) else enumerate(current) if isinstance(current, list) else ()
+        pending.extend((item, (*path, name)) for name, item in reversed(list(children)))
+    return []
+
+
 def body_errors(raw: bytes) -> list[dict]:
     """The first problems of a JSON body, each with ``loc`` and a message naming where."""
     try:
@@ -39,7 +88,7 @@ def body_errors(raw: bytes) -> list[dict]:
         line, column = _position(raw, exc.start)
         return _error("invalid_utf8", f"the body is not UTF-8: byte 0x{raw[exc.start]:02x} at line {line}, column {column}")
     try:
-        value = json.loads(text)
+        value, repeats = _parse(text)
     except json.JSONDecodeError as exc:
         return _error("json_invalid", f"the body is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")
     except RecursionError:
@@ -51,7 +100,7 @@ def body_errors(raw: bytes) -> list[dict]:
     where = lone_surrogate_path(value, "body")
     if where is not None:
         return _error("invalid_unicode", f"{where} holds a lone UTF-16 surrogate escape, which is no character")
-    return []
+    return _repeated_key(value) if repeats else []
 
 
 def strict_model_errors(model: type[BaseModel], raw: bytes) -> list[dict]:

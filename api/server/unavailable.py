@@ -10,6 +10,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from poolq.api.server.openai_errors import error_response
 from poolq.jobs import RETRYABLE_ERRORS, describe, is_retryable
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,7 @@ def install_unavailable_handlers(app: FastAPI) -> None:
 async def _answer(request: Request, exc: Exception) -> JSONResponse:
     if not is_retryable(exc):  # a permanent store error (a missing object) that a route did not expect
         log.error("%s %s failed: %s", request.method, request.url.path, describe(exc))
-        return JSONResponse({"detail": "internal error"}, status_code=500)
+        return error_response(request, 500, "internal error")
     log.warning("%s %s: a dependency is unavailable: %s", request.method, request.url.path, describe(exc))
-    return JSONResponse({"detail": "a service poolq depends on (object store, Redis or the broker) is unavailable; "
-                                   f"try again in {RETRY_AFTER_S} s"},
-                        status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)})
+    return error_response(request, 503, "a service poolq depends on (object store, Redis or the broker) is unavailable; "
+                                        f"try again in {RETRY_AFTER_S} s", headers={"Retry-After": str(RETRY_AFTER_S)})

@@ -1,26 +1,26 @@
 """Long documents through the families users pick: poolq packed beside sentence-transformers (not a test).
 
-Two seeded random-weight models at a realistic size, built from transformers' config classes and
-saved by sentence-transformers itself (Transformer + Pooling + Normalize):
+Two seeded random-weight models, built from transformers' config classes and saved by
+sentence-transformers itself (Transformer + Pooling + Normalize), at their real models' layer shapes:
 
-- ModernBERT-shaped (hidden 768, 12 layers, 12 heads, intermediate 1152, global attention every 3
-  layers, local window 128, 8,192 positions), mean pooling;
-- Qwen3-shaped (hidden 1024, 16 heads, 8 K/V heads, head size 128, intermediate 3072, 8,192
-  positions; 28 layers is Qwen3-Embedding-0.6B, ``--qwen3-layers`` cuts it), last-token pooling.
+- ModernBERT (hidden 768, 12 heads, intermediate 1152, global attention every 3rd layer, local window
+  128, 8,192 positions; 12 layers, ``--modernbert-layers``, default 6: the same 1:2 global:local mix), mean pooling;
+- Qwen3 (hidden 1024, 16 heads, 8 K/V heads, head size 128, intermediate 3072, 8,192 positions; 28
+  layers in Qwen3-Embedding-0.6B, ``--qwen3-layers``, default 4), last-token pooling.
 
-Both share one WordPiece tokenizer (vocabulary 8,192) trained here on the demo corpus
-(``devtools/demo/sample_corpus.jsonl``), ``[CLS] text [SEP]``. The documents are cut from that
-corpus' text, repeated: a few of ~8k tokens and several of 200-1,000 (``--lengths``), so a padded
-batch pads. poolq runs ``PoolingEngine.embed`` (packed runner, TRUNCATE at 8,192 tokens) and
-sentence-transformers ``SentenceTransformer.encode(texts, batch_size=...)`` (its padded path) in the
-same dtype: float32 and the machine's ``auto`` (bf16 where the CPU has native bf16). Every round runs
-each (system, dtype) once, in an order rotated round by round, because a shared machine's speed
-drifts; medians are reported with the median of the per-round ratios. Tokens/s counts real tokens,
-specials included (both systems tokenize alike). Agreement: per-vector cosine between the two
-systems' vectors after centring both on the sentence-transformers batch mean (random weights make raw
-vectors nearly parallel). Peak memory: the largest RSS growth during one call, sampled every 5 ms.
+Fewer layers by default keep a run near 10 minutes on 2 cores; the ratio is per layer much the same.
+Both share a WordPiece tokenizer (vocabulary 8,192) trained here on the demo corpus, ``[CLS] text [SEP]``.
+The documents are cut from the corpus' text, repeated, at ``--lengths`` tokens (one ~8k, three short
+by default): sentence-transformers sorts by length and pads each batch, so a short one batched with a
+long one pads. poolq runs ``PoolingEngine.embed`` (packed runner, TRUNCATE at 8,192 tokens),
+sentence-transformers ``encode(texts, batch_size=...)`` (padded: it unpads only with flash attention),
+both in float32 and in the machine's ``auto`` dtype. Each round runs every (system, dtype) once; the two
+systems of a dtype back to back, which goes first alternating, because a shared machine's speed
+drifts. Reported: medians, the median of per-round ratios, tokens/s of real tokens; the per-vector
+cosine between the systems after centring on sentence-transformers' batch mean (random weights make
+raw vectors nearly parallel); the largest RSS growth during a call, sampled every 5 ms.
 
-    python infra/bench/families_long_documents.py [--rounds 3] [--threads 2] [--qwen3-layers 8]
+    python infra/bench/families_long_documents.py [--rounds 3] [--threads 2] [--batch-size 2] [--json out.json]
 """
 from __future__ import annotations
 
@@ -33,41 +33,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+from random_families import FAMILIES, WINDOW, Family, build_model, documents, train_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-WINDOW = 8192
 DEFAULT_LENGTHS = (8000, 1000, 500, 250)  # tokens per document, specials included
-SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4, in this order
 Encode = Callable[[list[str]], np.ndarray]  # texts -> [n, d]
-
-
-@dataclass(frozen=True)
-class Family:
-    """One model to build: its transformers config class and values, and its sentence-transformers pooling."""
-
-    name: str
-    config_class: str
-    config: dict
-    pooling: str
-
-    def with_config(self, **overrides) -> "Family":
-        return replace(self, config={**self.config, **overrides})
-
-
-_IDS = dict(pad_token_id=0, cls_token_id=2, sep_token_id=3, bos_token_id=2, eos_token_id=3)
-MODERNBERT = Family("ModernBERT", "ModernBertConfig", dict(
-    hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=1152,
-    global_attn_every_n_layers=3, local_attention=128, max_position_embeddings=WINDOW, **_IDS), "mean")
-QWEN3 = Family("Qwen3", "Qwen3Config", dict(
-    hidden_size=1024, num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
-    intermediate_size=3072, max_position_embeddings=WINDOW, pad_token_id=0, bos_token_id=2, eos_token_id=3), "lasttoken")
 
 
 @dataclass
@@ -77,64 +54,6 @@ class Measured:
     seconds: list[float] = field(default_factory=list)
     peak_mb: list[float] = field(default_factory=list)
     vectors: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
-
-
-def train_tokenizer(directory: Path, vocab_size: int) -> None:
-    """A lower-casing WordPiece tokenizer of ``vocab_size`` trained on the demo corpus, saved as transformers saves one."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.WordPiece()
-    tokenizer.train_from_iterator(corpus_texts(), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS)))
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(directory)
-
-
-def corpus_texts() -> list[str]:
-    from poolq.devtools.demo.sample_corpus import load_sample_corpus
-
-    return [document["text"] for document in load_sample_corpus()]
-
-
-def build_model(family: Family, tokenizer_dir: Path, directory: Path, seed: int = 0) -> Path:
-    """``family`` with weights from ``seed`` and the tokenizer of ``tokenizer_dir``, saved by sentence-transformers."""
-    import torch
-    import transformers
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer import modules
-
-    transformers.utils.logging.disable_progress_bar()  # saving and loading bars would bury the rounds
-    base = directory / "hf"
-    vocab_size = len(transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir)))
-    config = getattr(transformers, family.config_class)(vocab_size=vocab_size, **family.config)
-    torch.manual_seed(seed)
-    transformers.AutoModel.from_config(config).eval().save_pretrained(base)
-    transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir)).save_pretrained(base)
-    transformer = modules.Transformer(str(base), max_seq_length=WINDOW)
-    pooling = modules.Pooling(config.hidden_size, pooling_mode=family.pooling)
-    saved = directory / "saved"
-    model = SentenceTransformer(modules=[transformer, pooling, modules.Normalize()], device="cpu")
-    model.save(str(saved), create_model_card=False)
-    return saved
-
-
-def documents(tokenizer, lengths: tuple[int, ...], seed: int = 0) -> list[str]:
-    """One text per length, cut at a token boundary from the corpus (repeated) at a random start,
-    so that it tokenizes to about that many tokens, ``[CLS]`` and ``[SEP]`` included."""
-    stream = "\n\n".join(corpus_texts())
-    stream = "\n\n".join([stream] * (2 + max(lengths) * 5 // len(stream)))  # ~5 characters a token, with room
-    offsets = tokenizer(stream, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    rng = np.random.default_rng(seed)
-    texts = []
-    for length in lengths:
-        start = int(rng.integers(0, len(offsets) - length))
-        texts.append(stream[offsets[start][0]: offsets[start + length - 3][1]])
-    return texts
 
 
 class RssPeak:
@@ -178,6 +97,8 @@ def encoders(model_dir: Path, dtypes: list[str], batch_size: int) -> dict[tuple[
         if not isinstance(engine.runner, PackedRunner):
             raise RuntimeError(f"{model_dir}: the engine chose {type(engine.runner).__name__}, not the packed runner")
         st = SentenceTransformer(str(model_dir), device="cpu").to(torch_dtype(engine.config.dtype))
+        if st[0].can_flatten_inputs:  # flash attention's varlen path: then it pads nothing either
+            print(f"  note: sentence-transformers runs {dtype} unpadded here")
         found["poolq packed", dtype] = partial(_poolq_encode, engine, policy)
         found["ST padded", dtype] = partial(_st_encode, st, batch_size)
     return found
@@ -192,13 +113,14 @@ def _st_encode(st, batch_size: int, texts: list[str]) -> np.ndarray:
 
 
 def measure(encode: dict[tuple[str, str], Encode], texts: list[str], rounds: int) -> dict[tuple[str, str], Measured]:
-    """Every round runs each encoder once on all ``texts``, the order rotated by one each round."""
-    keys = list(encode)
+    """Every round runs each encoder once on all ``texts``. The two systems of a dtype run back to back
+    (a per-round ratio compares neighbours in time), which goes first alternates, and so do the dtypes."""
+    keys = list(encode)  # (poolq, dtype), (ST, dtype) for each dtype
     for key in keys:
         encode[key](texts[-1:])  # warm-up: lazy initialisation, first-call kernels
     results = {key: Measured() for key in keys}
     for r in range(rounds):
-        for key in keys[r % len(keys):] + keys[: r % len(keys)]:
+        for key in round_order(keys, r):
             with RssPeak() as rss:
                 start = time.perf_counter()
                 vectors = encode[key](texts)
@@ -207,6 +129,21 @@ def measure(encode: dict[tuple[str, str], Encode], texts: list[str], rounds: int
             results[key].vectors = np.asarray(vectors, dtype=np.float32)
         print(f"  round {r + 1}: " + ", ".join(f"{' '.join(k)} {results[k].seconds[-1]:.1f}s" for k in keys), flush=True)
     return results
+
+
+def round_order(keys: list, r: int) -> list:
+    """``keys`` taken as adjacent pairs: the pairs rotated by ``r``, each pair reversed in odd rounds."""
+    pairs = [keys[i: i + 2] for i in range(0, len(keys), 2)]
+    pairs = pairs[r % len(pairs):] + pairs[: r % len(pairs)]
+    return [key for pair in pairs for key in (pair[::-1] if r % 2 else pair)]
+
+
+def st_positions(token_counts: list[int], char_lengths: list[int], batch_size: int) -> int:
+    """Positions sentence-transformers computes, padding included: its encode sorts by text length
+    (characters, longest first) and pads each batch to its longest."""
+    order = sorted(range(len(token_counts)), key=lambda i: -char_lengths[i])
+    batches = [order[i: i + batch_size] for i in range(0, len(order), batch_size)]
+    return sum(len(batch) * max(token_counts[i] for i in batch) for batch in batches)
 
 
 def centred_cosines(ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
@@ -222,7 +159,10 @@ def run_family(family: Family, tokenizer_dir: Path, texts: list[str], *, dtypes:
     import transformers
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    tokens = sum(min(len(ids), WINDOW) for ids in tokenizer(texts)["input_ids"])
+    counts = [min(len(ids), WINDOW) for ids in tokenizer(texts)["input_ids"]]
+    tokens, padded = sum(counts), st_positions(counts, [len(text) for text in texts], batch_size)
+    print(f"{family.name}, {family.config['num_hidden_layers']} layers: {tokens:,} tokens, "
+          f"{padded:,} positions as sentence-transformers batches them", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         encode = encoders(build_model(family, tokenizer_dir, Path(scratch)), dtypes, batch_size)
         results = measure(encode, texts, rounds)
@@ -232,7 +172,7 @@ def run_family(family: Family, tokenizer_dir: Path, texts: list[str], *, dtypes:
         cosines = centred_cosines(ours.vectors, theirs.vectors)
         rows.append({
             "family": family.name, "layers": family.config["num_hidden_layers"], "dtype": dtype, "texts": len(texts),
-            "tokens": tokens, "poolq_tok_s": tokens / statistics.median(ours.seconds),
+            "tokens": tokens, "st_positions": padded, "poolq_tok_s": tokens / statistics.median(ours.seconds),
             "st_tok_s": tokens / statistics.median(theirs.seconds),
             "ratio": statistics.median(t / o for o, t in zip(ours.seconds, theirs.seconds)),
             "ratios": [t / o for o, t in zip(ours.seconds, theirs.seconds)],
@@ -254,15 +194,32 @@ def reference_cosines(results: dict[tuple[str, str], Measured], dtype: str) -> d
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| family | dtype | tokens | poolq tok/s | ST tok/s | ratio (median) | per-round ratios | min centred cos poolq-ST "
-             "| ... poolq / ST to ST fp32 | peak RSS growth poolq / ST (MB) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| family | dtype | tokens (ST's positions) | poolq tok/s | ST tok/s | ratio | per round | cos poolq-ST "
+             "| cos poolq/ST to ST fp32 | RSS growth poolq/ST MB |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         to_fp32 = "/".join(f"{row[k]:.5f}" for k in ("poolq_min_cos_to_st_fp32", "st_min_cos_to_st_fp32") if k in row)
-        lines.append(f"| {row['family']} ({row['layers']} layers) | {row['dtype']} | {row['tokens']:,} ({row['texts']} docs) "
+        lines.append(f"| {row['family']} ({row['layers']} layers) | {row['dtype']} | {row['tokens']:,} ({row['st_positions']:,}) "
                      f"| {row['poolq_tok_s']:,.0f} | {row['st_tok_s']:,.0f} | **{row['ratio']:.2f}×** "
                      f"| {', '.join(f'{r:.2f}' for r in row['ratios'])} | {row['min_centred_cosine']:.5f} | {to_fp32 or '-'} "
                      f"| {row['poolq_peak_mb']:,.0f} / {row['st_peak_mb']:,.0f} |")
     return "\n".join(lines)
+
+
+def _lengths(value: str) -> tuple[int, ...]:
+    try:
+        lengths = tuple(int(n) for n in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"comma-separated token counts, got {value!r}") from None
+    if not all(3 <= n <= WINDOW for n in lengths):
+        raise argparse.ArgumentTypeError(f"each length must be 3..{WINDOW} tokens, got {value!r}")
+    return lengths
+
+
+def _families(value: str) -> list[str]:
+    unknown = [name for name in value.split(",") if name not in FAMILIES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)}; known: {', '.join(FAMILIES)}")
+    return value.split(",")
 
 
 def main() -> None:
@@ -270,37 +227,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=2, help="sentence-transformers' encode batch size")
-    parser.add_argument("--lengths", default=",".join(map(str, DEFAULT_LENGTHS)), help="tokens per document")
-    parser.add_argument("--modernbert-layers", type=int, default=6, help="12 is the real shape; 6 keeps its 1:2 global:local mix")
-    parser.add_argument("--qwen3-layers", type=int, default=4, help="28 is Qwen3-Embedding-0.6B")
-    parser.add_argument("--families", default="modernbert,qwen3")
+    parser.add_argument("--lengths", type=_lengths, default=DEFAULT_LENGTHS, help="tokens per document, comma-separated")
+    parser.add_argument("--modernbert-layers", type=int, default=6)
+    parser.add_argument("--qwen3-layers", type=int, default=4)
+    parser.add_argument("--families", type=_families, default=list(FAMILIES))
     parser.add_argument("--dtypes", default="float32,auto")
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
 
     import torch
+    import transformers
 
     from poolq.engine.hardware import cpu_model, noted_flags, resolve_dtype
 
     torch.set_num_threads(args.threads)
     dtypes = list(dict.fromkeys(resolve_dtype(d, "cpu") for d in args.dtypes.split(",")))
-    families = {"modernbert": MODERNBERT.with_config(num_hidden_layers=args.modernbert_layers),
-                "qwen3": QWEN3.with_config(num_hidden_layers=args.qwen3_layers)}
-    lengths = tuple(int(n) for n in args.lengths.split(","))
+    layers = {"modernbert": args.modernbert_layers, "qwen3": args.qwen3_layers}
     print(f"{datetime.date.today()}; {cpu_model()}; flags: {', '.join(noted_flags()) or 'none noted'}; "
-          f"{os.cpu_count()} logical cores, torch threads {args.threads}; dtypes {', '.join(dtypes)} "
-          f"(auto = {resolve_dtype('auto', 'cpu')}); ST batch size {args.batch_size}")
+          f"{os.cpu_count()} logical cores, torch threads {args.threads}; dtypes {', '.join(dtypes)}; "
+          f"ST batch size {args.batch_size}; documents of {', '.join(map(str, args.lengths))} tokens")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         train_tokenizer(Path(scratch), args.vocab)
-        import transformers
-
-        texts = documents(transformers.AutoTokenizer.from_pretrained(scratch), lengths)
-        for name in args.families.split(","):
-            print(f"{families[name].name}: {len(texts)} documents of {', '.join(map(str, lengths))} tokens", flush=True)
-            rows += run_family(families[name], Path(scratch), texts, dtypes=dtypes, rounds=args.rounds,
-                               batch_size=args.batch_size)
+        texts = documents(transformers.AutoTokenizer.from_pretrained(scratch), args.lengths)
+        for name in args.families:
+            family = FAMILIES[name].with_config(num_hidden_layers=layers[name])
+            rows += run_family(family, Path(scratch), texts, dtypes=dtypes, rounds=args.rounds, batch_size=args.batch_size)
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

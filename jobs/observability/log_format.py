@@ -4,13 +4,15 @@
 thread (contextvars: a plain ``threading.Thread`` started inside begins without them). Workers
 run each task inside one (``tasks.py``); ``configure_logging`` is called by the worker (Celery's
 ``setup_logging`` signal), beat, ``poolq serve`` and ``poolq flower``. Nothing here ever sees request headers, so
-API keys cannot reach a log line through it.
+API keys cannot reach a log line through it; a key a client put in the URL (refused: only the
+Authorization header counts) is redacted from uvicorn's access log (``UrlSecretRedactor``).
 """
 from __future__ import annotations
 
 import contextvars
 import json
 import logging
+import re
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Iterator
@@ -49,6 +51,26 @@ class JsonFormatter(logging.Formatter):
 
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+REDACTED = "[redacted]"
+# A query parameter whose name says it holds a credential (api_key, key, token, access_token, secret, ...).
+_SECRET_PARAMETER = re.compile(r"(?i)([?&;][^=&#;]*(?:key|token|secret|passw|signature|auth|credential)[^=&#;]*=)[^&#;]*")
+# A poolq API key (pq_<key_id>_<secret>) anywhere else in a URL: in the path, or under any parameter name.
+_POOLQ_KEY = re.compile(r"pq_[0-9a-f]{16}_[A-Za-z0-9_-]+")
+
+
+def redact_url_secrets(text: str) -> str:
+    """``text`` (a request target, say) with credentials in query parameters and poolq keys replaced."""
+    return _POOLQ_KEY.sub(REDACTED, _SECRET_PARAMETER.sub(rf"\1{REDACTED}", text))
+
+
+class UrlSecretRedactor(logging.Filter):
+    """Redacts credentials from the strings a record is formatted with: uvicorn's access log line
+    carries the request target, query string included, before the API ever refuses a key sent there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_url_secrets(arg) if isinstance(arg, str) else arg for arg in record.args)
+        return True
 
 
 def configure_json_logging(level: str | int = "INFO") -> None:
@@ -67,6 +89,9 @@ def configure_logging(log_format: str, level: str | int = "INFO") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+    access = logging.getLogger("uvicorn.access")  # a logger's own filters see every record logged to it
+    if not any(isinstance(existing, UrlSecretRedactor) for existing in access.filters):
+        access.addFilter(UrlSecretRedactor())
 
 
 def use_celery_logging(log_format: str) -> None:

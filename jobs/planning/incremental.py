@@ -27,6 +27,7 @@ from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.output_effect import OutputEffect, counted_options
 from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
 from poolq.storage import ObjectNotFoundError, read_embeddings, write_embeddings
 
@@ -39,11 +40,14 @@ class BaselineChanged(RuntimeError):
     """A baseline part vanished or changed while planning: carried rows would be missing."""
 
 
+# What a baseline's options must share with the job's (jobs/model/output_effect.py declares each field's
+# effect): the engine's fields are left to the engine identities, compared below (what the rows were computed in).
+ROW_COUNTS = frozenset({OutputEffect.VALUES, OutputEffect.ROWS})
+
+
 def comparable_options(options: dict) -> dict:
-    """A manifest's (or spec's) options without what does not change the vectors."""
-    # compute_dtype: the engine identity below compares what the rows were computed in
-    return {name: value for name, value in options.items()
-            if name not in ("input", "incremental_from", "sink", "webhook", "reuse", "compute_dtype", "allow_mixed_engines")}
+    """A manifest's (or spec's) options without what does not change the rows."""
+    return counted_options(options, ROW_COUNTS)
 
 
 def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:

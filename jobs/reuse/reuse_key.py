@@ -9,9 +9,10 @@ A key is ``sha256(scope, content hash)``:
   context it was pooled in.
 - the *scope* covers what made the output: the engine's identity (model files' fingerprint and
   compute dtype, ``EnginePool.identity``) and the job spec's options. The options are the spec's
-  own typed fields, dumped, minus the few named in ``REUSE_NEUTRAL`` (where the input is, lineage,
-  the reuse choice itself, where rows are loaded, copied input fields): an option added to the spec later is covered
-  without anyone listing it here.
+  own typed fields, dumped, minus those that change no computed value: ``jobs/model/output_effect.py``
+  declares every field's effect, once (the scope counts values and the engine choice; it leaves out
+  where the input is, lineage, the reuse choice itself, where rows are loaded and events sent, and
+  copied input fields). A field not declared there fails a test, so none is left out by oversight.
 """
 from __future__ import annotations
 
@@ -19,21 +20,19 @@ import hashlib
 import json
 
 from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.output_effect import OutputEffect, counted_options, fields_without
 
+# What the scope counts; the engine's own fields are redundant beside its identity, but scopes always held them.
+SCOPE_COUNTS = frozenset({OutputEffect.VALUES, OutputEffect.ENGINE})
 # Spec fields that do not change any computed value (dotted: a field of a nested model).
-REUSE_NEUTRAL: frozenset[str] = frozenset({"input", "incremental_from", "reuse", "sink", "output.include_fields"})
+REUSE_NEUTRAL: frozenset[str] = fields_without(SCOPE_COUNTS)
+# Scopes made before webhooks were declared neutral held ``"webhook": null``: kept so, they still match.
+_HELD_AT_DEFAULT = ("webhook",)
 
 
 def reuse_options(spec: JobSpec) -> dict:
     """The spec's options that change its outputs, as JSON values."""
-    options = spec.model_dump(mode="json")
-    for name in REUSE_NEUTRAL:
-        *parents, leaf = name.split(".")
-        holder = options
-        for parent in parents:
-            holder = holder.get(parent) or {}
-        holder.pop(leaf, None)
-    return options
+    return counted_options(spec.model_dump(mode="json"), SCOPE_COUNTS, _HELD_AT_DEFAULT)
 
 
 def reuse_scope(spec: JobSpec, engine_identity: str) -> str:

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.model.output_effect import OutputEffect, counted_options
 from poolq.jobs.sinks.sink import DENSE_COLUMN, MULTI_COLUMN, SPARSE_INDICES, SPARSE_VALUES, SinkError, SinkSchema
 from poolq.storage import EmbeddingCodec
 
@@ -25,10 +26,18 @@ _PART_COLUMNS = frozenset({
 SINK_TASKS = frozenset({"embed", "sparse_embed", "token_embed"})
 
 
+# The options an origin counts (jobs/model/output_effect.py declares each field's effect). The engine's
+# fields add nothing beside ``engines`` but origins always held them: rows loaded before keep theirs.
+ORIGIN_COUNTS = frozenset({OutputEffect.VALUES, OutputEffect.ROWS, OutputEffect.ENGINE})
+# Origins made before these were declared neutral held their values: at their defaults, those still match.
+_HELD_AT_DEFAULT = ("reuse", "webhook")
+
+
 def vector_origin(manifest: JobManifest) -> str:
-    """What made a job's vectors, as a short digest: model, engines (files and dtype) and the options
-    that change vectors. Rows of two jobs with equal origins and content hashes are equal."""
-    options = {name: value for name, value in manifest.options.items() if name not in ("incremental_from", "sink")}
+    """What made a job's rows, as a short digest: model, engines (files and dtype) and the options
+    that change rows. Rows of two jobs with equal origins and content hashes are equal; where the
+    input was, a webhook, the reuse choice or the sink itself change no origin."""
+    options = counted_options(manifest.options, ORIGIN_COUNTS, _HELD_AT_DEFAULT)
     made_by = json.dumps({"model": manifest.model, "engines": manifest.engines, "options": options}, sort_keys=True)
     return hashlib.sha256(made_by.encode()).hexdigest()[:32]
 

@@ -13,12 +13,12 @@ from collections import defaultdict
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.fair_share import Claim
 from poolq.jobs.coordination.leases import LeaseStore
-from poolq.jobs.coordination.shard_routing import ShardRouter
 from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.planning_ledger import SectionStage
+from poolq.jobs.steps.shard_routing import ShardRouter
 
 
 def dispatch_plan(job: JobHandle) -> None:

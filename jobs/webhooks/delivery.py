@@ -3,9 +3,10 @@ status), and when the next attempt is due. The Celery task (``jobs/worker/tasks.
 ``deliver_event`` and re-sends itself after the delay it returns.
 
 Delivery is at least once: every attempt carries the event's id (``webhook-id``), so a receiver
-drops repeats. A 2xx answer delivers it; a redirect (never followed), 410 Gone or a refused
-address ends it as failed; anything else (no answer, other statuses) is retried with
-exponential back-off until ``webhook_retry_for_s`` after the event.
+drops repeats. A 2xx answer delivers it; a redirect (never followed), 410 Gone, a refused URL or
+address, or a request that cannot be made ends it as failed; no answer or another status is retried
+with exponential back-off until ``webhook_retry_for_s`` after the event (``unanswered`` and
+``answered`` classify each attempt, once).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from poolq.jobs.settings import Settings
 from poolq.jobs.webhooks.address_check import Resolver, pinned_address, resolve
 from poolq.jobs.webhooks.allow_list import AllowList
 from poolq.jobs.webhooks.backoff import next_attempt_in
-from poolq.jobs.webhooks.sender import HttpSender, WebhookSender
+from poolq.jobs.webhooks.sender import Answer, HttpSender, WebhookSender
 from poolq.jobs.webhooks.signing import signed_headers
 from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
 from poolq.jobs.webhooks.webhook_url import WebhookRefused
@@ -54,15 +55,33 @@ def attempt_delivery(event: WebhookEvent, signing_secrets: list[str], allow: All
     try:
         url, entry = allow.entry_for(event.url)  # the allow-list of now: the operator may have narrowed it
         address = pinned_address(url, entry, resolver)
-    except WebhookRefused as exc:
-        return Attempt(None, f"refused: {exc}", final=True)
-    except ConnectionError as exc:  # the name does not resolve (now)
-        return Attempt(None, str(exc), final=False)
-    body = event.body()
-    try:
+        body = event.body()
         answer = sender.post(url, address, signed_headers(signing_secrets, event.id, int(now), body), body)
-    except (OSError, http.client.HTTPException) as exc:
+    except Exception as exc:  # noqa: BLE001 - each is classified once, below: none leaves the outcome unwritten
+        return unanswered(exc)
+    return answered(answer)
+
+
+# Failures that may pass: no answer now (refused, timed out, a name that does not resolve), one may
+# come later. Checked after NEVER_SENDABLE: http.client's InvalidURL is an HTTPException.
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (OSError, http.client.HTTPException)
+# A request that cannot be made (a URL http.client refuses): the next attempt would fail the same way.
+NEVER_SENDABLE: tuple[type[Exception], ...] = (http.client.InvalidURL,)
+
+
+def unanswered(exc: Exception) -> Attempt:
+    """An attempt that got no answer, classified: refused (the allow-list or the address check) and
+    anything not transient are final; a transient failure is retried."""
+    if isinstance(exc, WebhookRefused):
+        return Attempt(None, f"refused: {exc}", final=True)
+    if isinstance(exc, TRANSIENT_ERRORS) and not isinstance(exc, NEVER_SENDABLE):
         return Attempt(None, f"no answer: {type(exc).__name__}: {exc}", final=False)
+    log.warning("webhook request cannot be sent: %s: %s", type(exc).__name__, exc)
+    return Attempt(None, f"cannot be sent: {type(exc).__name__}: {exc}", final=True)
+
+
+def answered(answer: Answer) -> Attempt:
+    """An attempt the receiver answered: 2xx delivers; a redirect and 410 Gone end it; else retried."""
     if 200 <= answer.status < 300:
         return Attempt(answer.status, None, final=True)
     if 300 <= answer.status < 400:

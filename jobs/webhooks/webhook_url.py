@@ -1,9 +1,13 @@
-"""A webhook URL, parsed once: scheme, host, port and path, or a refusal saying what is wrong."""
+"""A webhook URL, parsed once: scheme, host, port and normalised path, or a refusal saying what is wrong.
+
+The allow-list matches the parsed URL and the sender sends it: what was checked is what is sent."""
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from poolq.jobs.webhooks.url_path import UnsendableUrl, check_characters, checked_query, normalized_path
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -34,10 +38,14 @@ def ip_literal(host: str) -> IPAddress | None:
 
 
 def parse_webhook_url(url: str) -> WebhookUrl:
-    """``url`` parsed, or WebhookRefused: http(s) only, a host, no user name or password, no fragment."""
+    """``url`` parsed, or WebhookRefused: http(s) only, a host, no user name or password, no fragment,
+    nothing a request cannot carry; its path normalised (``url_path.py``): the one matched and sent."""
     try:
-        parts = urlsplit(url.strip())
+        check_characters(url)
+        parts = urlsplit(url)
         port = parts.port
+    except UnsendableUrl as exc:
+        raise WebhookRefused(str(exc)) from None
     except ValueError as exc:
         raise WebhookRefused(f"not a valid URL: {exc}") from None
     scheme = parts.scheme.lower()
@@ -49,5 +57,8 @@ def parse_webhook_url(url: str) -> WebhookUrl:
         raise WebhookRefused("the URL must not carry a user name or password")
     if parts.fragment:
         raise WebhookRefused("the URL must not carry a fragment (#...)")
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:  # a URL with a host has an empty path or one starting with "/"
+        path = normalized_path(parts.path or "/") + (f"?{checked_query(parts.query)}" if parts.query else "")
+    except UnsendableUrl as exc:
+        raise WebhookRefused(str(exc)) from None
     return WebhookUrl(scheme, parts.hostname.lower().rstrip("."), port or DEFAULT_PORTS[scheme], path)

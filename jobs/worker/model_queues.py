@@ -1,5 +1,5 @@
 """A compute worker consumes the general ``gpu`` queue and the queue of each model its pool children
-hold loaded (model affinity: ``coordination/shard_routing.py`` sends a shard there while a holder
+hold loaded (model affinity: ``steps/shard_routing.py`` sends a shard there while a holder
 can take it soon).
 
 Its warm models' queues are in its queue list from the start (each pool child loads them as it
@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Protocol
+from typing import Callable, Iterable, Protocol
 
 from poolq.jobs.coordination.enqueuer import model_queue
+from poolq.jobs.engine_pool import EngineStats
 
 log = logging.getLogger(__name__)
 
@@ -40,43 +41,60 @@ class WorkerControl(Protocol):
     def cancel_consumer(self, queue: str, *, destination: list[str]) -> object: ...
 
 
+class HeldModels(Protocol):
+    """What this needs of the pool child's ``EnginePool``."""
+
+    @property
+    def loaded(self) -> frozenset[str]: ...
+
+    def stats(self) -> Iterable[EngineStats]: ...
+
+
 class ModelQueues:
-    """One pool child's view: the worker ``node`` consumes the queues of the models ``loaded()`` holds.
+    """One pool child's view: the worker ``node`` consumes the queues of the models ``engines()`` holds.
 
     ``consuming``: the model queues the worker consumes as far as this child knows (its warm models'
     at start); ``waiting(queue)``: tasks waiting in a queue; ``cancels``: whether an unloaded model's
-    queue is given up (the worker's only child), ``grace_s`` after the unload at the earliest."""
+    queue is given up (the worker's only child), ``grace_s`` after the unload was seen at the earliest."""
 
-    def __init__(self, control: WorkerControl, node: str, loaded: Callable[[], frozenset[str]],
+    def __init__(self, control: WorkerControl, node: str, engines: Callable[[], HeldModels],
                  waiting: Callable[[str], int | None], consuming: frozenset[str] = frozenset(), *,
                  cancels: bool = True, grace_s: float = 0.0) -> None:
         self.control = control
         self.node = node
-        self.loaded = loaded
+        self.engines = engines
         self.waiting = waiting
         self.cancels = cancels
         self.grace_s = grace_s
         self.consuming = set(consuming)
         self._held: set[str] = set()  # the queues of the models this child held at the last look
-        self._unloaded: dict[str, float] = {}  # queue -> when its model was unloaded (not given up yet)
+        self._loads: dict[tuple[str, str], int] = {}  # (model, dtype) -> its loads at the last look
+        self._unloaded: dict[str, float] = {}  # queue -> when its model was seen unloaded (not given up yet)
         self._stopped = threading.Event()
 
     def follow(self, now: float | None = None) -> None:
-        """Ask the worker to consume the queue of each model held now, and (``cancels``) to stop
-        consuming those of models unloaded since, once that is safe. A failed request is asked again
-        at the next look."""
+        """Ask the worker to consume the queue of each model held now or loaded since the last look,
+        and (``cancels``) to stop consuming those of models no longer held, once that is safe. A
+        failed request is asked again at the next look.
+
+        A model loaded and unloaded again between two looks counts too: a heartbeat may have said
+        the child held it, and routing may have sent its shards to its queue on that word."""
         now = time.monotonic() if now is None else now
-        held = {model_queue(model) for model in self.loaded()}
-        for queue in sorted(held - self.consuming):
+        engines = self.engines()
+        loads = {(stats.model, stats.dtype): stats.loads for stats in engines.stats()}
+        held = {model_queue(model) for model in engines.loaded}
+        loaded_since = {model for (model, dtype), count in loads.items() if count > self._loads.get((model, dtype), 0)}
+        seen = held | {model_queue(model) for model in loaded_since}
+        for queue in sorted(seen - self.consuming):
             self.control.add_consumer(queue, destination=[self.node])
             self.consuming.add(queue)
             log.info("worker %s consumes %s: a model it holds now", self.node, queue)
         if self.cancels:
-            self._give_up_unloaded(held, now)
-        self._held = held
+            self._give_up_unloaded((self._held | seen) - held, held, now)
+        self._held, self._loads = held, loads
 
-    def _give_up_unloaded(self, held: set[str], now: float) -> None:
-        for queue in self._held - held:
+    def _give_up_unloaded(self, unloaded: set[str], held: set[str], now: float) -> None:
+        for queue in unloaded:
             self._unloaded.setdefault(queue, now)
         for queue, since in sorted(self._unloaded.items()):
             if queue in held or queue not in self.consuming:  # loaded again, or not consumed

@@ -49,7 +49,7 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     if options.computes:
         _say_alive_from_each_pool_child(context)
         _follow_models_from_each_pool_child(ModelQueues(
-            app.control, node, lambda: context().engines.loaded, lambda queue: context().enqueuer.waiting(queue),
+            app.control, node, lambda: context().engines, lambda queue: context().enqueuer.waiting(queue),
             warm_queues, cancels=options.concurrency == 1, grace_s=settings.worker_heartbeat_s + FOLLOW_INTERVAL_S))
         if warm:
             _warm_each_pool_child(context)

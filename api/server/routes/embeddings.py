@@ -15,15 +15,15 @@ from fastapi.responses import JSONResponse
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.embeddings_body import EmbeddingsBody, check_limits
 from poolq.api.server.embeddings_response import EmbeddingList, embedding_list
-from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.openai_errors import OPENAI_RESPONSES
+from poolq.api.server.schemas import OpenAIErrorBody
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.unavailable import RETRY_AFTER_S
 from poolq.jobs import EmbeddingLane, EmbeddingRequest, JobContext, JobRejected, LaneTimeout, Settings, validate_spec
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/v1/embeddings", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
+router = APIRouter(prefix="/v1/embeddings", tags=["openai"], route_class=StrictJsonRoute, responses=OPENAI_RESPONSES)
 # A job's field that the check of a request's job spec names -> the request's own field.
 _FIELDS = {"task": ("model",), "output.dimensions": ("dimensions",)}
 
@@ -44,15 +44,15 @@ def _unavailable(message: str) -> HTTPException:
 
 
 @router.post("", response_model=EmbeddingList, responses={
-    413: {"model": ErrorBody, "description": "too many inputs, or too many tokens in all"},
-    503: {"model": ErrorBody, "description": "no compute worker answered in time (or one failed); retry later",
+    413: {"model": OpenAIErrorBody, "description": "too many inputs, or too many tokens in all"},
+    503: {"model": OpenAIErrorBody, "description": "no compute worker answered in time (or one failed); retry later",
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
 })
 async def create_embeddings(body: EmbeddingsBody, request: Request, ctx: Context, principal: Caller,
                             _strict: None = strict_body(EmbeddingsBody)) -> JSONResponse:
     """One vector per input, computed by a compute worker between two steps of its batch work,
     equal to what an embed job with the same model, ``dimensions`` and ``long_documents`` writes.
-    A per-input failure (say ``document_too_long``) is a 422 naming the input."""
+    A per-input failure (say ``document_too_long``) is a 400 naming the input (``param`` ``input.3``)."""
     access: LaneAccess = request.app.state.lane
     if access.waiting.available_tokens < 1:
         raise _unavailable("this API process has too many embeddings requests waiting for a worker")
@@ -70,7 +70,8 @@ def _answer(body: EmbeddingsBody, ctx: JobContext, access: LaneAccess) -> JSONRe
         request = request.model_copy(update={"model": pinned.model})
     except JobRejected as exc:
         where = _FIELDS.get(exc.field, tuple(exc.field.split(".")))
-        raise RequestValidationError([{"loc": ("body", *where), "type": "value_error", "msg": str(exc)}]) from None
+        # its type is OpenAI's `code`: what is wrong (invalid_model, invalid_dimensions), not pydantic's value_error
+        raise RequestValidationError([{"loc": ("body", *where), "type": f"invalid_{where[0]}", "msg": str(exc)}]) from None
     try:
         reply = access.lane.call(request, settings.embeddings_timeout_s)
     except LaneTimeout:

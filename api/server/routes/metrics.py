@@ -10,6 +10,7 @@ Families (``rate()`` of a counter gives a per-second figure, e.g. tokens/s is
 - ``poolq_tokens_total``, ``poolq_documents_embedded_total``: work done by committed shards
 - ``poolq_shard_duration_seconds``: wall time of each shard's winning attempt, histogram
 - ``poolq_record_errors_total{code}``: records that failed (planning or embedding), by error code
+- ``poolq_shards_routed_total{route}``: shard tasks sent to a worker holding the model (``affinity``) or to any (``general``)
 - ``poolq_model_loads_total{model}``, ``poolq_model_evictions_total{model}``,
   ``poolq_model_load_seconds_total{model}``: what the live compute workers did with each model,
   counter; ``poolq_model_resident_bytes{model}`` (memory its loaded engines hold) and
@@ -81,7 +82,11 @@ class PoolqCollector(Collector):
                                      value=totals.tokens)
         documents = CounterMetricFamily("poolq_documents_embedded", "Documents embedded by committed shards.",
                                         value=totals.documents)
-        return iter((finished, errors, tokens, documents))
+        routed = CounterMetricFamily("poolq_shards_routed", "Shard tasks sent, by route: affinity (to a worker holding "
+                                     "the model) or general.", labels=["route"])
+        for route in ("affinity", "general"):
+            routed.add_metric([route], totals.routed.get(route, 0))
+        return iter((finished, errors, tokens, documents, routed))
 
 
 def _shard_histogram(totals: MetricsTotals) -> HistogramMetricFamily:

@@ -6,11 +6,11 @@ import anyio
 from fastapi import APIRouter
 
 from poolq.api.server.dependencies import Caller, Context
-from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.openai_errors import OPENAI_AUTH_RESPONSES
 from poolq.jobs.model.served_model import ModelList
 from poolq.jobs.served_models import served_models
 
-router = APIRouter(prefix="/v1/models", tags=["models"], responses=AUTH_RESPONSES)
+router = APIRouter(prefix="/v1/models", tags=["models"], responses=OPENAI_AUTH_RESPONSES)
 
 
 @router.get("", response_model=ModelList)

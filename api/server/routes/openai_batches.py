@@ -9,8 +9,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from poolq.api.server.dependencies import Caller, Context
-from poolq.api.server.schemas import ErrorBody, OpenApiResponses
-from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.openai_errors import OPENAI_RESPONSES
+from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import (
     BatchAlreadyEnded,
@@ -25,8 +25,8 @@ from poolq.jobs import (
     list_batches,
 )
 
-router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
-_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such batch (or another tenant's)"}}
+router = APIRouter(prefix="/v1/batches", tags=["openai"], route_class=StrictJsonRoute, responses=OPENAI_RESPONSES)
+_NOT_FOUND: OpenApiResponses = {404: {"model": OpenAIErrorBody, "description": "no such batch (or another tenant's)"}}
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, StringConstraints(max_length=512)]
 
@@ -71,7 +71,7 @@ def get(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
 
 
 @router.post("/{batch_id}/cancel", response_model=BatchObject,
-             responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the batch has ended"}})
+             responses={**_NOT_FOUND, 409: {"model": OpenAIErrorBody, "description": "the batch has ended"}})
 def cancel(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
     try:
         return cancel_batch(principal.tenant, batch_id, ctx)

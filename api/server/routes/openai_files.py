@@ -11,8 +11,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from poolq.api.server.dependencies import Caller, Context
-from poolq.api.server.schemas import ErrorBody, OpenApiResponses
-from poolq.api.server.security import AUTH_RESPONSES
+from poolq.api.server.openai_errors import OPENAI_RESPONSES
+from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
 from poolq.jobs import (
     DeletedFile,
     ExpiresAfter,
@@ -27,8 +27,8 @@ from poolq.jobs import (
     open_file_content,
 )
 
-router = APIRouter(prefix="/v1/files", tags=["openai"], responses=AUTH_RESPONSES)
-_NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such file (or another tenant's)"}}
+router = APIRouter(prefix="/v1/files", tags=["openai"], responses=OPENAI_RESPONSES)
+_NOT_FOUND: OpenApiResponses = {404: {"model": OpenAIErrorBody, "description": "no such file (or another tenant's)"}}
 _STREAM_BYTES = 1 << 20
 
 
@@ -42,8 +42,9 @@ def _file_or_404(file_id: str) -> Iterator[None]:
 
 
 @router.post("", response_model=FileObject,
-             responses={400: {"model": ErrorBody, "description": "the body is not a multipart form"},
-                        413: {"model": ErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
+             responses={400: {"model": OpenAIErrorBody, "description": "the body is not a multipart form, or a field "
+                              "is not valid: `param` names it"},
+                        413: {"model": OpenAIErrorBody, "description": "over POOLQ_MAX_FILE_BYTES"}})
 def upload(ctx: Context, principal: Caller, file: UploadFile = File(...), purpose: Literal["batch"] = Form(...),
            expires_anchor: str | None = Form(None, alias="expires_after[anchor]", max_length=32),
            expires_seconds: int | None = Form(None, alias="expires_after[seconds]")) -> FileObject:
@@ -54,12 +55,12 @@ def upload(ctx: Context, principal: Caller, file: UploadFile = File(...), purpos
         return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
                            ctx.settings.max_file_bytes, expires_after_s=expiry.seconds if expiry else None)
     except FileTooLarge as exc:
-        raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, str(exc)) from None
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
 
 
 def _expires_after(anchor: str | None, seconds: int | None) -> ExpiresAfter | None:
     """OpenAI's ``expires_after[anchor]`` and ``expires_after[seconds]`` form fields, checked by
-    the one model that also checks a batch's ``output_expires_after``; a 422 naming the field."""
+    the one model that also checks a batch's ``output_expires_after``; a 400 naming the field."""
     if anchor is None and seconds is None:
         return None
     try:

@@ -39,9 +39,10 @@ async function call(method, path) {
   return body;
 }
 
-// 422s carry a list of {loc, msg}; every other error answer has a "detail" string.
+// 422s carry a list of {loc, msg}; every other error answer has a "detail" string, but for those of
+// OpenAI's routes (GET /v1/models): {"error": {"message", ...}}.
 function describe(body, response) {
-  const detail = body && body.detail;
+  const detail = body && (body.detail || (body.error && body.error.message));
   if (Array.isArray(detail)) {
     return detail.map((item) => `${(item.loc || []).join(".")}: ${item.msg}`).join("; ");
   }

@@ -129,6 +129,12 @@ def test_api_key_from_the_environment_or_missing(app_client, monkeypatch):
         assert from_env.jobs() == {"jobs": [], "next_before": None}
 
 
+def test_an_openai_routes_error_reads_as_its_message(app_client):
+    with _client_for(app_client, api_key="pq_wrong") as wrong, pytest.raises(PoolqError) as info:
+        wrong.models()  # GET /v1/models answers in OpenAI's error shape
+    assert info.value.status_code == 401 and info.value.detail == "the API key is not valid (unknown, revoked or mistyped)"
+
+
 def test_429_carries_retry_after(ctx):
     with _client_for(authed_client(ctx, limiter=_Refusing())) as poolq, pytest.raises(PoolqError) as info:
         poolq.jobs()

@@ -34,6 +34,19 @@ TENANT_A, TENANT_B = "tenant-a", "tenant-b"
 UNKNOWN_ID = "0" * 32  # well-formed (32 hex digits) and never issued
 DOC = {"input": {"documents": [{"id": "a", "text": "first document"}, {"id": "b", "text": "second one"}]}}
 PATH_PARAMETER = re.compile(r"{(\w+)}")
+# OpenAI's routes answer errors in OpenAI's shape, {"error": {"message", ...}}; poolq's own, {"detail": ...}.
+OPENAI_PATHS = ("/v1/files", "/v1/batches", "/v1/embeddings", "/v1/models")
+
+
+def _is_openai(path: str) -> bool:
+    return path.startswith(OPENAI_PATHS)
+
+
+def _message(path: str, response) -> str:
+    """An error answer's message, read in the shape ``path`` speaks; its body holds nothing else."""
+    body = response.json()
+    assert set(body) == ({"error"} if _is_openai(path) else {"detail"}), (path, body)
+    return body["error"]["message"] if _is_openai(path) else body["detail"]
 
 
 def _secret(key: str) -> str:
@@ -149,8 +162,7 @@ def test_every_route_with_an_id_is_404_for_another_tenant_exactly_like_an_unknow
         theirs, unknown = b.request(method, theirs_path), b.request(method, unknown_path)
         assert theirs.status_code == unknown.status_code == 404, (method, path, theirs.text, unknown.text)
         # Same body (but for the id it echoes back) and the same headers: nothing confirms the id exists.
-        assert theirs.json()["detail"].replace(their_id, "<id>") == unknown.json()["detail"].replace(unknown_id, "<id>")
-        assert set(theirs.json()) == {"detail"}
+        assert _message(path, theirs).replace(their_id, "<id>") == _message(path, unknown).replace(unknown_id, "<id>")
         assert {k: v for k, v in theirs.headers.items() if k != "date"} == {
             k: v for k, v in unknown.headers.items() if k != "date"}
     # B's attempts changed nothing of A's: the schedule was neither deleted nor run, the job is as it was.
@@ -242,7 +254,7 @@ def test_every_v1_route_needs_a_valid_key(tmp_path):
         for route, response in _request_every_route(client, app).items():
             assert response.status_code == 401, (name, route, response.text)
             assert response.headers["WWW-Authenticate"] == "Bearer", (name, route)
-            assert set(response.json()) == {"detail"}
+            assert _message(route[1], response), (name, route)
             assert secret not in response.text and _secret(revoked) not in response.text
 
 
@@ -276,9 +288,15 @@ def test_the_openapi_spec_documents_every_auth_answer(tmp_path):
         assert path.startswith("/v1/schedules") == ("403" in responses), (method, path)
         if PATH_PARAMETER.search(path):
             assert "404" in responses, (method, path)
+        # OpenAI's routes refuse a request with 400 (all but GET /v1/models take something to refuse), poolq's with 422
+        if _is_openai(path):
+            assert "422" not in responses and ("400" in responses) == (path != "/v1/models"), (method, path, set(responses))
+        else:
+            assert "400" not in responses, (method, path)
+        error_body = "OpenAIErrorBody" if _is_openai(path) else "ErrorBody"
         for code, response in responses.items():
             if code not in ("200", "201", "202", "204", "422"):
-                assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}, (
+                assert response["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{error_body}"}, (
                     method, path, code)
         assert operation["security"] == [{"HTTPBearer": []}], (method, path)
 

@@ -72,3 +72,13 @@ def test_a_permanent_store_error_a_route_did_not_expect_is_not_called_an_outage(
     ctx.store.fail_with = ObjectNotFoundError("gone")
     answer = client.get(f"/v1/jobs/{job_id}", headers=headers)
     assert answer.status_code != 503 and "Retry-After" not in answer.headers
+
+
+def test_on_openais_routes_the_503_is_openais_shape_with_retry_after(api):
+    client, headers, _, ctx = api
+    ctx.store.fail_with = StorageError("S3 answered 503 SlowDown")
+    answer = client.get("/v1/files", headers=headers)
+    assert answer.status_code == 503 and answer.headers["Retry-After"].isdigit()
+    error = answer.json()["error"]
+    assert (error["type"], error["code"], error["param"]) == ("server_error", "service_unavailable", None)
+    assert "unavailable" in error["message"]

@@ -44,7 +44,7 @@ def test_kill_9_of_a_worker_serving_the_lane_and_a_shard(deployment, documents, 
     assert not asking.is_alive(), "the embeddings request hung"
     [answer] = answers
     assert answer.status_code == 503, answer.text
-    assert int(answer.headers["Retry-After"]) > 0 and "no compute worker answered" in answer.json()["detail"]
+    assert int(answer.headers["Retry-After"]) > 0 and "no compute worker answered" in answer.json()["error"]["message"]
     # and once a worker is back, the retry gets the vectors a clean run makes
     deployment.start_worker("w2")
     retried = httpx.post(f"{deployment.api_url}/v1/embeddings", json=body, headers=headers, timeout=120)

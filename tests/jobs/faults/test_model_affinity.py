@@ -9,7 +9,7 @@ import pytest
 from support.hub_cache import tiny_st_bert
 
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, model_queue
-from poolq.jobs.coordination.shard_routing import AFFINITY
+from poolq.jobs.steps.shard_routing import AFFINITY, GENERAL
 
 pytestmark = pytest.mark.integration
 
@@ -39,26 +39,31 @@ def tiny_reference(tiny_model, sample_documents):
 def fleet(deployment, tiny_model):
     """The deployment, its settings for a worker (the tiny model registered), and a submitter that
     knows the tiny model too."""
+    from poolq.jobs.model.job_spec import JobSpec
+    from poolq.jobs.steps.submit import submit_job
+    from poolq.jobs.worker.celery_app import create_celery_app
+    from poolq.jobs.worker.tasks import build_worker_context
+
     models = {TINY: str(tiny_model)}
     settings = deployment.settings.model_copy(update={"models": models})
+    submitter = build_worker_context(create_celery_app(settings), settings)
 
     def worker_settings(**values):
         return {"models": json.dumps(models), **values}
 
     def submit(model: str, documents: list[dict]) -> str:
-        from poolq.jobs.model.job_spec import JobSpec
-        from poolq.jobs.steps.submit import submit_job
-        from poolq.jobs.worker.celery_app import create_celery_app
-        from poolq.jobs.worker.tasks import build_worker_context
-
-        ctx = build_worker_context(create_celery_app(settings), settings)
-        return submit_job(JobSpec.model_validate(deployment.spec_for(documents, {"model": model})), ctx).id
+        return submit_job(JobSpec.model_validate(deployment.spec_for(documents, {"model": model})), submitter).id
 
     return deployment, worker_settings, submit
 
 
 def _holding(deployment, holders: dict[str, int], timeout: float = 60) -> None:
-    deployment.wait(lambda: deployment.ctx.workers.loaded_models() == holders, timeout, f"the workers to hold {holders}")
+    """Wait until at least ``holders[model]`` live workers say they hold each model."""
+    def held() -> bool:
+        loaded = deployment.ctx.workers.loaded_models()
+        return all(loaded.get(model, 0) >= count for model, count in holders.items())
+
+    deployment.wait(held, timeout, f"the workers to hold {holders}")
 
 
 def _ran_on(deployment, workers) -> dict[tuple[str, int], list[str]]:
@@ -78,15 +83,16 @@ def _queues_empty(deployment, *models: str) -> None:
 @pytest.mark.settings(worker_heartbeat_s=1, shard_max_documents=2)
 def test_shards_run_on_the_worker_that_holds_their_model(fleet, documents, reference, tiny_reference):
     deployment, worker_settings, submit = fleet
-    # Given a compute worker warm with MiniLM, running the first shard of a MiniLM job
-    minilm_worker = deployment.start_worker("minilm", settings=worker_settings(warm_models=MINILM))
+    # Given a compute worker warm with MiniLM, running the first shard of a MiniLM job (slowly: the
+    # job is still running when the other one comes)
+    minilm_worker = deployment.start_worker("minilm", slow_s=0.5, settings=worker_settings(warm_models=MINILM))
     _holding(deployment, {MINILM: 1})
     jobs = {submit(MINILM, documents): MINILM}
     deployment.wait_shard_lease(next(iter(jobs)))
     # When a second worker, warm with the tiny model, joins, and a tiny-model job is submitted: the
     # two jobs' shards interleave (6 shards each; fair share hands out one per worker at a time)
-    tiny_worker = deployment.start_worker("tiny", settings=worker_settings(warm_models=TINY))
-    _holding(deployment, {MINILM: 1, TINY: 1})
+    tiny_worker = deployment.start_worker("tiny", slow_s=0.2, settings=worker_settings(warm_models=TINY))
+    _holding(deployment, {TINY: 1})
     jobs[submit(TINY, documents)] = TINY
     # Then both succeed, every record once
     for job_id, model in jobs.items():
@@ -99,31 +105,51 @@ def test_shards_run_on_the_worker_that_holds_their_model(fleet, documents, refer
     placed = Counter((jobs[job_id], "home" if workers == [home[jobs[job_id]]] else "away")
                      for (job_id, _), workers in ran.items())
     routed = deployment.ctx.metrics.totals().routed
-    print("PLACED", dict(placed), routed)
-    assert placed[(MINILM, "away")] + placed[(TINY, "away")] <= 1, (placed, routed)
-    assert routed.get(AFFINITY, 0) >= 11, routed
+    assert placed == {(MINILM, "home"): 6, (TINY, "home"): 6}, (placed, routed)
+    assert routed == {AFFINITY: 12}
+    # (while the jobs ran side by side: a tiny shard ran before the last MiniLM one)
+    started: dict[str, list[float]] = {}
+    for delivery in deployment.events("deliveries"):
+        started.setdefault(jobs[delivery["job_id"]], []).append(delivery["t"])
+    assert min(started[TINY]) < max(started[MINILM]), started
 
 
 @pytest.mark.settings(worker_heartbeat_s=1)
 def test_a_worker_holding_one_model_at_a_time_runs_jobs_of_two_models_to_the_end(fleet, documents, reference,
                                                                                tiny_reference):
     deployment, worker_settings, submit = fleet
+    docs = documents  # 4 shards a job
     # Given one compute worker whose model memory holds one model at a time, warm with MiniLM
     worker = deployment.start_worker("one-model", settings=worker_settings(warm_models=MINILM, worker_model_memory=1))
     _holding(deployment, {MINILM: 1})
     # When a MiniLM job and a tiny-model job run together (fair share alternates their shards)
-    jobs = {submit(MINILM, documents): reference, submit(TINY, documents): tiny_reference}
+    jobs = {submit(MINILM, docs): reference, submit(TINY, docs): tiny_reference}
     # Then both succeed with every record exactly once
     for job_id, expected in jobs.items():
-        deployment.check_outcome(job_id, documents, expected)
+        deployment.check_outcome(job_id, docs, expected)
+    # and the worker loaded the models again as they alternated, each load evicting the other (as its
+    # next heartbeat says: one taken during a load shows none loaded)
+    def one_loaded():
+        totals = deployment.ctx.workers.model_totals()
+        return totals if sum(model.loaded_workers for model in totals.values()) == 1 else None
+
+    totals = deployment.wait(one_loaded, 10, "the worker to report the one model it holds")
+    assert totals[MINILM].loads >= 2 and totals[TINY].loads >= 1, totals
+    assert totals[MINILM].evictions + totals[TINY].evictions == totals[MINILM].loads + totals[TINY].loads - 1, totals
+
+    # When a tiny-model job runs last, so that the worker keeps holding the tiny model
+    deployment.check_outcome(submit(TINY, docs[:3]), docs[:3], tiny_reference)
+    # Then the worker consumes the tiny model's queue (its pool child asked it to), and gives up
+    # MiniLM's, which it no longer holds, once nothing waits there
+    deployment.wait(lambda: f"Started consuming from {model_queue(TINY)}" in worker.log(), 10, "the tiny queue consumed")
+    deployment.wait(lambda: f"stops consuming {model_queue(MINILM)}" in worker.log(), 10, "MiniLM's queue given up")
+    # and a tiny shard now goes to the tiny model's queue, a MiniLM one to the general queue: both run
+    routed = deployment.ctx.metrics.totals().routed
+    for model, expected in ((TINY, tiny_reference), (MINILM, reference)):
+        deployment.check_outcome(submit(model, docs[:3]), docs[:3], expected)
+    after = deployment.ctx.metrics.totals().routed
+    assert (after.get(AFFINITY, 0) - routed.get(AFFINITY, 0), after.get(GENERAL, 0) - routed.get(GENERAL, 0)) == (1, 1)
     _queues_empty(deployment, MINILM, TINY)
-    # and the worker loaded the models again as they alternated, each load evicting the other
-    totals = deployment.ctx.workers.model_totals()
-    loads = {model: totals[model].loads for model in (MINILM, TINY)}
-    assert loads[MINILM] >= 2 and loads[TINY] >= 1, totals
-    assert totals[MINILM].evictions + totals[TINY].evictions >= loads[MINILM] + loads[TINY] - 2, totals
-    # and it consumed the tiny model's queue once it held it (a remote-control add_consumer of its own)
-    assert f"consumes {model_queue(TINY)}" in worker.log()
 
 
 def test_a_shard_routed_to_a_holder_that_died_is_sent_again_and_runs_elsewhere(fleet, documents, reference):
@@ -142,9 +168,14 @@ def test_a_shard_routed_to_a_holder_that_died_is_sent_again_and_runs_elsewhere(f
     deployment.wait(lambda: client.llen(model_queue(MINILM)) >= 1, 30, "the re-sent shard to wait in MiniLM's queue")
     assert client.llen(GPU_QUEUE) == 0
     # and a worker holding another model starts
-    deployment.start_worker("other", settings=worker_settings(warm_models=TINY))
+    other = deployment.start_worker("other", settings=worker_settings(warm_models=TINY))
     # Then once the dead worker's word runs out, the shard is sent again to the general queue, the
     # other worker runs it (loading MiniLM), and the job succeeds with every record exactly once
     deployment.check_outcome(job_id, documents[:6], reference)
-    # and the stranded message, taken by the worker that holds MiniLM now, was a harmless duplicate
+    assert deployment.ctx.metrics.totals().routed.get(GENERAL, 0) >= 1
+    committed_by = set(other.children())
+    assert any(result["pid"] in committed_by and result["attempt"] for result in deployment.events("delivery_results"))
+    # and the stranded message, taken once the worker holding MiniLM now consumed its queue, was a
+    # harmless duplicate
+    assert f"Started consuming from {model_queue(MINILM)}" in other.log()
     _queues_empty(deployment, MINILM)

@@ -147,3 +147,15 @@ def test_other_options_are_not_reused(ctx, tmp_path, sentences):
     truncated, _ = _run(ctx, uri, tenant="acme", reuse="tenant", long_documents={"mode": "truncate"})
     assert truncated.reuse.reused_documents == 0 and len(_keys(ctx)) == 10
     np.testing.assert_equal(truncated.counts.completed, 5)
+
+
+def test_a_webhook_changes_no_output_so_the_same_documents_are_reused(tmp_path, minilm_engine, sentences):
+    context = local_context(tmp_path / "out", Settings(shard_max_documents=4, webhook_allow="https://hooks.example.com"))
+    context.engines.use(MODEL, CountingEngine(minilm_engine))
+    uri = _write(tmp_path, "docs.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(sentences[:4])])
+    first, first_rows = _run(context, uri, tenant="acme", reuse="tenant")
+    hooked, hooked_rows = _run(context, uri, tenant="acme", reuse="tenant", webhook={"url": "https://hooks.example.com/j"})
+    assert hooked.reuse.reused_documents == 4 and hooked.reuse.computed_tokens == 0 and len(_keys(context)) == 4
+    again, _ = _run(context, uri, tenant="acme", reuse="tenant")  # and back: the webhook job's outputs serve it
+    assert again.reuse.reused_documents == 4 and again.reuse.computed_tokens == 0
+    assert hooked_rows == first_rows

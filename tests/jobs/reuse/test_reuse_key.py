@@ -38,9 +38,27 @@ def test_an_option_that_changes_the_output_changes_the_scope(options):
     {"incremental_from": "0" * 32},
     {"reuse": "tenant"},
     {"output": {"include_fields": ["title"]}},
+    {"webhook": {"url": "https://hooks.example.com/jobs"}},
+    {"sink": "search", "webhook": {"url": "https://hooks.example.com/jobs"}},
 ])
 def test_what_does_not_change_the_output_keeps_the_scope(options):
     assert _scope(**options) == _scope()
+
+
+@pytest.mark.parametrize(("options", "scope"), [
+    ({}, "a3292637f5258ea5e20fe10e0b41e306e02e03202428c8686fafa1470a96a331"),
+    ({"model": "bge-small-en-v1.5", "task": ["embed", "sparse_embed"], "output": {"dimensions": 64, "include_fields": ["t"]},
+      "long_documents": {"mode": "late_chunks", "chunk_tokens": 64}, "reuse": "tenant", "sink": "search",
+      "incremental_from": "0" * 32, "compute_dtype": "float16", "allow_mixed_engines": True},
+     "047df908948ad524bc78af3a88c46c0d187be2bc4da1b703e1e41f04a3230809"),
+    ({"prompt_name": "query"}, "9773ce050b6c743a80b88d3892387dafb4e47230a07db416fa7002d100abfa3e"),
+    ({"prompt": "query: ", "output": {"dtype": "int8", "int8_range": [-2, 2]}, "score_mode": "cosine"},
+     "8d2b89197d1523178aee4faff97e8a969d72eb29248efe21e9a1391c8bbaa911"),
+])
+def test_the_scope_of_a_spec_without_a_webhook_is_what_it_was(options, scope):
+    """Digests made by the code before webhooks were declared neutral: earlier jobs' keys still match."""
+    assert _scope(**options) == scope
+    assert _scope(**options, webhook={"url": "https://hooks.example.com/"}) == scope
 
 
 def test_the_engine_identity_is_in_the_scope():

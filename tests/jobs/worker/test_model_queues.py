@@ -1,8 +1,11 @@
 """A compute pool child has its worker consume the queue of each model it loads, and give up the queue
 of a model it unloaded once nothing waits there and routing no longer counts it a holder."""
+from collections import Counter
+
 import pytest
 
 from poolq.jobs.coordination.enqueuer import model_queue
+from poolq.jobs.engine_pool import EngineStats
 from poolq.jobs.worker.model_queues import ModelQueues
 
 NODE = "poolq-compute@host"
@@ -30,11 +33,25 @@ class Control:
 
 
 class Child:
-    """What the pool child holds, and what waits in each queue."""
+    """What the pool child's EnginePool holds and loaded so far, and what waits in each queue."""
 
     def __init__(self) -> None:
-        self.loaded: frozenset[str] = frozenset()
+        self._loaded: frozenset[str] = frozenset()
+        self.loads: Counter[str] = Counter()
         self.depths: dict[str, int] = {}
+
+    @property
+    def loaded(self) -> frozenset[str]:
+        return self._loaded
+
+    @loaded.setter
+    def loaded(self, models: frozenset[str]) -> None:
+        self.loads.update(models - self._loaded)
+        self._loaded = models
+
+    def stats(self):
+        return [EngineStats(model, "float32", loads, 0, 0.1, 1000, model in self._loaded, 0)
+                for model, loads in self.loads.items()]
 
 
 @pytest.fixture
@@ -43,7 +60,7 @@ def child():
 
 
 def _follower(child, control, **options) -> ModelQueues:
-    return ModelQueues(control, NODE, lambda: child.loaded, lambda queue: child.depths.get(queue, 0), **options)
+    return ModelQueues(control, NODE, lambda: child, lambda queue: child.depths.get(queue, 0), **options)
 
 
 def test_a_model_loaded_later_has_its_queue_consumed_once_and_a_warm_one_is_not_asked_again(child):
@@ -115,3 +132,21 @@ def test_a_request_that_fails_is_asked_again_at_the_next_look(child):
         follower.follow(now=0.0)
     follower.follow(now=1.0)
     assert control.requests == [("add", A, [NODE])]
+
+
+def test_a_model_loaded_and_unloaded_between_two_looks_has_its_queue_consumed_until_nothing_waits_there(child):
+    # A heartbeat may have said the child held it, and routing sent a shard to its queue on that word
+    control = Control()
+    follower = _follower(child, control, consuming=frozenset({A}), grace_s=5.0)
+    child.loaded = frozenset({"model-a"})
+    follower.follow(now=0.0)
+    child.loaded = frozenset({"model-b"})
+    child.loaded = frozenset({"model-a"})  # model-b came and went before the next look
+    child.depths = {B: 1}
+    follower.follow(now=1.0)
+    assert control.requests == [("add", B, [NODE])]
+    follower.follow(now=7.0)
+    assert control.requests == [("add", B, [NODE])]  # its shard still waits there: taken first
+    child.depths = {}
+    follower.follow(now=8.0)
+    assert control.requests == [("add", B, [NODE]), ("cancel", B, [NODE])]

@@ -3,7 +3,7 @@ answered by a real MiniLM engine (``LaneServer``, as in a compute worker).
 
 Invariants: whatever the body, no 5xx (the lane always answers here, so not even 503); a 200 is
 OpenAI's shape with one vector per input, of the asked dimensions, all finite; bodies whose
-``input`` fits none of OpenAI's shapes are 422.
+``input`` fits none of OpenAI's shapes are 400, in OpenAI's error shape.
 """
 from __future__ import annotations
 
@@ -96,7 +96,8 @@ def test_no_body_gets_a_5xx_and_a_200_is_openais_shape(client, body, ensure_asci
     response = client.post("/v1/embeddings", content=dump(body, ensure_ascii), headers={"content-type": "application/json"})
     assert response.status_code < 500, f"{response.status_code}: {response.text[:600]}"
     if isinstance(body, dict) and not _fits_openai_input(body.get("input")):
-        assert response.status_code == 422, response.text[:600]
+        assert response.status_code == 400 and set(response.json()["error"]) == {"message", "type", "param", "code"}, (
+            response.text[:600])
     if response.status_code != 200:
         return
     answer = response.json()

@@ -1,7 +1,8 @@
 """``POST /v1/embeddings`` in process: the in-memory lane, served by a real MiniLM engine in a thread
-(``LaneServer``, as in a compute worker). Formats, dimensions and usage; every refusal (422 naming
-the field or the input, 413), 503 with Retry-After when no worker answers or one fails; auth,
-tenants and rate limits as on every route."""
+(``LaneServer``, as in a compute worker). Formats, dimensions and usage; every refusal (400 naming
+the field or the input as OpenAI's ``param``, 413), 503 with Retry-After when no worker answers or
+one fails; auth, tenants and rate limits as on every route. Every error is OpenAI's
+``{"error": {"message", "type", "param", "code"}}``."""
 import base64
 import threading
 
@@ -46,6 +47,13 @@ def _with_model(body: dict) -> dict:
 
 def _embed(client, **body):
     return client.post("/v1/embeddings", json={"model": MODEL, **body})
+
+
+def _error(response) -> dict:
+    """The OpenAI error of an answer (``message``, ``type``, ``param``, ``code``), and nothing else in its body."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}, body
+    return body["error"]
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -96,10 +104,10 @@ def test_each_shape_of_input(client, minilm_engine, shape):
 def test_long_inputs_follow_long_documents_as_a_job_would(client, sample_documents, minilm_engine):
     long_text = sample_documents[0]["text"]  # well past MiniLM's 256-token window
     refused = _embed(client, input=["short", long_text])
-    assert refused.status_code == 422
-    [error] = refused.json()["detail"]
-    assert error["loc"] == ["body", "input", 1] and error["type"] == "document_too_long"
-    assert "input 1: document has" in error["msg"] and "window is 256" in error["msg"]
+    assert refused.status_code == 400
+    error = _error(refused)
+    assert (error["param"], error["code"], error["type"]) == ("input.1", "document_too_long", "invalid_request_error")
+    assert "input 1: document has" in error["message"] and "window is 256" in error["message"]
     for mode in ("truncate", "chunked"):
         response = _embed(client, input=["short", long_text], long_documents={"mode": mode})
         assert response.status_code == 200, response.text
@@ -132,15 +140,16 @@ def test_long_inputs_follow_long_documents_as_a_job_would(client, sample_documen
     (_with_model({"input": "x", "long_documents": {"window_tokens": 100000}}), ["body", "long_documents", "window_tokens"]),
     (_with_model({"input": "x", "temperature": 1}), ["body", "temperature"]),
 ], ids=lambda value: str(value)[:60])
-def test_refusals_are_422_naming_the_field(client, body, loc):
+def test_refusals_are_400_naming_the_field(client, body, loc):
     response = client.post("/v1/embeddings", json=body)
-    assert response.status_code == 422, response.text
-    assert loc in [error["loc"][:len(loc)] for error in response.json()["detail"]], response.json()
+    assert response.status_code == 400, response.text
+    param, expected = _error(response)["param"], ".".join(map(str, loc[1:]))
+    assert param == expected or param.startswith(expected + "."), response.json()
 
 
 def test_chunk_modes_are_refused_with_a_reason(client):
-    [error] = _embed(client, input="x", long_documents={"mode": "late_chunks"}).json()["detail"]
-    assert "one vector per chunk" in error["msg"] and "'chunked'" in error["msg"]
+    error = _error(_embed(client, input="x", long_documents={"mode": "late_chunks"}))
+    assert "one vector per chunk" in error["message"] and "'chunked'" in error["message"]
 
 
 def test_user_is_accepted(client):
@@ -149,20 +158,21 @@ def test_user_is_accepted(client):
 
 def test_too_many_inputs_is_413(client):
     response = _embed(client, input=["x"] * (LIMITS["embeddings_max_inputs"] + 1))
-    assert response.status_code == 413 and "9 inputs; at most 8" in response.json()["detail"]
+    assert response.status_code == 413 and "9 inputs; at most 8" in _error(response)["message"]
+    assert _error(response)["code"] == "request_too_large"
 
 
-def test_too_many_tokens_in_all_is_413_and_one_input_too_long_is_422_naming_it(client):
+def test_too_many_tokens_in_all_is_413_and_one_input_too_long_is_400_naming_it(client):
     half = "word " * 1400  # ~1750 estimated tokens each: two of them are over the 2000 of a request
     response = _embed(client, input=[half, half], long_documents={"mode": "truncate"})
-    assert response.status_code == 413 and "at most about 2000 per request" in response.json()["detail"]
+    assert response.status_code == 413 and "at most about 2000 per request" in _error(response)["message"]
     response = _embed(client, input=["fine", "word " * 2000], long_documents={"mode": "truncate"})
-    assert response.status_code == 422
-    [error] = response.json()["detail"]
-    assert error["loc"] == ["body", "input", 1] and error["type"] == "input_too_long"
-    assert response.status_code == 422 and error["msg"].startswith("input 1 has 10000 characters")
+    assert response.status_code == 400
+    error = _error(response)
+    assert error["param"] == "input.1" and error["code"] == "input_too_long"
+    assert error["message"].startswith("input.1: input 1 has 10000 characters")
     response = _embed(client, input=[list(range(1000, 3100))])
-    assert response.json()["detail"][0]["msg"].startswith("input 0 has 2100 token ids")
+    assert _error(response)["message"].startswith("input.0: input 0 has 2100 token ids")
 
 
 def _app_over(served, lane, **settings):
@@ -174,7 +184,9 @@ def test_503_with_retry_after_when_no_worker_answers(served):
     client = _app_over(served, InMemoryEmbeddingLane(), embeddings_timeout_s=0.2)
     response = _embed(client, input=TEXTS)
     assert response.status_code == 503 and response.headers["Retry-After"] == "5"
-    assert "no compute worker answered within 0.2 s" in response.json()["detail"]
+    error = _error(response)
+    assert "no compute worker answered within 0.2 s" in error["message"]
+    assert (error["type"], error["code"]) == ("server_error", "service_unavailable")
 
 
 def test_503_when_the_worker_fails(served):
@@ -204,7 +216,7 @@ def test_503_at_once_when_too_many_requests_wait(served):
     second = _embed(client, input=["second"])
     lane.reply(taken, EmbeddingReply.of_vectors(np.ones((1, 2), dtype=np.float32), 3, "e"))
     waiting.join()
-    assert second.status_code == 503 and "too many embeddings requests waiting" in second.json()["detail"]
+    assert second.status_code == 503 and "too many embeddings requests waiting" in _error(second)["message"]
     assert first[0].status_code == 200 and first[0].json()["data"][0]["embedding"] == [1.0, 1.0]
 
 
@@ -215,6 +227,7 @@ def test_no_key_or_a_bad_key_is_401(served):
     response = app_client.post("/v1/embeddings", json={"model": MODEL, "input": "x"},
                                headers={"Authorization": "Bearer not-a-key"})
     assert response.status_code == 401 and response.headers["WWW-Authenticate"] == "Bearer"
+    assert (_error(response)["type"], _error(response)["code"]) == ("authentication_error", "invalid_api_key")
 
 
 def test_every_tenant_is_served_and_rate_limited_on_its_own(served):
@@ -224,9 +237,10 @@ def test_every_tenant_is_served_and_rate_limited_on_its_own(served):
     other, _ = client.app.state.keys.create("tenant-b")
     as_b = {"Authorization": f"Bearer {other}"}
     # When tenant a uses its burst up
-    answers = [_embed(client, input=TEXTS[0]).status_code for _ in range(3)]
-    # Then its third request is 429; tenant b still gets the same vectors
-    assert answers == [200, 200, 429]
+    answers = [_embed(client, input=TEXTS[0]) for _ in range(3)]
+    # Then its third request is 429 (OpenAI's rate_limit_exceeded, with Retry-After); tenant b still gets the same vectors
+    assert [answer.status_code for answer in answers] == [200, 200, 429]
+    assert _error(answers[2])["code"] == "rate_limit_exceeded" and int(answers[2].headers["Retry-After"]) >= 1
     b = client.post("/v1/embeddings", json={"model": MODEL, "input": TEXTS[0]}, headers=as_b)
     assert b.status_code == 200
     assert client.post("/v1/embeddings", json={"model": MODEL, "input": TEXTS[0]}, headers=as_b).status_code == 200

@@ -17,7 +17,7 @@ FAMILIES = {
     "poolq_shards_in_flight": "gauge", "poolq_tokens": "counter", "poolq_documents_embedded": "counter",
     "poolq_shard_duration_seconds": "histogram", "poolq_record_errors": "counter",
     "poolq_model_loads": "counter", "poolq_model_evictions": "counter", "poolq_model_load_seconds": "counter",
-    "poolq_model_resident_bytes": "gauge", "poolq_model_loaded_workers": "gauge",
+    "poolq_model_resident_bytes": "gauge", "poolq_model_loaded_workers": "gauge", "poolq_shards_routed": "counter",
 }
 
 
@@ -56,6 +56,9 @@ def test_metrics_after_an_in_process_job(local_ctx):
     assert value("poolq_tokens", "poolq_tokens_total") == status["usage"]["tokens"] > 0
     assert value("poolq_documents_embedded", "poolq_documents_embedded_total") == 6
     assert value("poolq_record_errors", "poolq_record_errors_total", code="empty_text") == 1
+    # no worker holds the model in process: both shards went to the general queue
+    assert value("poolq_shards_routed", "poolq_shards_routed_total", route="general") == 2
+    assert value("poolq_shards_routed", "poolq_shards_routed_total", route="affinity") == 0
     histogram = "poolq_shard_duration_seconds"
     assert value(histogram, f"{histogram}_count") == 2  # 6 documents, 4 per shard
     assert value(histogram, f"{histogram}_bucket", le="+Inf") == 2 and value(histogram, f"{histogram}_sum") > 0

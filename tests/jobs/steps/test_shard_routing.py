@@ -9,12 +9,14 @@ import redis
 from support.job_doubles import RecordingEnqueuer
 
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, MODEL_QUEUE_PREFIX, model_queue
-from poolq.jobs.coordination.shard_routing import AFFINITY, GENERAL, ShardRouter, affinity_queue, shard_queue
 from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.local_runner import local_context
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.observability.job_metrics import RedisJobMetrics
+from poolq.jobs.settings import Settings
 from poolq.jobs.steps.planner import plan_job
+from poolq.jobs.steps.shard_routing import AFFINITY, GENERAL, ShardRouter, affinity_queue, shard_queue
 from poolq.jobs.steps.submit import submit_job
 
 MINILM = "all-MiniLM-L6-v2"
@@ -33,9 +35,11 @@ class QueueRecordingEnqueuer(RecordingEnqueuer):
 
 
 @pytest.fixture
-def ctx(local_ctx):
-    local_ctx.enqueuer = QueueRecordingEnqueuer()
-    return local_ctx
+def ctx(tmp_path):
+    """An in-process context that holds no model itself (as the control worker that plans)."""
+    ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4))
+    ctx.enqueuer = QueueRecordingEnqueuer()
+    return ctx
 
 
 def hold(ctx, worker: str, *models: str, alive_s: float = 60.0) -> None:
@@ -86,6 +90,21 @@ def test_a_backlog_in_the_model_queue_as_large_as_its_holders_sends_shards_to_th
     assert router.routed == {AFFINITY: 1, GENERAL: 2}
 
 
+def test_a_holder_sending_at_the_end_of_its_task_counts_the_task_it_takes_next(ctx, minilm_engine):
+    # Given this process holds MiniLM (a compute worker committing a shard: it takes a task next), and
+    # is MiniLM's only holder, with one task already waiting for it
+    ctx.engines.use(MINILM, minilm_engine)
+    hold(ctx, "this-worker", MINILM)
+    ctx.enqueuer.depths = {model_queue(MINILM): 1}
+    # Then one more task waits for it (the waiting one is as good as taken), and only one
+    router = ShardRouter(ctx)
+    assert [router.queue(MINILM) for _ in range(3)] == [model_queue(MINILM), GPU_QUEUE, GPU_QUEUE]
+    # and a model it does not hold gets no such allowance
+    hold(ctx, "another-worker", "another-model")
+    ctx.enqueuer.depths = {model_queue("another-model"): 1}
+    assert ShardRouter(ctx).queue("another-model") == GPU_QUEUE
+
+
 def test_a_routing_read_that_fails_sends_the_shard_to_the_general_queue(ctx, caplog):
     hold(ctx, "w1", MINILM)
 
@@ -121,9 +140,14 @@ def test_dispatch_sends_the_shards_fair_share_picked_to_their_model_queue_then_t
 
 
 def test_without_holders_every_shard_goes_to_the_general_queue_and_the_job_model_is_not_read(ctx, monkeypatch):
-    reads = []
+    reads: list[str] = []
     real_field = ctx.status.field
-    monkeypatch.setattr(ctx.status, "field", lambda job_id, name: reads.append(name) or real_field(job_id, name))
+
+    def field(job_id, name):
+        reads.append(name)
+        return real_field(job_id, name)
+
+    monkeypatch.setattr(ctx.status, "field", field)
     job_id = _planned(ctx, shards=3)
     assert ctx.enqueuer.sent_to == [(job_id, shard, GPU_QUEUE) for shard in range(3)]
     assert "model" not in reads

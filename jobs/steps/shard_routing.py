@@ -18,6 +18,7 @@ and an idle worker would load the model for it.
 from __future__ import annotations
 
 import logging
+import sys
 from collections import Counter
 from typing import Callable, TypeVar
 
@@ -26,6 +27,7 @@ from poolq.jobs.coordination.enqueuer import GPU_QUEUE, model_queue
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_UNREADABLE = sys.maxsize  # a queue depth that could not be read: as if the queue were full
 
 AFFINITY = "affinity"  # routed to the queue of a worker holding the model
 GENERAL = "general"  # routed to the general queue
@@ -71,7 +73,8 @@ class ShardRouter:
         queue = model_queue(model)
         if queue not in self._waiting:
             # A depth the enqueuer cannot tell (None) counts as empty; one that cannot be read, as full.
-            depth = self._read(lambda: self.ctx.enqueuer.waiting(queue), holders, f"the depth of {queue}")
+            unreadable: int | None = _UNREADABLE
+            depth = self._read(lambda: self.ctx.enqueuer.waiting(queue), unreadable, f"the depth of {queue}")
             self._waiting[queue] = depth or 0
         if affinity_queue(model, holders + self._takes_next(model), self._waiting[queue]) is None:
             return self._route(GENERAL, GPU_QUEUE)
@@ -87,7 +90,8 @@ class ShardRouter:
     def holders(self) -> dict[str, int]:
         """Each model some live compute worker holds, with how many such workers."""
         if self._holders is None:
-            self._holders = self._read(self.ctx.workers.loaded_models, {}, "the models the workers hold")
+            none_held: dict[str, int] = {}
+            self._holders = self._read(lambda: self.ctx.workers.loaded_models(), none_held, "the models the workers hold")
         return self._holders
 
     def record(self) -> None:
