@@ -97,3 +97,15 @@ def bindable_context(**parts) -> SimpleNamespace:
     """A stand-in context with just what binding a job needs (every job belongs to tenant ``acme``),
     plus ``parts`` (``status=...``): for the Celery edge's tests, whose steps are stubbed."""
     return SimpleNamespace(tenant_of=lambda job_id: "acme", service_layout=ServiceLayout("jobs"), store=None, **parts)
+
+
+class QueueRecordingEnqueuer(RecordingEnqueuer):
+    """Records, beside each shard task, the queue it was sent to (model affinity)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent_to: list[tuple[str, int, str]] = []
+
+    def run_shard_on(self, job_id, shard, queue):
+        self.sent_to.append((job_id, shard, queue))
+        super().run_shard_on(job_id, shard, queue)

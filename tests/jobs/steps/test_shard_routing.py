@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 import redis
-from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import QueueRecordingEnqueuer
 
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, MODEL_QUEUE_PREFIX, model_queue
 from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
@@ -21,17 +21,6 @@ from poolq.jobs.steps.submit import submit_job
 
 MINILM = "all-MiniLM-L6-v2"
 
-
-class QueueRecordingEnqueuer(RecordingEnqueuer):
-    """Records, beside each shard task, the queue it was sent to."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent_to: list[tuple[str, int, str]] = []
-
-    def run_shard_on(self, job_id, shard, queue):
-        self.sent_to.append((job_id, shard, queue))
-        super().run_shard_on(job_id, shard, queue)
 
 
 @pytest.fixture

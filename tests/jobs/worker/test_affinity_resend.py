@@ -4,7 +4,7 @@ queue, and the shard is sent again, routed by the live holders (to the general q
 import time
 
 import pytest
-from support.job_doubles import RecordingEnqueuer
+from support.job_doubles import QueueRecordingEnqueuer
 
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, model_queue
 from poolq.jobs.coordination.work_units import shard_unit
@@ -17,15 +17,6 @@ from poolq.jobs.worker.reconciler import reconcile
 
 MINILM = "all-MiniLM-L6-v2"
 
-
-class QueueRecordingEnqueuer(RecordingEnqueuer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent_to: list[tuple[str, int, str]] = []
-
-    def run_shard_on(self, job_id, shard, queue):
-        self.sent_to.append((job_id, shard, queue))
-        super().run_shard_on(job_id, shard, queue)
 
 
 @pytest.fixture
