@@ -170,7 +170,10 @@ class Settings(BaseSettings):
     flower_basic_auth: SecretStr | None = Field(None, description="user:password (comma-separated pairs) that "
                                                 "`poolq flower` asks for; it refuses to start without it")
     max_request_bytes: int = Field(10 << 20, ge=1024, description="request bodies above this are refused (413)")
-    max_document_chars: int = Field(2_000_000, ge=1, description="longest document accepted inline")
+    max_document_chars: int = Field(2_000_000, ge=1, description="longest text accepted, inline or in an uploaded "
+                                    "input (whose records are also bounded in bytes while read: docs/inputs-and-outputs.md)")
+    max_input_compression_ratio: int = Field(100, ge=2, description="a gzip input expanding past this many times its "
+                                             "compressed bytes (once past 256 MiB) stops being read: a decompression bomb")
     rate_limit_per_s: float = Field(20.0, gt=0, description="requests per second per tenant, sustained")
     rate_limit_burst: int = Field(60, ge=1)
     # Failed authentications per client address: guessing keys stops at the burst, then this rate.

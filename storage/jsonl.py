@@ -6,8 +6,6 @@ its first bytes, whatever the object's name); a UTF-8 byte-order mark on line 1 
 """
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import re
 import sys
@@ -15,9 +13,10 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, ClassVar, Iterator
 
+from poolq.storage.bounded_lines import BoundedLines, LongLine, TooCompressed
+from poolq.storage.input_limits import INPUT_TOO_COMPRESSED, RECORD_TOO_LARGE, InputLimits
 from poolq.storage.json_errors import describe_json_error
 
-GZIP_MAGIC = b"\x1f\x8b"  # the first two bytes of every gzip stream
 _BOM = "\ufeff"
 # A \uD800..\uDFFF escape: json.loads turns a lone one into a str that cannot be encoded as UTF-8
 # (a valid pair becomes one character). Only lines holding such an escape are searched further.
@@ -44,7 +43,9 @@ class JsonlLineError:
 
     unit: ClassVar[str] = "line"
     line: int  # 1-based
-    code: str  # invalid_utf8 | invalid_json | not_an_object | invalid_unicode | invalid_gzip
+    # invalid_utf8 | invalid_json | not_an_object | invalid_unicode | invalid_gzip | record_too_large
+    # | input_too_compressed (the last two only where ``read_jsonl`` has limits)
+    code: str
     message: str
 
 
@@ -56,13 +57,16 @@ class JsonlProgress:
     bytes: int = 0
 
 
-def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0,
-               progress: JsonlProgress | None = None) -> Iterator[JsonlObject | JsonlLineError]:
+def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0, progress: JsonlProgress | None = None,
+               limits: InputLimits | None = None) -> Iterator[JsonlObject | JsonlLineError]:
     """Yield each non-blank line as an object or an error. Never holds more than one line.
 
     ``first_line`` and ``start_offset`` number the lines and bytes of a stream that begins inside
-    an object (a byte range of it); ``progress``, if given, is kept up to date as lines are read."""
-    compressed, lines = _lines(stream)
+    an object (a byte range of it); ``progress``, if given, is kept up to date as lines are read.
+    ``limits`` (an untrusted input's): a line over ``max_record_bytes`` is never held, it is that
+    line's ``record_too_large`` error; a gzip bomb ends reading with an ``input_too_compressed`` one."""
+    reader = BoundedLines(stream, limits)
+    lines = iter(reader)
     number = first_line - 1
     offset = start_offset
     progress = progress if progress is not None else JsonlProgress()
@@ -71,20 +75,30 @@ def read_jsonl(stream: BinaryIO, first_line: int = 1, start_offset: int = 0,
             raw = next(lines)
         except StopIteration:
             return
+        except TooCompressed as exc:
+            yield JsonlLineError(number + 1, INPUT_TOO_COMPRESSED, f"line {number + 1}: {exc}; nothing from here on was read")
+            return
         except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
             yield JsonlLineError(number + 1, "invalid_gzip",
                                  f"line {number + 1}: the gzip stream is corrupt or truncated ({exc}); "
                                  "nothing after it could be read")
             return
         number += 1
+        size = raw.size if isinstance(raw, LongLine) else len(raw)
         progress.lines += 1
-        progress.bytes += len(raw)
-        item = parse_jsonl_line(raw, number, at_start=offset == 0)
-        if isinstance(item, JsonlObject) and not compressed:
-            item = JsonlObject(item.line, item.value, offset, len(raw))
-        offset += len(raw)
+        progress.bytes += size
+        item = _long_line_error(raw, number, limits) if isinstance(raw, LongLine) else (
+            parse_jsonl_line(raw, number, at_start=offset == 0))
+        if isinstance(item, JsonlObject) and not reader.compressed:
+            item = JsonlObject(item.line, item.value, offset, size)
+        offset += size
         if item is not None:
             yield item
+
+
+def _long_line_error(line: LongLine, number: int, limits: InputLimits | None) -> JsonlLineError:
+    detail = limits.too_large(line.size, "the line holds") if limits is not None else f"the line holds {line.size} bytes"
+    return JsonlLineError(number, RECORD_TOO_LARGE, f"line {number}: {detail}; it was skipped, never held whole")
 
 
 def parse_jsonl_line(raw: bytes, number: int, at_start: bool | None = None) -> JsonlObject | JsonlLineError | None:
@@ -158,41 +172,6 @@ def lone_surrogate_path(value: object, path: str = "") -> str | None:
         elif isinstance(current, list):
             pending.extend((item, f"{where or 'the value'}[{index}]") for index, item in enumerate(current))
     return None
-
-
-def _lines(stream: BinaryIO) -> tuple[bool, Iterator[bytes]]:
-    """Whether the stream is gzip-compressed, and its lines (decompressed)."""
-    head = b""
-    while len(head) < len(GZIP_MAGIC):  # a raw stream may return fewer bytes than asked for
-        more = stream.read(len(GZIP_MAGIC) - len(head))
-        if not more:
-            break
-        head += more
-    rest = io.BufferedReader(_Prefixed(head, stream))
-    if head == GZIP_MAGIC:
-        return True, iter(gzip.GzipFile(fileobj=rest, mode="rb"))
-    return False, iter(rest)
-
-
-class _Prefixed(io.RawIOBase):
-    """``head`` (bytes already read from ``stream``) followed by the rest of ``stream``."""
-
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
-        self._head = head
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            count = min(len(buffer), len(self._head))
-            buffer[:count] = self._head[:count]
-            self._head = self._head[count:]
-            return count
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def dump_jsonl(rows: list[dict]) -> bytes:

@@ -6,22 +6,35 @@ what is held at a time is one row group's chunks of those columns (streamed page
 ``_READ_BUFFER``) plus one batch of rows as Python values. A row comes out shaped like a JSONL
 line (``ParquetRow``), so planning and shards treat both formats alike: its ``line`` is its
 1-based row number in the object and its ``offset`` its row index, so a shard names row ranges.
+With ``InputLimits`` (an untrusted input's), string columns are read as dictionaries, batches are
+sized from the footer, and a row over the bound, or every row of a row group that would expand
+like a bomb, is a ``ParquetRowError`` instead, never made Python values (``parquet_row_sizes.py``).
 """
 from __future__ import annotations
 
 import io
+import itertools
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from poolq.storage.jsonl import JsonlObject, JsonlProgress
+from poolq.storage.input_limits import INPUT_TOO_COMPRESSED, RECORD_TOO_LARGE, InputLimits
+from poolq.storage.jsonl import JsonlLineError, JsonlObject, JsonlProgress
 from poolq.storage.object_store import ObjectStore
+from poolq.storage.parquet_row_sizes import (
+    MAX_BATCH_ROWS,
+    batch_rows,
+    bomb_column,
+    byte_array_paths,
+    convert_slices,
+    read_leaves,
+    row_bytes,
+)
 
 PARQUET_MAGIC = b"PAR1"  # the first (and last) four bytes of every Parquet file
 _READ_BUFFER = 1 << 20  # bytes per ranged read inside a column chunk (pyarrow's buffered stream)
-_BATCH_ROWS = 4096  # rows turned into Python values at a time
 
 RowRange = tuple[int, int]  # row indices [start, end) of one object
 
@@ -31,6 +44,21 @@ class ParquetRow(JsonlObject):
     """One row: ``value`` holds the columns that were read (an absent column is no key)."""
 
     unit: ClassVar[str] = "row"
+
+
+@dataclass(frozen=True)
+class ParquetRowError(JsonlLineError):
+    """One row refused before it was made Python values (``record_too_large``, ``input_too_compressed``)."""
+
+    unit: ClassVar[str] = "row"
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A row not made Python values: its error's code and message, after ``row N: ``."""
+
+    code: str
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -48,8 +76,10 @@ class RowGroup:
 class ParquetInput:
     """One Parquet object of a store, opened by its footer (a ranged read or two)."""
 
-    def __init__(self, store: ObjectStore, key: str, size: int) -> None:
+    def __init__(self, store: ObjectStore, key: str, size: int, limits: InputLimits | None = None) -> None:
         self.uri = store.uri(key)
+        self.limits = limits
+        self._source = (store, key, size)
         try:
             self.file = pq.ParquetFile(_RangedReader(store, key, size), buffer_size=_READ_BUFFER, pre_buffer=False)
         except pa.ArrowInvalid as exc:
@@ -77,7 +107,7 @@ class ParquetInput:
         return {name: schema.field(name).type for name in names if schema.get_field_index(name) >= 0}
 
     def rows(self, ranges: list[RowRange], columns: Iterable[str],
-             progress: JsonlProgress | None = None) -> Iterator[ParquetRow]:
+             progress: JsonlProgress | None = None) -> Iterator[ParquetRow | ParquetRowError]:
         """The rows in ``ranges`` (sorted, not overlapping), with those of ``columns`` the object has.
 
         Each row group holding some of them is read once, from its first row to the last one
@@ -93,22 +123,64 @@ class ParquetInput:
             pending = [(max(start, group.end_row), end) for start, end in pending if end > group.end_row]
 
     def _group_rows(self, group: RowGroup, pending: list[RowRange], columns: list[str],
-                    progress: JsonlProgress | None) -> Iterator[ParquetRow]:
+                    progress: JsonlProgress | None) -> Iterator[ParquetRow | ParquetRowError]:
         last = min(group.end_row, pending[-1][1])
         ranges = iter(pending)
         start, end = next(ranges)
         index = group.first_row
-        for batch in self.file.iter_batches(_BATCH_ROWS, row_groups=[group.index], columns=columns, use_threads=False):
-            for value in _python_rows(batch):
-                if index >= last:
-                    return
-                while index >= end:  # a range before ``last`` ends past ``index``: never exhausted
-                    start, end = next(ranges)
-                if index >= start:
-                    if progress is not None:
-                        progress.lines += 1
-                    yield ParquetRow(index + 1, value, index, 1)
-                index += 1
+        for value in self._group_values(group, columns):
+            if index >= last:
+                return
+            while index >= end:  # a range before ``last`` ends past ``index``: never exhausted
+                start, end = next(ranges)
+            if index >= start:
+                if progress is not None:
+                    progress.lines += 1
+                yield (ParquetRowError(index + 1, value.code, f"row {index + 1}: {value.detail}")
+                       if isinstance(value, _Refused) else ParquetRow(index + 1, value, index, 1))
+            index += 1
+
+    def _group_values(self, group: RowGroup, columns: list[str]) -> Iterator[dict | _Refused]:
+        """The row group's rows from its first: Python values, or why a row was refused unread."""
+        limits = self.limits
+        if limits is None:
+            batches = self.file.iter_batches(MAX_BATCH_ROWS, row_groups=[group.index], columns=columns, use_threads=False)
+            for batch in batches:
+                yield from _python_rows(batch)
+            return
+        metadata = self.file.metadata
+        leaves = read_leaves(metadata, columns)
+        if (bomb := bomb_column(metadata, group.index, leaves, limits)) is not None:
+            yield from itertools.repeat(_Refused(INPUT_TOO_COMPRESSED, bomb), group.rows)
+            return
+        reader = self._dictionary_reader(byte_array_paths(metadata, leaves))
+        size = batch_rows(metadata, group.index, leaves)
+        for batch in reader.iter_batches(size, row_groups=[group.index], columns=columns, use_threads=False):
+            yield from _bounded_rows(batch, limits)
+
+    def _dictionary_reader(self, paths: list[str]) -> pq.ParquetFile:
+        """The object again, its string leaves ``paths`` read as dictionaries (the footer is not read again)."""
+        return pq.ParquetFile(_RangedReader(*self._source), buffer_size=_READ_BUFFER, pre_buffer=False,
+                              metadata=self.file.metadata, read_dictionary=paths or None)
+
+
+def _bounded_rows(batch: pa.RecordBatch, limits: InputLimits) -> Iterator[dict | _Refused]:
+    """The batch's rows as Python values a few MiB at a time, but a row over the bound as its refusal."""
+    sizes = row_bytes(batch)
+    over = sizes > limits.max_record_bytes
+    for start, end in convert_slices(sizes, over):
+        refused = over[start:end]
+        piece = batch.slice(start, end - start)
+        if not refused.any():
+            yield from _python_rows(piece)
+            continue
+        kept = _python_rows(piece.filter(pa.array(~refused)))
+        for size, too_large in zip(sizes[start:end], refused):
+            if too_large:
+                detail = limits.too_large(int(size), "its cells, decoded, take")
+                yield _Refused(RECORD_TOO_LARGE, f"{detail}; it was refused before becoming Python values")
+            else:
+                yield next(kept)
 
 
 def _python_rows(batch: pa.RecordBatch) -> Iterator[dict]:
@@ -122,6 +194,8 @@ def _python_values(column: pa.Array) -> list:
     """A column's values in Python; where Python has no type for them (nanosecond timestamps and
     durations: a datetime stops at microseconds) they stay Arrow scalars, which the output's
     writer takes back as they are, rather than failing the batch or losing the nanoseconds."""
+    if pa.types.is_dictionary(column.type):  # read as one (or written so): its values, not its indices
+        column = column.dictionary_decode()
     try:
         return column.to_pylist()
     except (ValueError, OverflowError, pa.ArrowException):

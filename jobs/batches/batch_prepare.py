@@ -30,6 +30,7 @@ from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
 from poolq.jobs.batches.openai_objects import BatchError
 from poolq.jobs.batches.output_lines import request_error_line
 from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.record_limits import input_limits
 from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, OutputOptions, UriInput
 from poolq.jobs.model.record_ids import MAX_ID_LENGTH
 from poolq.jobs.planning.section_scan import chunked
@@ -173,7 +174,9 @@ def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput 
     with tempfile.TemporaryFile() as spill, SeenCustomIds() as seen:
         reading = _Reading(batch_id, request.endpoint, ENDPOINT_FORMATS[request.endpoint], ctx, spill, seen)
         with open_file_content(tenant, request.input_file_id, ctx) as content:
-            ctx.store.put_chunks(layout.job_input(batch_id), chunked(reading.job_lines(read_jsonl(content)), _CHUNK_BYTES))
+            # A tenant's upload: each line bounded while it is read, and a gzip bomb stopped (docs/inputs-and-outputs.md)
+            lines = read_jsonl(content, limits=input_limits(ctx.settings))
+            ctx.store.put_chunks(layout.job_input(batch_id), chunked(reading.job_lines(lines), _CHUNK_BYTES))
         spill.seek(0)
         ctx.store.put_chunks(records.key("prepared-errors.jsonl"), iter(lambda: spill.read(_CHUNK_BYTES), b""))
     job_id = None

@@ -4,9 +4,9 @@ Planning streams the input once and, for each shard, writes a small descriptor: 
 its version when planned, and runs holding the shard's records (consecutive lines that were
 accepted; a rejected, duplicate or carried line ends a run). A JSONL object's runs are bytes, read
 again with a ranged GET; a Parquet object's are rows, read again from their row groups. Each record
-is validated again, which gives the same records: the bucket holds the corpus once. A
-gzip-compressed object cannot be addressed by byte ranges, so its shards hold their records
-themselves, as before.
+is validated again, within the record limits planning read it with (kept in the descriptor),
+which gives the same records: the bucket holds the corpus once. A gzip-compressed object cannot
+be addressed by byte ranges, so its shards hold their records themselves, as before.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
 from poolq.jobs.model.job_spec import InlineInput, JobSpec
 from poolq.storage import JsonlLineError, JsonlObject, ObjectInfo, ObjectStore, S3Config, open_uri, read_jsonl
+from poolq.storage.input_limits import InputLimits
 from poolq.storage.parquet_input import ParquetInput
 
 # (first, end, line number of the first), end exclusive: bytes of a JSONL object, row indices of a Parquet one
@@ -39,6 +40,9 @@ class ShardInput(BaseModel):
     records: list[InputRecord] = Field(default_factory=list)  # copies, for lines no byte range addresses (gzip)
     documents: int = 0
     format: InputFormat = InputFormat.JSONL  # what the runs count: bytes (JSONL) or rows (Parquet)
+    # What planning read each record within: the runs are read back within the same (None: no bound,
+    # as a descriptor written before records were bounded was planned).
+    limits: InputLimits | None = None
 
     def to_bytes(self) -> bytes:
         return self.model_dump_json(exclude_none=True).encode("utf-8")
@@ -107,7 +111,7 @@ def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: 
         return records
     store, key = open_uri(shard_input.uri, s3_config)
     info = _check_unchanged(store, key, shard_input)
-    for item in _RUN_READERS[shard_input.format](store, key, info, shard_input.runs, fields):
+    for item in _RUN_READERS[shard_input.format](store, key, info, shard_input.runs, fields, shard_input.limits):
         record = fields.record(item)
         if not isinstance(record, InputRecord):
             raise InputChanged(f"{shard_input.uri}: {item.unit} {item.line} is not the record that was planned")
@@ -117,17 +121,18 @@ def read_shard_records(shard_input: ShardInput, fields: InputFields, s3_config: 
     return records
 
 
-def _jsonl_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run],
-                fields: InputFields) -> Iterator[JsonlObject | JsonlLineError]:
+def _jsonl_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run], fields: InputFields,
+                limits: InputLimits | None) -> Iterator[JsonlObject | JsonlLineError]:
     for start, end, line in runs:
         with store.open_range(key, start, end) as stream:
-            yield from read_jsonl(stream, first_line=line, start_offset=start)
+            yield from read_jsonl(stream, first_line=line, start_offset=start, limits=limits)
 
 
-def _parquet_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run],
-                  fields: InputFields) -> Iterator[JsonlObject]:
+def _parquet_runs(store: ObjectStore, key: str, info: ObjectInfo, runs: list[Run], fields: InputFields,
+                  limits: InputLimits | None) -> Iterator[JsonlObject | JsonlLineError]:
     """The runs' rows, each row group they are in read once (a row's number is its place: no line)."""
-    yield from ParquetInput(store, key, info.size).rows([(start, end) for start, end, _ in runs], fields.columns())
+    parquet = ParquetInput(store, key, info.size, limits)
+    yield from parquet.rows([(start, end) for start, end, _ in runs], fields.columns())
 
 
 _RUN_READERS = {InputFormat.JSONL: _jsonl_runs, InputFormat.PARQUET: _parquet_runs}

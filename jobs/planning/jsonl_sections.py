@@ -10,7 +10,8 @@ from typing import Iterable, Iterator
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, read_jsonl
-from poolq.storage.jsonl import GZIP_MAGIC
+from poolq.storage.bounded_lines import GZIP_MAGIC
+from poolq.storage.input_limits import InputLimits
 
 _PROBE_BYTES = 64 << 10  # read while looking for a line end past a cut point
 
@@ -25,11 +26,12 @@ def jsonl_sections(store: ObjectStore, key: str, info: ObjectInfo, name: str | N
 
 
 def jsonl_items(section: InputSection, store: ObjectStore, key: str, info: ObjectInfo, first_line: int,
-                progress: JsonlProgress | None, columns: Iterable[str] | None) -> Iterator[JsonlObject | JsonlLineError]:
-    """Every line of the section (``columns`` is Parquet's: a JSONL line is parsed whole)."""
+                progress: JsonlProgress | None, columns: Iterable[str] | None,
+                limits: InputLimits) -> Iterator[JsonlObject | JsonlLineError]:
+    """Every line of the section, none held past ``limits`` (``columns`` is Parquet's: a JSONL line is parsed whole)."""
     opened = store.open(key) if section.whole else store.open_range(key, section.start, section.end)
     with opened as stream:
-        yield from read_jsonl(stream, first_line=first_line, start_offset=section.start, progress=progress)
+        yield from read_jsonl(stream, first_line=first_line, start_offset=section.start, progress=progress, limits=limits)
 
 
 def jsonl_field_types(store: ObjectStore, key: str, info: ObjectInfo, names: Iterable[str]) -> dict[str, str]:

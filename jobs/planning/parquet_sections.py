@@ -13,7 +13,8 @@ from poolq.jobs.inputs.included_fields import arrow_field_type
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.storage import JsonlProgress, ObjectInfo, ObjectStore
-from poolq.storage.parquet_input import ParquetInput, ParquetRow, RowGroup
+from poolq.storage.input_limits import InputLimits
+from poolq.storage.parquet_input import ParquetInput, ParquetRow, ParquetRowError, RowGroup
 
 
 def require_parquet_columns(store: ObjectStore, key: str, info: ObjectInfo, names: Iterable[str]) -> None:
@@ -42,10 +43,11 @@ def parquet_sections(store: ObjectStore, key: str, info: ObjectInfo, name: str |
 
 
 def parquet_items(section: InputSection, store: ObjectStore, key: str, info: ObjectInfo, first_line: int,
-                  progress: JsonlProgress | None, columns: Iterable[str] | None) -> Iterator[ParquetRow]:
-    """The section's rows, with those of ``columns`` the object has (``first_line`` is JSONL's:
-    a row's number is its place in the object)."""
-    parquet = ParquetInput(store, key, info.size)
+                  progress: JsonlProgress | None, columns: Iterable[str] | None,
+                  limits: InputLimits) -> Iterator[ParquetRow | ParquetRowError]:
+    """The section's rows, with those of ``columns`` the object has, none held past ``limits``
+    (``first_line`` is JSONL's: a row's number is its place in the object)."""
+    parquet = ParquetInput(store, key, info.size, limits)
     names = parquet.file.schema_arrow.names if columns is None else columns
     yield from parquet.rows([(section.start, section.end)], names, progress)
 

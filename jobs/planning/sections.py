@@ -3,7 +3,9 @@
 A section is what one planning task reads. Each object is read in its own format
 (``input_format.py``): a JSONL object is cut into line-aligned byte ranges
 (``jsonl_sections.py``), a Parquet object into runs of whole row groups
-(``parquet_sections.py``); both yield their records as numbered items (lines, rows).
+(``parquet_sections.py``); both yield their records as numbered items (lines, rows), each
+read within the settings' record limits (``jobs/inputs/record_limits.py``): an oversize record
+is its own error, never held whole.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Callable, Iterable, Iterator
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_format import InputFormat, object_format
 from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.inputs.record_limits import input_limits, text_too_long
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
 from poolq.jobs.job_handle import JobHandle
@@ -26,6 +29,7 @@ from poolq.jobs.planning.parquet_sections import (
     require_parquet_columns,
 )
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
+from poolq.storage.input_limits import InputLimits
 
 __all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
 
@@ -35,8 +39,8 @@ class _Format:
     """How sections of one input format are listed and read (the functions of its module)."""
 
     sections: Callable[[ObjectStore, str, ObjectInfo, str | None, int], list[InputSection]]
-    items: Callable[[InputSection, ObjectStore, str, ObjectInfo, int, JsonlProgress | None, Iterable[str] | None],
-                    Iterator[JsonlObject | JsonlLineError]]
+    items: Callable[[InputSection, ObjectStore, str, ObjectInfo, int, JsonlProgress | None, Iterable[str] | None,
+                     InputLimits], Iterator[JsonlObject | JsonlLineError]]
     field_types: Callable[[ObjectStore, str, ObjectInfo, Iterable[str]], dict[str, str]]
 
 
@@ -87,7 +91,8 @@ def section_lines(section: InputSection, ctx: JobContext, first_line: int = 1, p
     """Every line (row) of ``section``; ``first_line`` numbers a JSONL section's first line (unknown
     to a scan: 1); ``columns``: what a Parquet section reads of its rows (None: every column)."""
     store, key, info = _opened(section, ctx)
-    yield from _FORMATS[InputFormat(section.format)].items(section, store, key, info, first_line, progress, columns)
+    limits = input_limits(ctx.settings)
+    yield from _FORMATS[InputFormat(section.format)].items(section, store, key, info, first_line, progress, columns, limits)
 
 
 def section_field_types(section: InputSection, names: tuple[str, ...], ctx: JobContext) -> dict[str, str]:
@@ -107,22 +112,27 @@ def section_records(section: InputSection, fields: InputFields, ctx: JobContext,
 
     A failure that is not one line's (the store, the network) says where reading stopped."""
     last = ""
+    max_chars = ctx.settings.max_document_chars
     try:
         for item in section_lines(section, ctx, first_line, progress, fields.columns()):
             last = f"{item.unit} {item.line}"
-            yield item, _as_record(item, fields)
+            yield item, _as_record(item, fields, max_chars)
     except Exception as exc:
         where = section.name or section.uri
         exc.add_note(f"while planning {where}, after {last}" if last else f"while opening {where}")
         raise
 
 
-def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields) -> InputRecord | RecordError:
+def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields, max_chars: int) -> InputRecord | RecordError:
+    """The line as a record, its text within ``max_chars`` (as an inline document's), or its error."""
     try:
-        return fields.record(item)
+        record = fields.record(item)
     except Exception as exc:  # noqa: BLE001 - whatever one line holds, it is that line's error alone
         return RecordError(None, item.line, "invalid_record",
                            f"{item.unit} {item.line}: cannot be read as a record: {type(exc).__name__}: {exc}")
+    if isinstance(record, InputRecord) and (too_long := text_too_long(record, max_chars)) is not None:
+        return too_long
+    return record
 
 
 def sections_bytes(sections: list[InputSection]) -> int:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.inputs.record_limits import input_limits
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import ShardInput
 from poolq.jobs.job_handle import JobHandle
@@ -59,7 +60,8 @@ class ShardCutter:
     def _new_buffer(self) -> _ShardBuffer:
         settings = self.ctx.settings
         shard = ShardInput(uri=self.section.uri, version=self.section.version, source=self.section.name,
-                           format=InputFormat(self.section.format))  # the section stores the format's name
+                           format=InputFormat(self.section.format),  # the section stores the format's name
+                           limits=input_limits(settings))  # what its records were read within, to read them again
         return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget, shard)
 
     def add(self, record: InputRecord, item: JsonlObject) -> None:
