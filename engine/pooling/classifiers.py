@@ -2,7 +2,8 @@
 
 HF classification heads differ in what they read: BERT runs its pooler (dense + tanh on the
 first token) before a linear layer; RoBERTa/XLM-R/MPNet heads read ``features[:, 0]`` of a
-``[batch, seq, hidden]`` tensor; decoders apply a ``score`` linear layer to the last token.
+``[batch, seq, hidden]`` tensor; ModernBERT runs its prediction head (dense, activation, norm) before
+its linear layer; decoders apply a ``score`` linear layer to the last token.
 The pooling method picks the token; these adapters feed it to the head as the head expects.
 """
 from __future__ import annotations
@@ -25,8 +26,15 @@ def sequence_classifier(model: torch.nn.Module) -> Classifier:
     if isinstance(head, torch.nn.Linear) and pooler is not None:  # BERT: pooler, then linear
         return _PoolerThenLinear(pooler, head)
     if isinstance(head, torch.nn.Linear):
-        return head
+        return _prediction_head_then(model, head)
     return _FirstTokenHead(head)  # RoBERTa-style heads read features[:, 0]
+
+
+def _prediction_head_then(model: torch.nn.Module, linear: torch.nn.Linear) -> Classifier:
+    """``linear``, after the model's prediction head where it has one (ModernBERT: dense, activation and
+    norm on the pooled state or on every token, then the classifier)."""
+    head = getattr(model, "head", None)
+    return torch.nn.Sequential(head, linear) if isinstance(head, torch.nn.Module) else linear
 
 
 # Modules, not closures: a head casts its input to the classifier's weights (precision.py), so the
@@ -54,7 +62,7 @@ def token_classifier(model: torch.nn.Module) -> Classifier:
     for name in ("classifier", "score"):
         layer = getattr(model, name, None)
         if isinstance(layer, torch.nn.Linear):
-            return layer
+            return _prediction_head_then(model, layer)
     raise ModelSpecError(f"{type(model).__name__} has no token classifier layer poolq knows")
 
 

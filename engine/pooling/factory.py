@@ -42,7 +42,7 @@ def build_dispatcher(
     activation = resolve_activation(spec.problem_type, spec.activation_fn, spec.num_labels)
     if spec.kind is ModelKind.SEQUENCE_CLASSIFIER:
         # Classifiers read the first token (encoders) or the last (decoders), whatever 1_Pooling says.
-        method = pooling_method(PoolingType.LAST if spec.is_causal else PoolingType.CLS)
+        method = pooling_method(_classifier_pooling(spec, model))
         head = ClassifierHead(sequence_classifier(model), activation, calibration)
         return PoolerDispatcher({PoolingTask.CLASSIFY: Pooler(method, head)})
     if spec.kind is ModelKind.TOKEN_CLASSIFIER:
@@ -56,3 +56,12 @@ def _embed_method(spec: ModelSpec) -> PoolingMethod:
     """The embed pooling; a model that pools without its prompt (include_prompt=False) leaves it out."""
     method = pooling_method(spec.pooling)
     return method if spec.include_prompt else excluding_prompt(method)
+
+
+def _classifier_pooling(spec: ModelSpec, model: torch.nn.Module) -> PoolingType:
+    """What a sequence classifier reads: the last token (decoders), else the first, or the mean where the
+    model's config says so (ModernBERT's ``classifier_pooling: mean``)."""
+    if spec.is_causal:
+        return PoolingType.LAST
+    mean = getattr(getattr(model, "config", None), "classifier_pooling", "cls") == "mean"
+    return PoolingType.MEAN if mean else PoolingType.CLS

@@ -50,12 +50,16 @@ def save_random_m3_model(path, seed=0, hidden=32, colbert_dim=24):
 # so a random classifier's logits are O(1) (probabilities that differ between inputs), not ~0. The decoder
 # is Llama: transformers loads Qwen2's own tokenizer class over the BERT tokenizer.json (a token per
 # character), while for Llama it keeps the BertTokenizer that tokenizer_config.json names.
-FAMILY_CLASS_PREFIXES = {"bert": "Bert", "xlm-roberta": "XLMRoberta", "mpnet": "MPNet", "llama": "Llama"}
+FAMILY_CLASS_PREFIXES = {"bert": "Bert", "xlm-roberta": "XLMRoberta", "mpnet": "MPNet", "modernbert": "ModernBert",
+                         "llama": "Llama"}
 _FAMILY_CONFIGS = {
     "bert": dict(max_position_embeddings=128),
     # RoBERTa-style positions start after padding_idx (0 here): two more rows than the window
     "xlm-roberta": dict(max_position_embeddings=130, type_vocab_size=2),
     "mpnet": dict(max_position_embeddings=130),
+    # global attention every other layer, a local window shorter than the documents
+    "modernbert": dict(max_position_embeddings=128, cls_token_id=101, sep_token_id=102, bos_token_id=101,
+                       eos_token_id=102, global_attn_every_n_layers=2, local_attention=8),
     "llama": dict(max_position_embeddings=128, num_key_value_heads=2),
 }
 
