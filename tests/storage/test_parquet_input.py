@@ -5,28 +5,16 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.object_stores import RangeCountingStore
 
-from poolq.storage import LocalObjectStore
 from poolq.storage.parquet_input import NotParquetError, ParquetInput, is_parquet
 
 ROWS = 50
 
 
-class _CountingStore(LocalObjectStore):
-    """A local store that notes every ranged read."""
-
-    def __init__(self, root) -> None:
-        super().__init__(root)
-        self.reads: list[tuple[int, int]] = []
-
-    def open_range(self, key, start, end):
-        self.reads.append((start, end))
-        return super().open_range(key, start, end)
-
-
 @pytest.fixture
 def store(tmp_path):
-    return _CountingStore(tmp_path)
+    return RangeCountingStore(tmp_path)
 
 
 def _put(store, key, table, row_group_size):

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.object_stores import RangeCountingStore
 
-from poolq.storage import LocalObjectStore
 from poolq.storage.input_limits import InputLimits
 from poolq.storage.parquet_input import ParquetInput, ParquetRow, ParquetRowError
 from poolq.storage.parquet_row_sizes import batch_rows, read_leaves
@@ -18,21 +18,9 @@ MIB = 1 << 20
 LIMITS = InputLimits(max_record_bytes=MIB, origin=" (the test's bound)")
 
 
-class _CountingStore(LocalObjectStore):
-    """A local store that notes every ranged read."""
-
-    def __init__(self, root) -> None:
-        super().__init__(root)
-        self.reads: list[tuple[int, int]] = []
-
-    def open_range(self, key, start, end):
-        self.reads.append((start, end))
-        return super().open_range(key, start, end)
-
-
 @pytest.fixture
 def store(tmp_path):
-    return _CountingStore(tmp_path)
+    return RangeCountingStore(tmp_path)
 
 
 def _put(store, tables: list[pa.Table], compression="zstd") -> ParquetInput:

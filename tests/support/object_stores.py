@@ -71,3 +71,15 @@ def object_store_for(request: pytest.FixtureRequest, tmp_path, bucket_prefix: st
     if request.param == "local":
         return LocalObjectStore(tmp_path / "store")
     return request.getfixturevalue("new_buckets").store(bucket_prefix)
+
+
+class RangeCountingStore(LocalObjectStore):
+    """A local store that notes every ranged read (what a reader fetches of an object)."""
+
+    def __init__(self, root) -> None:
+        super().__init__(root)
+        self.reads: list[tuple[int, int]] = []
+
+    def open_range(self, key, start, end):
+        self.reads.append((start, end))
+        return super().open_range(key, start, end)
