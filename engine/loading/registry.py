@@ -106,10 +106,16 @@ class ModelRegistry:
             gguf_path = self._gguf_models[name_or_path]
             converted = converted_dir(gguf_path, self._cache_root or default_cache_root())
             return read_model_spec(converted) if converted is not None else read_gguf_model_spec(gguf_path)
-        hub_name = self._hub_name(name_or_path)
+        return read_model_spec(self.description_dir(name_or_path))
+
+    def description_dir(self, name_or_path: str) -> Path:
+        """A directory holding the model's description (config, tokenizer, sentence-transformers files):
+        a Hub model's snapshot of those files only, so the API and control workers never fetch weights;
+        any other model's own directory (``resolve``)."""
+        hub_name = self._hub_name(name_or_path) if name_or_path not in self._gguf_models else None
         if hub_name is not None:
-            return read_model_spec(hub.description_dir(hub_name.repo_id, self._commit(hub_name)))
-        return read_model_spec(self.resolve(name_or_path))
+            return hub.description_dir(hub_name.repo_id, self._commit(hub_name))
+        return self.resolve(name_or_path)
 
     def fingerprint(self, name_or_path: str) -> str:
         """The content fingerprint of the model's files (see :mod:`poolq.engine.loading.model_fingerprint`).

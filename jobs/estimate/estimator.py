@@ -31,7 +31,7 @@ def estimate_job(spec: JobSpec, ctx: JobContext, tenant: str, probe: ReuseProbe 
     probe = probe or reuse_probe_for(spec, ctx)
     scan = scan_input(spec, ctx, tenant)
     started = time.monotonic()
-    tokenizer = _TOKENIZERS.get(ctx.registry.resolve(spec.model))
+    tokenizer = _TOKENIZERS.get(ctx.registry.description_dir(spec.model))  # never the weights
     model = cost_model(spec, ctx.registry.spec(spec.model), tokenizer, ctx.settings.max_chunks_per_document)
     hashes = [document.content_hash for stratum in scan.sample.strata for document in stratum.sample]
     reusable = dict(zip(hashes, probe.reusable(spec, tenant, hashes)))

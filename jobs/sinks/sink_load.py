@@ -103,7 +103,7 @@ def _schema(job: JobHandle, manifest: JobManifest, parts: list[str]) -> SinkSche
 def _vocabulary_size(job: JobHandle) -> int | None:
     """The model's vocabulary (sparsevec's dimensions), from its config.json."""
     try:
-        config = json.loads((job.ctx.registry.resolve(job.spec.model) / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((job.ctx.registry.description_dir(job.spec.model) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError):
         return None
     size = config.get("vocab_size")

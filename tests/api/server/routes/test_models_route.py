@@ -82,8 +82,13 @@ def test_the_official_openai_client_lists_them(served):
     assert REPO in [model.id for model in listed.data]
 
 
-def test_the_api_validates_and_estimates_a_hub_model_without_opening_weights(served):
+def test_the_api_validates_and_estimates_a_hub_model_without_opening_weights(served, monkeypatch):
     _, client, commit = served
+
+    def no_weights(*args):  # online, fetching the weights' snapshot would download them into the API host
+        raise AssertionError("the API asked for the model's weights")
+
+    monkeypatch.setattr("poolq.engine.loading.hub.weights_dir", no_weights)
     _OPENED.clear()
     _WATCHING.set()
     try:
