@@ -44,10 +44,6 @@ def warm_models(context: Callable[[], JobContext]) -> threading.Thread:
     return thread
 
 
-# Its first name, which worker start-up calls: it warms every model of ``warm_models`` now.
-warm_default_model = warm_models
-
-
 def _warm(engines: EnginePool, model: str) -> None:
     try:
         # Under the name jobs record (a Hub id pinned to its commit): the engine a shard asks for, and the
