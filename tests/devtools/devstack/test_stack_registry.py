@@ -3,18 +3,15 @@ stack, notes of stacks that are gone dropped; and how the CLI picks a stack from
 running, ``--stack`` among several, an error naming them otherwise. Stacks here are stand-ins:
 a state file whose pids are real processes with the stack's command-line markers (no services)."""
 import stat
-import subprocess
-import sys
-from dataclasses import fields
 
 import pytest
 from click.testing import CliRunner
+from support.fake_stacks import fake_stack as _fake_stack
+from support.fake_stacks import stand_in_processes
 
 from poolq.api.cli.main import main
-from poolq.devtools.devstack.stack import SERVICES, LocalStack
 from poolq.devtools.devstack.stack_finder import running_stacks
 from poolq.devtools.devstack.stack_registry import StackRegistry, user_state_dir
-from poolq.devtools.devstack.stack_state import StackState
 
 
 def _mode(path) -> int:
@@ -24,27 +21,8 @@ def _mode(path) -> int:
 @pytest.fixture
 def sleepers():
     """Processes whose command lines hold every service's marker ("serve", "worker", ...), as a stack's would."""
-    procs = []
-
-    def start() -> int:
-        argv = [sys.executable, "-c", "import time; time.sleep(120)", "redis-server weed serve worker beat"]
-        procs.append(subprocess.Popen(argv))
-        return procs[-1].pid
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
-
-
-def _fake_stack(state_dir, api_url: str, pid: int | None, registry: StackRegistry) -> LocalStack:
-    values = {field.name: f"x-{field.name}" for field in fields(StackState)}
-    pids = {name: pid for name in SERVICES} if pid else {}
-    state = StackState(**{**values, "state_dir": str(state_dir), "api_url": api_url, "ports": {}, "pids": pids})
-    stack = LocalStack(state_dir, registry=registry)
-    state.save(stack.state_path)
-    registry.add(stack.state_dir)
-    return stack
+    with stand_in_processes() as start:
+        yield start
 
 
 def test_the_registry_lives_under_xdg_state_home(tmp_path, monkeypatch):
@@ -143,7 +121,7 @@ def test_in_a_terminal_the_cli_asks_which_stack(two_stacks, monkeypatch, closed_
             return True
 
     # A terminal on both ends (CliRunner's streams are not one); the answer comes from CliRunner's input.
-    monkeypatch.setattr("poolq.api.cli.local_stack.sys", type("FakeSys", (), {"stdin": _Terminal, "stderr": _Terminal}))
+    monkeypatch.setattr("poolq.api.cli.stack_choice.sys", type("FakeSys", (), {"stdin": _Terminal, "stderr": _Terminal}))
     env = {"POOLQ_API_URL": None, "POOLQ_API_KEY": None, "POOLQ_DEV_DIR": None, "POOLQ_STACK": None}
     asked = CliRunner().invoke(main, ["status", "0" * 32], env=env, input="2\n")
     assert "2 local stacks are running" in asked.output and "which one" in asked.output
