@@ -18,7 +18,9 @@ def print_estimate(estimate: JobEstimate, console: Console | None = None) -> Non
     table.add_column(justify="right")
     rows = [
         ("documents", f"{estimate.documents:,}"), ("characters", f"{estimate.characters:,}"),
-        ("tokens (usage)", f"{estimate.tokens:,}"), ("tokens of whole documents", f"{estimate.document_tokens:,}"),
+        # What the finished job's usage.tokens will say: each text computed once, stored ones copied.
+        ("tokens (usage)", f"{estimate.computed_tokens:,}"), ("tokens, every repeat counted", f"{estimate.tokens:,}"),
+        ("tokens of whole documents", f"{estimate.document_tokens:,}"),
         ("output rows", f"{estimate.rows:,}"), ("truncated", f"{estimate.truncated:,}"),
         ("chunked", f"{estimate.chunked:,}"), ("split", f"{estimate.split:,}"),
         *((f"would fail: {code}", f"{count:,}") for code, count in estimate.failed.items()),

@@ -40,6 +40,7 @@ from poolq.storage import JsonlLineError, read_jsonl
 log = logging.getLogger(__name__)
 
 MAX_LISTED_ERRORS = 100  # invalid lines listed in the batch's errors.data (all are in the error file)
+EMPTY_FILE_CODE = "empty_file"  # OpenAI's code for an input file with no request line
 _CHUNK_BYTES = 1 << 20
 # The record fields every batch job carries into its rows: which request a result belongs to.
 REQUEST_FIELDS = ("custom_id", "count", "options")
@@ -184,10 +185,18 @@ def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput 
         job_id = _submit(reading, request, layout, tenant, ctx)
         if job_id is None:
             return None
+    errors = reading.errors if reading.total else [empty_file_error(request.input_file_id)]
     prepared = PreparedInput(job_id=job_id, model=reading.model, total=reading.total, invalid=reading.invalid,
-                             records=reading.records, errors=reading.errors, prepared_at=int(time.time()))
+                             records=reading.records, errors=errors, prepared_at=int(time.time()))
     records.write_once("prepared.json", prepared)
     return records.prepared()
+
+
+def empty_file_error(input_file_id: str) -> BatchError:
+    """The batch's error for an input file without a request line (no bytes, or blank lines only), as
+    OpenAI reports it: ``empty_file``, no line, the ``input_file_id`` it names."""
+    return BatchError(code=EMPTY_FILE_CODE, message=f"input file {input_file_id!r} holds no request line: a batch "
+                      "needs at least one JSON line naming custom_id, method, url and body", param="input_file_id")
 
 
 def _submit(reading: _Reading, request: BatchRequest, layout: BatchLayout, tenant: str, ctx: JobContext) -> str | None:

@@ -6,6 +6,7 @@ import time
 
 from poolq.jobs.batches.batch_files import FileNotFound, get_file, page
 from poolq.jobs.batches.batch_layout import BATCH_ID, BatchLayout, new_batch_id
+from poolq.jobs.batches.batch_prepare import EMPTY_FILE_CODE, empty_file_error
 from poolq.jobs.batches.batch_records import BatchRecords, BatchRequest, CancelRequest, window_seconds
 from poolq.jobs.batches.batch_view import batch_view
 from poolq.jobs.batches.endpoints import ENDPOINT_FORMATS
@@ -18,11 +19,11 @@ log = logging.getLogger(__name__)
 
 
 class BatchRejected(ValueError):
-    """A create request naming something wrong: ``field`` says what."""
+    """A create request naming something wrong: ``field`` says what, ``code`` which kind (OpenAI's ``code``)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, code: str = "value_error") -> None:
         super().__init__(message)
-        self.field = field
+        self.field, self.code = field, code
 
 
 class BatchNotFound(LookupError):
@@ -49,6 +50,8 @@ def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_wind
     if input_file.purpose != "batch":
         raise BatchRejected("input_file_id", f"file {input_file_id!r} has purpose {input_file.purpose!r}; a batch "
                             "reads a file uploaded with purpose 'batch'")
+    if input_file.bytes == 0:  # known empty now: refused here rather than failed in a moment
+        raise BatchRejected("input_file_id", empty_file_error(input_file_id).message, code=EMPTY_FILE_CODE)
     layout = BatchLayout(ctx.service_layout, tenant)
     request = BatchRequest(id=new_batch_id(), endpoint=endpoint, input_file_id=input_file_id,
                            completion_window=completion_window, created_at=int(time.time()), metadata=metadata,

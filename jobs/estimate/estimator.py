@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.estimate.input_scan import InputScan, scan_input
@@ -71,9 +72,10 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
     distinct = scan.distinct.count()
     repeated = max(0, scan.documents - distinct.distinct)
     tokens = totals.get("tokens", 0)
-    repeated_tokens = round(tokens * repeated / scan.documents) if scan.documents else 0
     reusable_tokens = totals.get("reusable_tokens", 0)
-    computed = _computed_tokens(spec, ctx, tokens, repeated_tokens, reusable_tokens)
+    savings = _savings(scan, priced, tokens, repeated, reusable_tokens)
+    repeated_tokens = savings.repeated
+    computed = _computed_tokens(spec, ctx, tokens, savings)
     return JobEstimate(
         model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
         documents=round(scan.documents * whole), characters=round(scan.characters * whole),
@@ -92,10 +94,35 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
     )
 
 
-def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, repeated: int, reusable: int) -> int:
-    """What the workers would run: a repeated text is computed once per job (docs/reuse.md), and
-    what is already in the tenant's store is copied (the share of ``tokens`` it holds, taken as the
-    same among distinct texts); a score job, or a service with reuse off, runs everything."""
-    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled or tokens == 0:
+@dataclass(frozen=True)
+class _Savings:
+    """What a job does not compute of its ``tokens``: its repeated texts (each text is computed once
+    per job, docs/reuse.md), and the distinct texts already stored for the tenant."""
+
+    repeated: int
+    stored: int
+
+
+def _savings(scan: InputScan, priced: list[PricedStratum], tokens: int, repeated: int, reusable: int) -> _Savings:
+    """Summed document by document where the sample is the whole input (a small one: the estimate is
+    then the job's ``usage.tokens`` exactly); else apportioned: repeats taken as long as the rest,
+    and the stored share of ``tokens`` taken as the same among distinct texts."""
+    if _whole(scan, priced):
+        return _Savings(sum(s.tokens - s.distinct_tokens for s in priced), sum(s.distinct_reusable_tokens for s in priced))
+    repeated_tokens = round(tokens * repeated / scan.documents) if scan.documents else 0
+    return _Savings(repeated_tokens, round((tokens - repeated_tokens) * reusable / tokens) if tokens else 0)
+
+
+def _whole(scan: InputScan, priced: list[PricedStratum]) -> bool:
+    """Every document was read and priced, and planning refuses none as a repeated id (the sample
+    keeps those, which the job drops)."""
+    return (scan.fraction_read == 1.0 and all(s.sampled == s.documents for s in priced)
+            and scan.ids.count().distinct == scan.documents)
+
+
+def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, savings: _Savings) -> int:
+    """What the workers would run (the job's ``usage.tokens``): ``tokens`` less its savings; a score
+    job, or a service with reuse off, runs everything."""
+    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled:
         return tokens
-    return max(0, round((tokens - repeated) * (1 - reusable / tokens)))
+    return max(0, tokens - savings.repeated - savings.stored)

@@ -25,16 +25,20 @@ class PricedStratum:
     characters: int
     sampled: int = 0
     sampled_characters: int = 0
-    tokens: int = 0  # processed tokens (usage) of the sampled documents that would succeed
+    tokens: int = 0  # processed tokens of the sampled documents that would succeed, every repeat counted
     document_tokens: int = 0  # whole-document tokens, special tokens included
     rows: int = 0
     truncated: int = 0
     chunked: int = 0
     split: int = 0
     reusable_tokens: int = 0
+    # Of ``tokens``: the first sampled document of each content (a job computes a repeated text once),
+    # and of those, the ones already stored for reuse. Exact sums when the sample is the whole input.
+    distinct_tokens: int = 0
+    distinct_reusable_tokens: int = 0
     failed: Counter[str] = field(default_factory=Counter)
 
-    def add(self, document: SampledDocument, cost: DocumentCost, reusable: bool) -> None:
+    def add(self, document: SampledDocument, cost: DocumentCost, reusable: bool, first: bool = True) -> None:
         self.sampled += 1
         self.sampled_characters += document.characters
         self.document_tokens += cost.num_tokens
@@ -47,6 +51,8 @@ class PricedStratum:
         self.chunked += cost.windows > 1 or cost.rows > 1
         self.split += cost.split_chunks > 0
         self.reusable_tokens += cost.processed_tokens if reusable else 0
+        self.distinct_tokens += cost.processed_tokens if first else 0
+        self.distinct_reusable_tokens += cost.processed_tokens if first and reusable else 0
 
 
 def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: SampleTokenizer, max_chunks: int) -> CostModel:
@@ -66,10 +72,12 @@ def cost_model(spec: JobSpec, model_spec: ModelSpec, tokenizer: SampleTokenizer,
 def price_stratum(stratum: Stratum, model: CostModel, tokenizer: SampleTokenizer, reusable: dict[str, bool]) -> PricedStratum:
     priced = PricedStratum(stratum.documents, stratum.characters)
     sample = stratum.sample
+    seen: set[str] = set()  # contents priced so far: a repeat has its first's length, so it is in this stratum
     for start in range(0, len(sample), _TOKENIZE_GROUP):
         group = sample[start:start + _TOKENIZE_GROUP]
         for document, cost in zip(group, _costs(group, model, tokenizer)):
-            priced.add(document, cost, reusable.get(document.content_hash, False))
+            priced.add(document, cost, reusable.get(document.content_hash, False), document.content_hash not in seen)
+            seen.add(document.content_hash)
     return priced
 
 

@@ -19,6 +19,9 @@ class JobCounts(BaseModel):
 
 
 class JobUsage(BaseModel):
+    """What the model ran for the job, whatever way it ended (docs/http-api.md#usage): the committed
+    shards' tokens, a cancelled shard's discarded windows included; repeats and reused texts excluded."""
+
     tokens: int = 0
 
 

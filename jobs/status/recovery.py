@@ -49,9 +49,17 @@ def status_from_ledger(job: JobHandle) -> JobStatus | None:
         id=job.id, tenant=tenant, status=state, model=spec.model, task=spec.task_label,
         counts=JobCounts(total=plan.total if plan else None, completed=completed, failed=failed,
                          not_processed=not_processed),
-        usage=JobUsage(tokens=sum(c.tokens for c in commits.values())),
+        usage=JobUsage(tokens=usage_tokens(commits)),
         created_at=_created_at(job), errors_by_code=errors.codes, error_samples=list(errors.samples),
     )
+
+
+def usage_tokens(commits: dict[int, ShardCommit]) -> int:
+    """The job's ``usage.tokens``, running or ended, whatever the end: every token the model ran in the
+    committed attempts (rows, and what a cancel stopped mid-way). Rows carried from an earlier run
+    (``incremental_from``) cost nothing here; an attempt that lost its commit (a crash, a redelivery)
+    is the service's, not the job's."""
+    return sum(commit.tokens for commit in commits.values())
 
 
 def job_errors(plan: Plan | None, commits: dict[int, ShardCommit]) -> ErrorSummary:

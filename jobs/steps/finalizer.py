@@ -32,7 +32,7 @@ from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import sink_outcomes_json
 from poolq.jobs.observability.job_events import job_finished
 from poolq.jobs.sinks.sink_entries import pending_sinks, send_pending_loads
-from poolq.jobs.status.recovery import job_errors
+from poolq.jobs.status.recovery import job_errors, usage_tokens
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.steps.job_report import job_report
@@ -125,7 +125,6 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     cancelled = ledger.cancel_requested()
     error_count = _write_errors(ctx, layout.plan_errors if stored_plan else None, commits, layout.errors)
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
-    tokens = sum(commit.tokens for commit in commits.values()) + sum(part.tokens for part in plan.carried)
     failed = error_count - sum(commit.not_processed for commit in commits.values())  # error lines, less the unrun
     state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, failed)
     errors = job_errors(stored_plan, commits)
@@ -163,7 +162,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         shards=ManifestShards(total=plan.num_shards, committed=len(commits),
                               gave_up=sum(c.gave_up for c in commits.values()),
                               not_started=sorted(set(range(plan.num_shards)) - set(commits)) if cancelled else None),
-        usage=ManifestUsage(tokens=tokens),
+        usage=ManifestUsage(tokens=usage_tokens(commits)),
         parts=parts,
         errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count,
                               by_code=errors.codes, samples=list(errors.samples)),

@@ -47,6 +47,14 @@ class AttemptOutput:
         else:
             self.tokens += tokens
 
+    def count_model_run(self, tokens_run: int) -> None:
+        """The attempt's usage is every token the model ran for it (``tokens_run``: its engine steps'),
+        more than its rows' when it ran records that give no row: a cancel stopped a long document
+        between two windows or came before finished results had their turn in input order, or a
+        result was refused (a non-finite vector). Never less than its rows' (an engine that reports
+        no steps leaves only those to count)."""
+        self.tokens = max(self.tokens, tokens_run)
+
     @property
     def not_processed(self) -> int:
         return sum(error.code == NOT_PROCESSED_CODE for error in self.errors)

@@ -139,12 +139,12 @@ def _embed_on(engine: "PoolingEngine", identity: EngineIdentity, job: JobHandle,
     done: set[str] = set()
     reuse = JobReuse.of(job)
     copies = no_copies(records)
+    watch = StepWatch(job, shard_unit(shard))
     try:
         if reuse is not None:
             copies = sort_out(job, reuse, shard, records, on_wait=lambda: _check_cancel(job))
         # A non-finite vector becomes its record's error before reuse or the part can see it.
-        fresh = finite_results(task.run(engine, copies.compute, on_step=StepWatch(job, shard_unit(shard))),
-                               engine.config.dtype)
+        fresh = finite_results(task.run(engine, copies.compute, on_step=watch), engine.config.dtype)
         for record, result, reused in copies.results(fresh, _record_id):
             done.add(record.id)
             output.characters += record.characters
@@ -162,8 +162,9 @@ def _embed_on(engine: "PoolingEngine", identity: EngineIdentity, job: JobHandle,
         for record in records.values():
             if record.id not in done:
                 stats.fail(NOT_PROCESSED_CODE, record.content_hash)
-        log.info("shard %s stopped by a cancel: %d records done, %d not processed", shard, len(done),
-                 len(records) - len(done))
+        log.info("shard %s stopped by a cancel: %d records done, %d not processed (%d tokens run)", shard, len(done),
+                 len(records) - len(done), watch.tokens)
+    output.count_model_run(watch.tokens)  # billed: the windows of records a cancel stopped too
     if reuse is not None:
         publish(job, reuse, shard, lease.attempt, copies)
     return write_attempt(job, shard, lease, output)

@@ -53,7 +53,7 @@ def create(body: CreateBatch, ctx: Context, principal: Caller,
         return create_batch(principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
                             ctx, output_expires_after_s=expiry)
     except BatchRejected as exc:
-        raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": "value_error"}]) from None
+        raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": exc.code}]) from None
 
 
 @router.get("", response_model=Page[BatchObject])
