@@ -82,8 +82,9 @@ class PoolingEngine:
 
     @property
     def dimensions(self) -> int:
-        """Size of ``embed`` vectors (after any projector, before Matryoshka truncation)."""
-        return self.loaded.output_dim
+        """Size of ``embed`` vectors when a request names no ``dimensions``: after any projector, cut to the
+        model's ``truncate_dim`` if it saved one (sentence-transformers' ``get_embedding_dimension``)."""
+        return min(self.loaded.output_dim, self.spec.truncate_dim or self.loaded.output_dim)
 
     @property
     def token_dimensions(self) -> int:

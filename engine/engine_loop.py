@@ -22,6 +22,7 @@ from poolq.engine.long_documents.policy_check import longer_document_modes, mode
 from poolq.engine.long_documents.window_planner import WindowPlanner
 from poolq.engine.long_documents.window_plans import DocumentPlan, SinglePlan, Window
 from poolq.engine.pooling.dispatcher import UnsupportedTaskError
+from poolq.engine.pooling.model_truncation import cut_to_model_size
 from poolq.engine.request import (
     EngineResult,
     LongDocumentMode,
@@ -287,7 +288,7 @@ class EngineLoop:
         results: list[EngineResult] = []
         for live in lives:
             del self._live[live.index]
-            result = live.plan.output(live.request.key)
+            result = cut_to_model_size(live.plan.output(live.request.key), live.request, self.model.spec.truncate_dim)
             self._done[live.index] = result
             results.append(result)
         return results

@@ -92,7 +92,9 @@ class ModelSpec:
     prompts: dict[str, str] = field(default_factory=dict, hash=False)
     default_prompt_name: str | None = None  # the prompt used when a request names none
     similarity_fn_name: str | None = None  # as saved (cosine, dot, euclidean, manhattan); None: not named (cosine)
-    truncate_dim: int | None = None  # sentence-transformers' default truncation of embeddings, if saved
+    # sentence-transformers' truncate_dim, if saved: embed vectors are cut to it when a request names no
+    # dimensions (engine/pooling/model_truncation.py)
+    truncate_dim: int | None = None
 
     @property
     def multi_label(self) -> bool:

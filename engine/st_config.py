@@ -61,7 +61,7 @@ class SentenceTransformersConfig:
     prompts: dict[str, str] = field(default_factory=dict)
     default_prompt_name: str | None = None
     similarity_fn_name: str | None = None
-    truncate_dim: int | None = None
+    truncate_dim: int | None = None  # the size encode() cuts embeddings to by default (Matryoshka)
     activation_fn: str | None = None  # a CrossEncoder's, as saved since 5.x
 
 
@@ -87,7 +87,7 @@ def read_st_config(model_dir: Path) -> SentenceTransformersConfig:
         prompts=prompts,
         default_prompt_name=_default_prompt_name(model_dir / "config_sentence_transformers.json", model, prompts),
         similarity_fn_name=model.get("similarity_fn_name") if isinstance(model.get("similarity_fn_name"), str) else None,
-        truncate_dim=_positive(model, "truncate_dim"),
+        truncate_dim=_truncate_dim(model_dir / "config_sentence_transformers.json", model),
         activation_fn=model.get("activation_fn") if isinstance(model.get("activation_fn"), str) else None,
     )
 
@@ -209,6 +209,15 @@ def _default_prompt_name(path: Path, model: dict, prompts: dict[str, str]) -> st
     if name is not None and name not in prompts:
         raise ModelSpecError(f"{path}: default_prompt_name {name!r} is not one of its prompts ({', '.join(prompts)})")
     return name
+
+
+def _truncate_dim(path: Path, model: dict) -> int | None:
+    """The size ``encode`` cuts embeddings to by default; anything but a positive whole number is refused,
+    as sentence-transformers would cut by it as a slice (``-1`` drops the last dimension, ``0`` all)."""
+    truncate_dim = _positive(model, "truncate_dim")
+    if truncate_dim is None and model.get("truncate_dim") is not None:
+        raise ModelSpecError(f"{path}: truncate_dim is {model['truncate_dim']!r}, not a positive number of dimensions")
+    return truncate_dim
 
 
 def _positive(config: dict, key: str) -> int | None:

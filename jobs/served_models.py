@@ -4,7 +4,8 @@ worker has it loaded now, and what the live workers' loads of it cost: loads, ev
 
 Served are the registry's names (packaged, ``POOLQ_MODELS``), the Hub models the operator allows that
 this host's Hub cache holds (``poolq models pull``), and any model a live worker has loaded. Only the
-description files are read: listing never downloads weights.
+description files are read (and a model card, README.md, where one sits beside them: the Matryoshka
+sizes it declares): listing never downloads weights.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import logging
 
 from poolq.engine import ModelSpec, ModelSpecError, UnknownModelError
 from poolq.engine.loading.hub import HubAccess, HubUnavailable, hub_cache_dir
+from poolq.engine.loading.model_card import matryoshka_dimensions
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.worker_model_stats import ModelTotals
 from poolq.jobs.model.served_model import ModelList, ServedModel
@@ -44,7 +46,9 @@ def _described(name: str, spec: ModelSpec, counted: ModelTotals) -> ServedModel:
     owner = name.split("/", 1)[0] if "/" in name else "poolq"
     return ServedModel(
         id=name, created=_created(spec), owned_by=owner, tasks=[task.value for task in spec.kind.tasks],
-        dimensions=spec.hidden_size, window=spec.window_tokens, pooling=spec.pooling.value, normalized=spec.normalize,
+        dimensions=spec.hidden_size, truncate_dim=spec.truncate_dim,
+        matryoshka_dimensions=list(matryoshka_dimensions(spec.path, spec.truncate_dim)) or None,
+        window=spec.window_tokens, pooling=spec.pooling.value, normalized=spec.normalize,
         prompts={name: text for name, text in spec.prompts.items() if text}, default_prompt_name=spec.default_prompt_name,
         loaded=counted.loaded_workers > 0, loaded_workers=counted.loaded_workers, resident_bytes=counted.resident_bytes,
         loads=counted.loads, evictions=counted.evictions,

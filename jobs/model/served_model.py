@@ -16,6 +16,10 @@ class ServedModel(BaseModel):
     owned_by: str = Field(description="the Hub organization, or poolq for packaged and configured models")
     tasks: list[str] = Field(description="the tasks a job (or /v1/embeddings, for embed) may ask of it")
     dimensions: int = Field(description="size of its embed vectors (before Matryoshka truncation); hidden size otherwise")
+    truncate_dim: int | None = Field(None, description="the size its embed vectors are cut to when a request names no "
+                                                       "dimensions (sentence-transformers' truncate_dim); null: no cut")
+    matryoshka_dimensions: list[int] | None = Field(None, description="the Matryoshka sizes it declares, largest first: "
+                                                    "its truncate_dim and those its model card's loss was trained for")
     window: int = Field(description="tokens per model sequence by default (longer documents: long_documents)")
     pooling: str
     normalized: bool

@@ -51,7 +51,7 @@ class EmbedTask(JobTask):
 
     def schema(self, model_spec: ModelSpec, dimensions: int | None) -> pa.Schema:
         # A job passed its checks, so int8 without int8_range means a normalized model: [-1, 1].
-        return embedding_schema(dimensions or model_output_dimensions(model_spec), self.chunk_rows,
+        return embedding_schema(dimensions or default_output_dimensions(model_spec), self.chunk_rows,
                                 self.spec.output.codec(normalized=True))
 
 
@@ -65,3 +65,10 @@ def model_output_dimensions(model_spec: ModelSpec) -> int:
         return int(json.loads(path.read_text(encoding="utf-8"))["out_features"])
     except (OSError, ValueError, KeyError) as exc:
         raise OptionRejected("model", f"the model cannot be loaded: {path}: {exc}") from None
+
+
+def default_output_dimensions(model_spec: ModelSpec) -> int:
+    """The size of the model's embed vectors when a job names no dimensions: cut to its ``truncate_dim``
+    (what the loaded engine's ``dimensions`` reports)."""
+    full = model_output_dimensions(model_spec)
+    return min(full, model_spec.truncate_dim or full)

@@ -17,5 +17,6 @@ router = APIRouter(prefix="/v1/models", tags=["models"], responses=OPENAI_AUTH_R
 async def list_models(ctx: Context, principal: Caller) -> ModelList:
     """Every model a job, a batch line or ``/v1/embeddings`` may name here: packaged and configured
     names, the Hub ids the operator allows that this host has pulled, and models a worker has loaded;
-    each with its tasks, dimensions, window, pooling, prompts and whether a worker has it loaded."""
+    each with its tasks, dimensions (and the Matryoshka sizes it declares), window, pooling, prompts and
+    whether a worker has it loaded."""
     return await anyio.to_thread.run_sync(served_models, ctx)  # reads model files: off the event loop
