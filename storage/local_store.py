@@ -70,7 +70,7 @@ class LocalObjectStore(ObjectStore):
             found = self._path(key).stat()
         except (FileNotFoundError, NotADirectoryError):
             raise ObjectNotFoundError(f"{self.uri(key)} does not exist") from None
-        return ObjectInfo(size=found.st_size, version=str(found.st_mtime_ns))
+        return ObjectInfo(size=found.st_size, version=str(found.st_mtime_ns), modified=found.st_mtime)
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()

@@ -39,10 +39,12 @@ class PendingUpload:
 @dataclass(frozen=True)
 class ObjectInfo:
     """What identifies an object's current content: its size and a version that changes on every
-    write (S3: the ETag; a local file: its modification time in nanoseconds)."""
+    write (S3: the ETag; a local file: its modification time in nanoseconds); ``modified``: when it
+    was last written (seconds since the epoch; S3's LastModified is whole seconds), None if unknown."""
 
     size: int
     version: str
+    modified: float | None = None
 
 
 class ObjectStore(ABC):

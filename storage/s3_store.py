@@ -187,7 +187,9 @@ class S3ObjectStore(ObjectStore):
         head = self._head(key)
         if head is None:
             raise ObjectNotFoundError(f"{self.uri(key)} does not exist")
-        return ObjectInfo(size=int(head["ContentLength"]), version=str(head.get("ETag", "")))
+        modified = head.get("LastModified")
+        return ObjectInfo(size=int(head["ContentLength"]), version=str(head.get("ETag", "")),
+                          modified=modified.timestamp() if modified is not None else None)
 
     def exists(self, key: str) -> bool:
         return self._head(key) is not None

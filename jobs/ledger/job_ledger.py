@@ -42,6 +42,7 @@ class Plan:
     carried: tuple[CarriedPart, ...] = ()
     carried_records: int = 0
     engine: str | None = None  # the engine identity carried rows were made with (incremental runs)
+    superseded: int = 0  # records replaced by a later object's with the same id (input.supersede): not in total
     error_codes: dict[str, int] = field(default_factory=dict)  # the plan errors by code
     error_samples: list[str] = field(default_factory=list)  # and their first messages
     field_types: dict[str, str] = field(default_factory=dict)  # output.include_fields: each column's type

@@ -46,6 +46,7 @@ class Decided:
     first_lines: tuple[int, ...]  # each section's first line number in its object
     duplicates: int
     carried: tuple[CarriedPart, ...] = ()
+    superseded: int = 0  # records left out for a later object's with the same id (input.supersede)
     carried_records: int = 0
     engine: str | None = None  # the engine identity carried rows were made with
     field_types: dict[str, str] = field(default_factory=dict)  # output.include_fields: each field's type, for the job
@@ -58,7 +59,7 @@ class Decided:
 
 @dataclass(frozen=True)
 class SectionCut:
-    records: int  # non-blank lines, valid or not
+    records: int  # non-blank lines, valid or not (superseded ones not counted)
     valid: int
     shards: int
     characters: int = 0  # of the records cut into shards (what the job's progress estimates tokens from)

@@ -60,6 +60,10 @@ class UriInput(_Strict):
     spans_field: str = Field("chunk_spans", description="field holding [[start, end], ...] for chunk_by='spans'")
     query_field: str = Field("query", description="score jobs: field holding each pair's first text")
     query_id_field: str = Field("query_id", description="score jobs: field grouping consecutive pairs for their rank")
+    supersede: bool = Field(False, description="a prefix read as versions of one corpus (a tenant's uploads): objects "
+                            "are read oldest first (last-modified, then key) and an object's record replaces the records "
+                            "of older objects with its id (counted as superseded, not failed); a repeat within one "
+                            "object is still a duplicate_id. Schedules default it to true")
 
 
 # Every component of an L2-normalized vector lies in it: int8's default calibration for such models.

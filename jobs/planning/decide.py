@@ -2,8 +2,8 @@
 
 Runs once every section is scanned. The sections' id spills are read in input order into the id
 partitions (``id_partitions.py``); each partition decides on its own; then each section gets its
-left-out positions (``skips.npz``: duplicates and carried, relative to the section) and an
-incremental run's carried parts are written. The decided record names each section's first line.
+left-out positions (``skips.npz``: duplicates, carried and superseded, relative to the section)
+and an incremental run's carried parts are written. The decided record names each section's first line.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.shard_input import InputChanged
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, Decided, PlanningLedger, SectionScan
+from poolq.jobs.model.job_spec import UriInput
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.incremental import Baseline
 from poolq.jobs.planning.query_groups import split_query_runs
@@ -42,17 +43,18 @@ class SectionSkips:
     # For each duplicate, where its id first appeared: the section, and the line (row) in its object
     first_sections: np.ndarray = field(default_factory=_none)
     first_lines: np.ndarray = field(default_factory=_none)
+    superseded: np.ndarray = field(default_factory=_none)  # int64, sorted: a later object has the id (input.supersede)
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
         np.savez(buffer, duplicates=self.duplicates, carried=self.carried, split_queries=self.split_queries,
-                 first_sections=self.first_sections, first_lines=self.first_lines)
+                 first_sections=self.first_sections, first_lines=self.first_lines, superseded=self.superseded)
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "SectionSkips":
         with np.load(io.BytesIO(raw)) as arrays:
-            optional = {name: arrays[name] for name in ("split_queries", "first_sections", "first_lines")
+            optional = {name: arrays[name] for name in ("split_queries", "first_sections", "first_lines", "superseded")
                         if name in arrays.files}  # skips written before these were kept
             return cls(arrays["duplicates"], arrays["carried"], **optional)
 
@@ -80,7 +82,7 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
                 _spill_section(planning, index, scan, ids, lines, offset)
         if baseline is not None and not baseline.spill_into(ids, job.ctx):
             baseline = None
-        decisions = ids.decide()
+        decisions = ids.decide(_object_starts(job, sections, scans))
         split = split_query_runs(planning, scans, partitions, Path(spill_dir) / "queries")
         starts = np.cumsum([0, *(scan.valid for scan in scans)])[:-1]
         line_of = np.fromfile(lines_path, dtype=np.int64)
@@ -90,7 +92,8 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
             firsts = ids.first_positions(start, end)
             skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start,
                                  np.sort(split.get(index, np.zeros(0, dtype=np.int64))),
-                                 np.searchsorted(starts, firsts, side="right") - 1, line_of[firsts])
+                                 np.searchsorted(starts, firsts, side="right") - 1, line_of[firsts],
+                                 ids.positions("superseded", start, end) - start)
             ctx.store.put(planning.section_key(index, SKIPS_NAME), skips.to_bytes())
             start = end
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
@@ -98,7 +101,7 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
                sections_bytes(sections))
     included = tuple(job.spec.output.include_fields or ())
     return planning.write_decided(Decided(
-        first_lines=numbers, duplicates=decisions.duplicates, carried=carried,
+        first_lines=numbers, duplicates=decisions.duplicates, superseded=decisions.superseded, carried=carried,
         field_types=merge_section_types(included, [scan.field_types for scan in scans]),
         carried_records=decisions.carried if carried else 0,
         engine=ctx.engines.identity(job.spec.model, job.spec.compute_dtype) if carried else None,  # what Baseline.load checked
@@ -106,9 +109,22 @@ def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
 
 
 def _left_out(planning: PlanningLedger, index: int) -> np.ndarray:
-    """The section's positions left out of its shards (repeated ids, carried documents), sorted."""
+    """The section's positions left out of its shards (repeated ids, carried and superseded documents), sorted."""
     skips = SectionSkips.from_bytes(planning.store.get(planning.section_key(index, SKIPS_NAME)))
-    return np.union1d(skips.duplicates, skips.carried)
+    return np.union1d(np.union1d(skips.duplicates, skips.carried), skips.superseded)
+
+
+def _object_starts(job: JobHandle, sections: list[InputSection], scans: list[SectionScan]) -> tuple[int, ...]:
+    """Where each input object's valid records start, for a superseding input (its later objects'
+    records replace earlier ones'); else one object: every repeated id is a duplicate."""
+    if not (isinstance(job.spec.input, UriInput) and job.spec.input.supersede):
+        return (0,)
+    starts, position = [], 0
+    for index, (section, scan) in enumerate(zip(sections, scans)):
+        if index == 0 or section.uri != sections[index - 1].uri:  # an object's sections are consecutive
+            starts.append(position)
+        position += scan.valid
+    return tuple(starts)
 
 
 def _spill_section(planning: PlanningLedger, index: int, scan: SectionScan, ids: IdPartitions, lines: IO[bytes],

@@ -5,14 +5,18 @@ order) and spills each record's (position, id, content hash) into one of P local
 a stable hash of the id; an incremental run spills its baseline's (id, content hash, part) the
 same way. Each partition then fits in memory alone and decides, for its ids, which positions
 repeat an earlier id (``duplicate_id``) and which hold a document unchanged since the baseline
-(carried). Those positions are filed by position range, and read back one section's range at a
-time. Nothing here grows with the corpus but the disk.
+(carried). A superseding input (``input.supersede``: objects read oldest first) keeps each id's
+record in the latest object holding it: the earlier objects' are *superseded*, left out without
+an error; a repeat within one object is still a duplicate. Those positions are filed by position
+range, and read back one section's range at a time. Nothing here grows with the corpus but the disk.
 """
 from __future__ import annotations
 
 import os
 import zlib
+from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -32,7 +36,7 @@ def partition_of(record_id: str, partitions: int) -> int:
     return zlib.crc32(record_id.encode("utf-8")) % partitions
 
 
-Left = Literal["duplicate", "carried"]  # why a position is left out of the shards
+Left = Literal["duplicate", "carried", "superseded"]  # why a position is left out of the shards
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Decisions:
 
     duplicates: int = 0
     carried: int = 0
+    superseded: int = 0
     carried_by_part: dict[int, Path] = field(default_factory=dict)
 
 
@@ -70,33 +75,45 @@ class IdPartitions:
         self._records.flush()
         self._baseline.flush()
 
-    def decide(self) -> Decisions:
-        """Decide every partition, one at a time."""
+    def decide(self, object_starts: Sequence[int] = (0,)) -> Decisions:
+        """Decide every partition, one at a time. ``object_starts``: the position of each input
+        object's first valid record, for a superseding input; by default the input is one object,
+        where every repeated id is a duplicate."""
         self.flush()
         decisions = Decisions()
         for partition in range(self.partitions):
-            self._decide_partition(partition, decisions)
+            self._decide_partition(partition, decisions, object_starts)
         return decisions
 
-    def _decide_partition(self, partition: int, decisions: Decisions) -> None:
+    def _decide_partition(self, partition: int, decisions: Decisions, object_starts: Sequence[int]) -> None:
         baseline = {record_id: (digest, int(part)) for record_id, digest, part in self._baseline.read(partition)}
-        first_seen: dict[str, int] = {}  # id -> the position it first appeared at
+        kept: dict[str, int] = {}  # id -> the position kept: its first in the latest object holding it
+        unchanged: dict[int, int] = {}  # a kept position whose document the baseline has -> its baseline part
         left: dict[tuple[Left, int], list[int]] = defaultdict(list)  # (why, position range) -> positions
         firsts: dict[int, list[int]] = defaultdict(list)  # position range -> (duplicate, first) pairs, flat
         carried: dict[int, list[str]] = defaultdict(list)  # baseline part -> ids it carries
         # Spill lines are in input order within a partition: the first occurrence comes first.
         for position, record_id, digest in self._records.read(partition):
             at = int(position)
-            if record_id in first_seen:
+            earlier = kept.get(record_id)
+            if earlier is not None and bisect_right(object_starts, earlier) == bisect_right(object_starts, at):
                 decisions.duplicates += 1
                 left["duplicate", at // POSITIONS_PER_RANGE].append(at)
-                firsts[at // POSITIONS_PER_RANGE] += (at, first_seen[record_id])
+                firsts[at // POSITIONS_PER_RANGE] += (at, earlier)
                 continue
-            first_seen[record_id] = at
+            if earlier is not None:  # in an earlier object: this later one's record replaces it
+                decisions.superseded += 1
+                left["superseded", earlier // POSITIONS_PER_RANGE].append(earlier)
+                unchanged.pop(earlier, None)
+            kept[record_id] = at
             known = baseline.get(record_id)
             if known is not None and known[0] == digest:
+                unchanged[at] = known[1]
+        for record_id, at in kept.items():  # only the records kept are carried
+            part = unchanged.get(at)
+            if part is not None:
                 decisions.carried += 1
-                carried[known[1]].append(record_id)
+                carried[part].append(record_id)
                 left["carried", at // POSITIONS_PER_RANGE].append(at)
         for (why, bucket), positions in left.items():
             with self._range_path(why, bucket).open("ab") as handle:

@@ -2,6 +2,9 @@
 
 A URI ending in ``/`` is a prefix: its ``.jsonl``, ``.jsonl.gz`` and ``.parquet`` objects are
 read in key order, and errors name the object they are in (``<uri>: line 7``, ``<uri>: row 7``).
+A superseding prefix (``input.supersede``: versions of one corpus, such as a tenant's uploads,
+whose keys are random) is read oldest object first, last-modified then key: the decide stage lets
+a later object's record replace an earlier one's (``id_partitions.py``).
 Each object's format is its own (``input_format.py``); ``jobs/planning/sections.py`` cuts the
 objects into sections.
 """
@@ -40,8 +43,15 @@ def input_objects(job: JobHandle) -> Iterator[tuple[ObjectStore, str, bool]]:
     if not keys:
         *others, last = ["*" + suffix for suffix in INPUT_SUFFIXES]
         raise ObjectNotFoundError(f"{uri} holds no {', '.join(others)} or {last} objects")
-    for key in keys:
+    for key in oldest_first(store, keys) if spec.input.supersede else keys:
         yield store, key, True
+
+
+def oldest_first(store: ObjectStore, keys: list[str]) -> list[str]:
+    """``keys`` by last-modified time, then key (objects written at the same time, to S3's whole
+    second, or in a store that does not say when, keep key order). One HEAD per object."""
+    modified = {key: store.stat(key).modified or 0.0 for key in keys}
+    return sorted(keys, key=lambda key: (modified[key], key))
 
 
 def _open_prefix(uri: str, s3_config: S3Config) -> tuple[ObjectStore, str]:

@@ -1,7 +1,8 @@
 """The cut stage: read a section again, leave out what was decided, cut shards, file the errors.
 
 The section's error lines (invalid records and repeated ids) come out in line order, numbered
-from the section's first line in its object, and are uploaded once the section is read.
+from the section's first line in its object, and are uploaded once the section is read. A record
+superseded by a later object's (``input.supersede``) is left out silently, and not counted.
 """
 from __future__ import annotations
 
@@ -43,12 +44,18 @@ def cut_section(job: JobHandle, index: int) -> SectionCut:
     cutter = ShardCutter(job, index, section)
     codes: Counter[str] = Counter()
     samples: list[str] = []
-    records = valid = 0
+    records = valid = replaced = 0
     duplicates, carried, split = _Positions(skips.duplicates), _Positions(skips.carried), _Positions(skips.split_queries)
+    superseded = _Positions(skips.superseded)
     with tempfile.TemporaryFile() as errors:
         for item, record in section_records(section, InputFields.of(job.spec), job.ctx, decided.first_lines[index]):
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
+                if superseded.holds(valid):  # a later object's record with this id is the document: not counted
+                    replaced += 1
+                    valid += 1
+                    cutter.skip()
+                    continue
                 repeated = duplicates.holds(valid)
                 mistyped = field_type_error(record, checked_types)
                 if repeated:
@@ -76,8 +83,8 @@ def cut_section(job: JobHandle, index: int) -> SectionCut:
         if codes:
             errors.seek(0)
             ctx.store.put_chunks(planning.section_key(index, ERRORS_NAME), iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
-    return planning.write_cut(index, SectionCut(records=records, valid=valid, shards=shards, characters=cutter.characters,
-                                                 error_codes=dict(codes), error_samples=samples))
+    return planning.write_cut(index, SectionCut(records=records - replaced, valid=valid, shards=shards,
+                                                 characters=cutter.characters, error_codes=dict(codes), error_samples=samples))
 
 
 class _Positions:

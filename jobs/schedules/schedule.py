@@ -3,6 +3,10 @@
 Every cron time is a *slot*; a schedule runs at most one job per slot (see
 ``schedule_runner``). Only standard 5-field cron in UTC is accepted, and only what both
 croniter (slots) and Celery's crontab (RedBeat, which fires them) read the same way.
+
+Every run reads its input whole, as it is then: a prefix is one corpus whose objects are its
+versions (``ScheduleInput``), and the previous run is the baseline, so only what is new or
+changed is embedded while each run's output is the whole corpus (docs/schedules.md).
 """
 from __future__ import annotations
 
@@ -51,6 +55,16 @@ class JobTemplate(PromptOptions):
     reuse: ReuseMode = "job"  # tenant: every run copies what an earlier run (or job) computed (docs/reuse.md)
 
 
+class ScheduleInput(UriInput):
+    """A schedule's input. Its prefix is one corpus that grows between runs (a tenant's uploads,
+    each re-sending some documents): a newer object's record replaces an older one's with its id,
+    where a job's prefix by default fails the repeat as ``duplicate_id`` (docs/schedules.md)."""
+
+    supersede: bool = Field(True, description="objects read oldest first (last-modified, then key); an object's "
+                            "record replaces older objects' with its id (counted as superseded, not failed); a repeat "
+                            "within one object is still a duplicate_id. false: every repeat fails, as in a job")
+
+
 class ScheduleRequest(BaseModel):
     """The body of ``POST /v1/schedules``."""
 
@@ -58,7 +72,7 @@ class ScheduleRequest(BaseModel):
 
     cron: str = Field(description="5-field cron expression, UTC (minute hour day-of-month month day-of-week)")
     timezone: Literal["UTC"] = "UTC"
-    input: UriInput = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
+    input: ScheduleInput = Field(description="s3://bucket/key.jsonl, or s3://bucket/prefix/ for every *.jsonl under it")
     template: JobTemplate = Field(default_factory=JobTemplate)
     enabled: bool = Field(True, description="false: never fires on its own (runs only when triggered)")
     webhook: WebhookTarget | None = Field(None, description="where every run's job POSTs its signed events")
@@ -80,7 +94,8 @@ class Schedule(ScheduleRequest):
         """The job of one run: the template, the input, and the run to carry documents from (a score
         job's runs score everything again: carried pairs would keep stale ranks)."""
         carry_from = None if self.template.task == "score" else incremental_from
-        return JobSpec(input=self.input, incremental_from=carry_from, webhook=self.webhook, **dict(self.template))
+        job_input = UriInput.model_validate(self.input.model_dump())  # the job's own input type, supersede as set
+        return JobSpec(input=job_input, incremental_from=carry_from, webhook=self.webhook, **dict(self.template))
 
     def slot_at(self, now: datetime) -> datetime:
         """The slot a trigger at ``now`` belongs to: the latest cron time at or before it."""

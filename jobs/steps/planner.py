@@ -104,7 +104,7 @@ def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan
     errors = merge_all(cut.errors_summary for cut in cuts)
     plan = Plan(total=sum(cut.records for cut in cuts), plan_errors=errors.count,
                 section_shards=tuple(cut.shards for cut in cuts), carried=decided.carried,
-                carried_records=decided.carried_records, engine=decided.engine,
+                carried_records=decided.carried_records, engine=decided.engine, superseded=decided.superseded,
                 error_codes=errors.codes, error_samples=list(errors.samples), field_types=decided.field_types,
                 characters=sum(cut.characters for cut in cuts))
     ledger = job.ledger

@@ -10,6 +10,8 @@ two ``python -m poolq.api beat`` processes.
 (b) 100 documents under an input prefix: run 1, edit 3 objects' documents, run 2 embeds exactly
     those 3 (shard inputs, usage tokens, ``counts.carried == 97``) and its Parquet equals a
     from-scratch run over the edited data.
+(c) A prefix that grows between runs, a newer upload re-sending an id: run 2 fails nothing (the
+    older record is superseded, by S3's LastModified) and embeds only what is new or changed.
 
 Self-contained: its own Redis and processes; only the session's SeaweedFS is shared (own prefix).
 """
@@ -37,6 +39,7 @@ from poolq.devtools.devstack.ports import ANY_PORT, wait_listening_port
 from poolq.devtools.devstack.process import spawn, stop_pid, wait_until
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, SCHEDULE_TASK
+from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.layout import ServiceLayout
@@ -231,6 +234,31 @@ def test_an_incremental_rerun_after_editing_3_of_100_documents_embeds_exactly_th
     np.testing.assert_allclose(vectors(table2), vectors(table_fresh), atol=1e-6)
     same = lambda m: {k: v for k, v in m["counts"].items() if k != "carried"}  # noqa: E731
     assert same(manifest2) == same(manifest_fresh) and manifest_fresh["counts"]["carried"] == 0
+
+
+def test_a_schedule_over_a_growing_prefix_supersedes_older_uploads_and_embeds_only_the_new(stack):
+    # Given a schedule over a prefix holding one upload
+    base = f"{stack.input_prefix}/c"
+    first_upload = [{"id": "a", "text": "the first document"}, {"id": "b", "text": "the second document"}]
+    # the second re-sends b, edited, and adds c; its key sorts first (upload keys are random)
+    second_upload = [{"id": "b", "text": "the second document, edited"}, {"id": "c", "text": "a third document"}]
+    _put_jsonl(stack, f"{base}/f7e1.jsonl", first_upload)
+    with stack.client() as client:
+        schedule = client.create_schedule({"cron": "0 0 1 1 *", "input": {"uri": f"s3://{BUCKET}/{base}/"}})
+        # When it runs, the second upload lands (a second later at least: S3 dates objects to the second), it runs again
+        first = _run(client, schedule["id"])
+        _put_jsonl(stack, f"{base}/0c42.jsonl", second_upload)
+        second = _run(client, schedule["id"])  # succeeded: no duplicate_id
+    # Then run 2 embedded b and c only, carried a, and outputs the corpus with b's newest text
+    layout = ServiceLayout(stack.settings.output_prefix).job(TENANT, second["job_id"])
+    manifest = json.loads(stack.store.get(layout.manifest))
+    assert second["incremental_from"] == first["job_id"]
+    assert manifest["counts"] == {**manifest["counts"], "total": 3, "completed": 3, "failed": 0, "carried": 1}
+    assert Plan.from_json(json.loads(stack.store.get(layout.plan))).superseded == 1
+    table = _table(stack, manifest)
+    newest = {doc["id"]: doc["text"] for doc in first_upload + second_upload}
+    assert table.column("id").to_pylist() == ["a", "b", "c"]
+    assert table.column("content_hash").to_pylist() == [content_hash(newest[i]) for i in "abc"]
 
 
 def _run(client: PoolqClient, schedule_id: str) -> dict:
