@@ -28,10 +28,11 @@ from poolq.devtools.devstack.postgres_server import PostgresServer
 from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.lancedb_sink import LanceDbSink
 from poolq.jobs.sinks.pgvector_sink import PgvectorSink
-from poolq.jobs.sinks.sink import SinkLoad, SinkSchema
+from poolq.jobs.sinks.sink import RowOwner, SinkLoad, SinkSchema
 
 DIMENSIONS = 384
 BATCH_ROWS = 10_000
+OWNER = RowOwner("bench", "bench")  # every row's tenant and lineage
 
 
 def make_rows(count: int, seed: int = 0) -> tuple[SinkSchema, list[pa.Table]]:
@@ -46,17 +47,19 @@ def make_rows(count: int, seed: int = 0) -> tuple[SinkSchema, list[pa.Table]]:
         batches.append(pa.Table.from_pydict({
             "id": [f"doc-{i:08d}" for i in range(start, start + size)], "chunk_index": pa.array(np.zeros(size, np.int32)),
             "content_hash": ["0" * 64] * size, "vector_origin": ["bench"] * size,
+            "poolq_tenant": [OWNER.tenant] * size, "poolq_lineage": [OWNER.lineage] * size,
             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), DIMENSIONS),
         }, schema=schema.arrow_schema()))
     return schema, batches
 
 
 def pgvector_copy(url: str, schema: SinkSchema, batches: list[pa.Table], table: str) -> None:
-    PgvectorSink(SinkConfig(url=url, table=table)).apply(SinkLoad(schema=schema, rows=batches))
+    PgvectorSink(SinkConfig(url=url, table=table)).apply(SinkLoad(schema=schema, owner=OWNER, rows=batches))
 
 
 def lancedb_merge(folder: str, schema: SinkSchema, batches: list[pa.Table], table: str) -> None:
-    LanceDbSink(SinkConfig(url=f"lancedb://{folder}", table=table), folder).apply(SinkLoad(schema=schema, rows=batches))
+    sink = LanceDbSink(SinkConfig(url=f"lancedb://{folder}", table=table), folder)
+    sink.apply(SinkLoad(schema=schema, owner=OWNER, rows=batches))
 
 
 def executemany_baseline(url: str, batches: list[pa.Table], table: str) -> None:

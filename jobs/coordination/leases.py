@@ -45,6 +45,10 @@ class LeaseStore(ABC):
         """The attempt holding a live lease on the unit, if any."""
 
     @abstractmethod
+    def expires_in(self, job_id: str, unit: str) -> float | None:
+        """Seconds until the unit's live lease lapses (unless renewed meanwhile); None if none is live."""
+
+    @abstractmethod
     def live_units(self, job_id: str) -> list[str]:
         """Units of the job with a live lease."""
 
@@ -114,6 +118,10 @@ class RedisLeaseStore(LeaseStore):
         value = self.redis.get(self._lease_key(job_id, unit))
         return value.decode() if value is not None else None
 
+    def expires_in(self, job_id: str, unit: str) -> float | None:
+        milliseconds = int(self.redis.pttl(self._lease_key(job_id, unit)))
+        return milliseconds / 1000 if milliseconds >= 0 else None  # -2: no key; -1: no TTL (never set so)
+
     def live_units(self, job_id: str) -> list[str]:
         prefix = self._lease_key(job_id, "")
         return sorted(key.decode()[len(prefix):] for key in self.redis.scan_iter(match=f"{prefix}*", count=500))
@@ -172,6 +180,12 @@ class InMemoryLeaseStore(LeaseStore):
     def holder(self, job_id: str, unit: str) -> str | None:
         with self._lock:
             return self._live(job_id, unit)
+
+    def expires_in(self, job_id: str, unit: str) -> float | None:
+        with self._lock:
+            if self._live(job_id, unit) is None:
+                return None
+            return self._leases[(job_id, unit)][1] - self._clock()
 
     def live_units(self, job_id: str) -> list[str]:
         with self._lock:

@@ -1,5 +1,7 @@
 """LanceDB (a Lance dataset on a local path or in the bucket): one ``merge_insert`` by key
 ``(id, chunk_index)`` per load, which also deletes the stale rows: one commit, all or nothing.
+The merge updates only rows of the load's owner or without one, and deletes only the owner's
+(``sink.py``); a table made before owners were recorded gets the two columns, null, first.
 
 Dense vectors keep the output dtype's width where Lance has it (float16 as float16, float32 and
 int8 decoded as float32, binary as +1/-1 float32 signs); sparse vectors as two list columns;
@@ -14,7 +16,23 @@ import lancedb
 import pyarrow as pa
 
 from poolq.jobs.sink_settings import SinkConfig
-from poolq.jobs.sinks.sink import DENSE_COLUMN, STORED_KEYS_SCHEMA, Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
+from poolq.jobs.sinks.sink import (
+    DENSE_COLUMN,
+    LINEAGE_COLUMN,
+    OWNER_COLUMNS,
+    STORED_KEYS_SCHEMA,
+    TENANT_COLUMN,
+    RowOwner,
+    Sink,
+    SinkError,
+    SinkLoad,
+    SinkSchema,
+    SinkUnavailable,
+)
+
+# A target row the merge may update: one without an owner, or the source's own.
+_MAY_OVERWRITE = (f"target.{LINEAGE_COLUMN} IS NULL OR (target.{TENANT_COLUMN} = source.{TENANT_COLUMN} "
+                  f"AND target.{LINEAGE_COLUMN} = source.{LINEAGE_COLUMN})")
 
 
 class LanceDbSink(Sink):
@@ -39,7 +57,12 @@ class LanceDbSink(Sink):
         table = self._table(self._database())
         if table is None:
             return STORED_KEYS_SCHEMA.empty_table()
-        return table.search().select(STORED_KEYS_SCHEMA.names).limit(None).to_arrow().cast(STORED_KEYS_SCHEMA)
+        present = [name for name in STORED_KEYS_SCHEMA.names if name in table.schema.names]
+        keys = table.search().select(present).limit(None).to_arrow()
+        for name in OWNER_COLUMNS:
+            if name not in present:  # a table made before owners were recorded: its rows have none
+                keys = keys.append_column(name, pa.nulls(keys.num_rows, pa.string()))
+        return keys.select(STORED_KEYS_SCHEMA.names).cast(STORED_KEYS_SCHEMA)
 
     def apply(self, load: SinkLoad) -> None:
         database = self._database()
@@ -49,10 +72,14 @@ class LanceDbSink(Sink):
             if not self.config.create_table:
                 raise SinkError(f"table {self.config.table} does not exist and create_table is false")
             table = database.create_table(self.config.table, schema=schema, exist_ok=True)
+        missing = {name: "CAST(NULL AS string)" for name in OWNER_COLUMNS if name not in table.schema.names}
+        if missing:
+            table.add_columns(missing)
         stale_ids = sorted({record_id for record_id, _ in load.stale})
-        merge = table.merge_insert(["id", "chunk_index"]).when_matched_update_all().when_not_matched_insert_all()
-        if stale_ids:  # target rows of these documents that the load does not write: stale
-            merge = merge.when_not_matched_by_source_delete(_id_filter(stale_ids))
+        merge = (table.merge_insert(["id", "chunk_index"]).when_matched_update_all(where=_MAY_OVERWRITE)
+                 .when_not_matched_insert_all())
+        if stale_ids:  # the owner's target rows of these documents that the load does not write: stale
+            merge = merge.when_not_matched_by_source_delete(f"{_id_filter(stale_ids)} AND {_owner_filter(load.owner)}")
         try:
             merge.execute(pa.RecordBatchReader.from_batches(schema, _batches(load, schema)))
         except (ValueError, RuntimeError) as exc:  # Lance: a schema that does not match the table's
@@ -73,6 +100,13 @@ def _batches(load: SinkLoad, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         yield from table.cast(schema).to_batches()
 
 
+def _quoted(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _id_filter(ids: list[str]) -> str:
-    quoted = ", ".join("'" + record_id.replace("'", "''") + "'" for record_id in ids)
-    return f"id IN ({quoted})"
+    return f"id IN ({', '.join(map(_quoted, ids))})"
+
+
+def _owner_filter(owner: RowOwner) -> str:
+    return f"{TENANT_COLUMN} = {_quoted(owner.tenant)} AND {LINEAGE_COLUMN} = {_quoted(owner.lineage)}"

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pyarrow as pa
 
-from poolq.jobs.sinks.sink import STORED_KEYS_SCHEMA, RowKey, Sink, SinkError, SinkLoad
+from poolq.jobs.sinks.sink import LINEAGE_COLUMN, STORED_KEYS_SCHEMA, TENANT_COLUMN, RowKey, Sink, SinkError, SinkLoad
 
 
 class MemorySink(Sink):
@@ -28,7 +28,7 @@ class MemorySink(Sink):
 
     def stored_keys(self) -> pa.Table:
         rows = list(self.rows.values())
-        return pa.Table.from_pylist([{name: row[name] for name in STORED_KEYS_SCHEMA.names} for row in rows],
+        return pa.Table.from_pylist([{name: row.get(name) for name in STORED_KEYS_SCHEMA.names} for row in rows],
                                     schema=STORED_KEYS_SCHEMA)
 
     def apply(self, load: SinkLoad) -> None:
@@ -37,6 +37,13 @@ class MemorySink(Sink):
         self.created = True
         for batch in load.rows:
             for row in batch.to_pylist():
-                self.rows[(row["id"], row["chunk_index"])] = row
+                key = (row["id"], row["chunk_index"])
+                if key not in self.rows or load.owner.may_overwrite(*_owner(self.rows[key])):
+                    self.rows[key] = row
         for key in load.stale:
-            self.rows.pop(key, None)
+            if key in self.rows and load.owner.owns(*_owner(self.rows[key])):
+                del self.rows[key]
+
+
+def _owner(row: dict) -> tuple[str | None, str | None]:
+    return row.get(TENANT_COLUMN), row.get(LINEAGE_COLUMN)

@@ -1,5 +1,7 @@
 """pgvector (PostgreSQL): rows bulk-loaded with binary ``COPY`` into a staging table, then
-upserted and the stale rows deleted in the same transaction: a load is all or nothing.
+upserted and the stale rows deleted in the same transaction: a load is all or nothing. The upsert
+updates only rows of the load's owner or without one, and the delete takes only the owner's
+(``sink.py``); a table made before owners were recorded gets the two columns, null, first.
 
 The table (created when configured to; docs/sinks/pgvector.md has its schema) is keyed by
 ``(id, chunk_index)``; carried fields are typed columns; an index only when configured.
@@ -29,9 +31,12 @@ from poolq.jobs.sinks.pgvector_types import (
 )
 from poolq.jobs.sinks.sink import (
     DENSE_COLUMN,
+    LINEAGE_COLUMN,
+    OWNER_COLUMNS,
     SPARSE_INDICES,
     SPARSE_VALUES,
     STORED_KEYS_SCHEMA,
+    TENANT_COLUMN,
     Sink,
     SinkError,
     SinkLoad,
@@ -41,7 +46,10 @@ from poolq.jobs.sinks.sink import (
 
 CONNECT_TIMEOUT_S = 10
 _KEY_COLUMNS = [("id", "text NOT NULL"), ("chunk_index", "integer NOT NULL"), ("content_hash", "text"),
-                ("vector_origin", "text")]
+                ("vector_origin", "text"), (TENANT_COLUMN, "text"), (LINEAGE_COLUMN, "text")]
+# A stored row the upsert may update (``t``): one without an owner, or the staged row's own.
+_MAY_OVERWRITE = sql.SQL("t.{lineage} IS NULL OR (t.{tenant} = EXCLUDED.{tenant} AND t.{lineage} = EXCLUDED.{lineage})").format(
+    tenant=sql.Identifier(TENANT_COLUMN), lineage=sql.Identifier(LINEAGE_COLUMN))
 
 
 class PgvectorSink(Sink):
@@ -59,7 +67,11 @@ class PgvectorSink(Sink):
         with self._connect() as conn, _translated():
             if not self._exists(conn):
                 return STORED_KEYS_SCHEMA.empty_table()
-            rows = conn.execute(sql.SQL("SELECT id, chunk_index, content_hash, vector_origin FROM {}").format(self.table))
+            # A table made before owners were recorded has no owner columns: its rows have none.
+            owned = set(OWNER_COLUMNS) <= self._column_names(conn)
+            columns = [sql.Identifier(name) if owned or name not in OWNER_COLUMNS else sql.SQL("NULL")
+                       for name in STORED_KEYS_SCHEMA.names]
+            rows = conn.execute(sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(columns), self.table))
             return pa.Table.from_pylist([dict(zip(STORED_KEYS_SCHEMA.names, row)) for row in rows],
                                         schema=STORED_KEYS_SCHEMA)
 
@@ -69,6 +81,7 @@ class PgvectorSink(Sink):
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             register_vector(conn)
             self._ensure_table(conn, load.schema, columns)
+            self._ensure_owner_columns(conn)
             names = [name for name, _ in columns]
             conn.execute(sql.SQL("CREATE TEMP TABLE poolq_stage ON COMMIT DROP AS SELECT {} FROM {} WITH NO DATA")
                          .format(sql.SQL(", ").join(map(sql.Identifier, names)), self.table))
@@ -80,15 +93,27 @@ class PgvectorSink(Sink):
                         copy.write_row(row)
             self._delete(conn, load)
             updates = sql.SQL(", ").join(sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(name)) for name in names[2:])
-            conn.execute(sql.SQL("INSERT INTO {table} ({cols}) SELECT {cols} FROM poolq_stage "
-                                 "ON CONFLICT (id, chunk_index) DO UPDATE SET {updates}")
-                         .format(table=self.table, cols=sql.SQL(", ").join(map(sql.Identifier, names)), updates=updates))
+            conn.execute(sql.SQL("INSERT INTO {table} AS t ({cols}) SELECT {cols} FROM poolq_stage "
+                                 "ON CONFLICT (id, chunk_index) DO UPDATE SET {updates} WHERE {may_overwrite}")
+                         .format(table=self.table, cols=sql.SQL(", ").join(map(sql.Identifier, names)), updates=updates,
+                                 may_overwrite=_MAY_OVERWRITE))
 
     def _columns(self, schema: SinkSchema) -> list[tuple[str, str]]:
         return [*_KEY_COLUMNS, *vector_columns(schema), *((field.name, sql_type(field.type)) for field in schema.fields)]
 
     def _exists(self, conn: psycopg.Connection) -> bool:
         return conn.execute("SELECT to_regclass(%s) IS NOT NULL", [self.config.table]).fetchone() == (True,)
+
+    def _column_names(self, conn: psycopg.Connection) -> set[str]:
+        rows = conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
+                            "AND NOT attisdropped", [self.config.table])
+        return {name for (name,) in rows}
+
+    def _ensure_owner_columns(self, conn: psycopg.Connection) -> None:
+        """A table made before owners were recorded gets the columns (null: its rows have no owner)."""
+        missing = [name for name in OWNER_COLUMNS if name not in self._column_names(conn)]
+        for name in missing:
+            conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} text").format(self.table, sql.Identifier(name)))
 
     def _ensure_table(self, conn: psycopg.Connection, schema: SinkSchema, columns: list[tuple[str, str]]) -> None:
         if self._exists(conn):
@@ -109,8 +134,9 @@ class PgvectorSink(Sink):
             return
         ids, indexes = zip(*sorted(load.stale))
         conn.execute(sql.SQL("DELETE FROM {} t USING unnest(%s::text[], %s::int[]) AS s(id, chunk_index) "
-                             "WHERE t.id = s.id AND t.chunk_index = s.chunk_index").format(self.table),
-                     [list(ids), list(indexes)])
+                             "WHERE t.id = s.id AND t.chunk_index = s.chunk_index AND t.{} = %s AND t.{} = %s")
+                     .format(self.table, sql.Identifier(TENANT_COLUMN), sql.Identifier(LINEAGE_COLUMN)),
+                     [list(ids), list(indexes), load.owner.tenant, load.owner.lineage])
 
 
 def _copy_type(kind: str) -> str:
@@ -120,7 +146,7 @@ def _copy_type(kind: str) -> str:
 
 def _values(batch: pa.Table, schema: SinkSchema, names: list[str]) -> Iterator[list[Any]]:
     """Each row's COPY values, in ``names`` order: vectors as pgvector's types, nested fields as JSON."""
-    columns: dict[str, list[Any]] = {name: batch.column(name).to_pylist() for name in names[:4]}
+    columns: dict[str, list[Any]] = {name: batch.column(name).to_pylist() for name in STORED_KEYS_SCHEMA.names}
     kind = dense_type(schema)
     if kind:
         dense = batch.column(DENSE_COLUMN).combine_chunks()

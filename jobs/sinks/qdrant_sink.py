@@ -1,6 +1,8 @@
 """Qdrant: batched upserts of points (one per row) with the row's columns as payload, then the
 stale points deleted. Points are named by key (a UUID of ``(id, chunk_index)``), so a retried or
-resumed load overwrites the same points: each row is stored once.
+resumed load overwrites the same points: each row is stored once. Before each batch, the points of
+its keys that another owner holds are read and left out (``sink.py``; any Qdrant version: no
+conditional upsert needed), and the delete names the owner in its filter.
 
 Vectors are named: ``dense`` (cosine; binary jobs as +1/-1 signs), ``sparse`` (a sparse vector),
 ``multi`` (token_embed: a multivector compared by MaxSim), as the job's task gives them.
@@ -19,11 +21,15 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from poolq.jobs.sink_settings import SinkConfig
 from poolq.jobs.sinks.sink import (
     DENSE_COLUMN,
+    LINEAGE_COLUMN,
     MULTI_COLUMN,
+    OWNER_COLUMNS,
     SPARSE_INDICES,
     SPARSE_VALUES,
     STORED_KEYS_SCHEMA,
+    TENANT_COLUMN,
     RowKey,
+    RowOwner,
     Sink,
     SinkError,
     SinkLoad,
@@ -76,10 +82,21 @@ class QdrantSink(Sink):
             for batch in load.rows:
                 for start in range(0, batch.num_rows, self.config.batch_rows):
                     points = list(_points(batch.slice(start, self.config.batch_rows), load.schema))
-                    self.client.upsert(self.config.table, points=points, wait=True)
+                    points = self._writable(points, load.owner)
+                    if points:
+                        self.client.upsert(self.config.table, points=points, wait=True)
             if load.stale:
-                self.client.delete(self.config.table, points_selector=models.PointIdsList(
-                    points=[point_id(key) for key in sorted(load.stale)]), wait=True)
+                self.client.delete(self.config.table, points_selector=models.FilterSelector(filter=models.Filter(must=[
+                    models.HasIdCondition(has_id=[point_id(key) for key in sorted(load.stale)]),
+                    *_owned_by(load.owner)])), wait=True)
+
+    def _writable(self, points: list[models.PointStruct], owner: RowOwner) -> list[models.PointStruct]:
+        """``points`` but those whose stored point another owner holds."""
+        stored = self.client.retrieve(self.config.table, ids=[point.id for point in points],
+                                      with_payload=list(OWNER_COLUMNS), with_vectors=False)
+        taken = {str(point.id) for point in stored
+                 if not owner.may_overwrite(*((point.payload or {}).get(name) for name in OWNER_COLUMNS))}
+        return [point for point in points if str(point.id) not in taken] if taken else points
 
     def _ensure_collection(self, schema: SinkSchema) -> None:
         if self.client.collection_exists(self.config.table):
@@ -114,6 +131,11 @@ def _points(batch: pa.Table, schema: SinkSchema) -> Iterator[models.PointStruct]
             indices, values = next(sparse)
             vector[SPARSE] = models.SparseVector(indices=indices, values=values)
         yield models.PointStruct(id=point_id((payload["id"], payload["chunk_index"])), vector=vector, payload=payload)
+
+
+def _owned_by(owner: RowOwner) -> list[models.Condition]:
+    return [models.FieldCondition(key=TENANT_COLUMN, match=models.MatchValue(value=owner.tenant)),
+            models.FieldCondition(key=LINEAGE_COLUMN, match=models.MatchValue(value=owner.lineage))]
 
 
 @contextmanager

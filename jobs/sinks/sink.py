@@ -5,6 +5,11 @@ does two things: tell which rows it holds (``stored_keys``), and apply one load 
 that afterwards it holds every row of ``SinkLoad.rows`` (upserted by key ``(id, chunk_index)``)
 and none of ``SinkLoad.stale`` (deleted). Applying the same load twice leaves the same rows:
 loads are idempotent, and a load interrupted half-way is finished by the next one.
+
+Every row records its owner (``RowOwner``: the tenant and the lineage of the job that wrote it), and
+each store enforces it itself, whatever the plan says: a load deletes only rows of its own owner and
+overwrites only those or rows without an owner (written before owners were recorded); another
+owner's row is never touched. Rows without an owner are never deleted.
 """
 from __future__ import annotations
 
@@ -15,9 +20,11 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 # Every sink row: its key, the document's content hash, the digest of what made its vectors
-# (model files, dtype, options: ``vector_origin``), then the vector columns, then the carried fields.
+# (model files, dtype, options: ``vector_origin``), its owner, then the vector columns, then the carried fields.
 KEY_COLUMNS = ("id", "chunk_index")
-SYNC_COLUMNS = ("id", "chunk_index", "content_hash", "vector_origin")
+TENANT_COLUMN, LINEAGE_COLUMN = "poolq_tenant", "poolq_lineage"  # prefixed: a carried field may be named "tenant"
+OWNER_COLUMNS = (TENANT_COLUMN, LINEAGE_COLUMN)
+SYNC_COLUMNS = ("id", "chunk_index", "content_hash", "vector_origin", *OWNER_COLUMNS)
 DENSE_COLUMN = "embedding"  # fixed_size_list<float32>[d]: decoded from the part's dtype
 SPARSE_INDICES, SPARSE_VALUES = "sparse_indices", "sparse_values"  # list<int32>, list<float32>
 MULTI_COLUMN = "token_embeddings"  # list<fixed_size_list<float32>[d]>: one vector per token
@@ -25,9 +32,27 @@ MULTI_COLUMN = "token_embeddings"  # list<fixed_size_list<float32>[d]>: one vect
 STORED_KEYS_SCHEMA = pa.schema([
     pa.field("id", pa.string()), pa.field("chunk_index", pa.int32()),
     pa.field("content_hash", pa.string()), pa.field("vector_origin", pa.string()),
+    pa.field(TENANT_COLUMN, pa.string()), pa.field(LINEAGE_COLUMN, pa.string()),
 ])
 
 RowKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class RowOwner:
+    """Whose a sink row is: the tenant, and the lineage of the job that wrote it (the first job of
+    its ``incremental_from`` chain: a schedule's runs are one lineage). Rows written before owners
+    were recorded have none (both columns null)."""
+
+    tenant: str
+    lineage: str
+
+    def owns(self, tenant: str | None, lineage: str | None) -> bool:
+        return (tenant, lineage) == (self.tenant, self.lineage)
+
+    def may_overwrite(self, tenant: str | None, lineage: str | None) -> bool:
+        """A stored row this owner's load may write over: its own, or one without an owner."""
+        return lineage is None or self.owns(tenant, lineage)
 
 
 class SinkError(RuntimeError):
@@ -73,9 +98,11 @@ class SinkSchema:
 
 @dataclass(frozen=True)
 class SinkLoad:
-    """One load: write ``rows`` (batches in ``schema.arrow_schema()``), delete ``stale`` keys."""
+    """One load by ``owner``: write ``rows`` (batches in ``schema.arrow_schema()``, owner columns
+    filled with ``owner``), delete the ``stale`` keys that ``owner`` holds."""
 
     schema: SinkSchema
+    owner: RowOwner
     rows: Iterable[pa.Table]
     stale: frozenset[RowKey] = field(default_factory=frozenset)
 
@@ -85,12 +112,15 @@ class Sink(ABC):
 
     @abstractmethod
     def stored_keys(self) -> pa.Table:
-        """Every stored row's ``SYNC_COLUMNS`` (``STORED_KEYS_SCHEMA``); empty if the table does not exist."""
+        """Every stored row's ``SYNC_COLUMNS`` (``STORED_KEYS_SCHEMA``; owner columns null for rows
+        without one); empty if the table does not exist."""
 
     @abstractmethod
     def apply(self, load: SinkLoad) -> None:
-        """Upsert ``load.rows`` by key and delete ``load.stale``, creating the table if configured
-        to (``SinkError`` if it is missing and may not be created)."""
+        """Upsert ``load.rows`` by key, except over rows of another owner (those are left as they
+        are), and delete the ``load.stale`` rows that ``load.owner`` owns; create the table if
+        configured to (``SinkError`` if it is missing and may not be created), and add the owner
+        columns to a table made before them."""
 
     def close(self) -> None:
         """Release connections; the sink is not used afterwards."""

@@ -11,6 +11,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.sink_config import SinkState, sink_outcomes_json
+from poolq.jobs.sinks.pending_loads import has_pending, note_sent
 
 log = logging.getLogger(__name__)
 
@@ -25,17 +26,19 @@ def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | Non
 
 
 def send_pending_loads(job: JobHandle, manifest: JobManifest) -> None:
-    """Queue the load of the job's pending sinks, if it has any. Sent again on every call while a
-    load is pending: a load already running holds the lease, and one that ended left nothing
-    pending, so an extra task does nothing."""
-    if any(entry.state == SinkState.PENDING for entry in manifest.sinks or []):
+    """Queue the load of the job's pending sinks, if it has any (marked first, for the reconciler:
+    ``pending_loads.py``). Sent again on every call while a load is pending: a load already running
+    holds the lease (the extra task comes back after it), and one that ended left nothing pending,
+    so an extra task does nothing."""
+    if has_pending(manifest):
+        note_sent(job)
         job.ctx.enqueuer.load_sinks(job.id)
 
 
 def retry_sinks(job: JobHandle) -> list[str]:
     """Mark the job's failed sinks pending again and queue the load (and a pending one's again, in
-    case its task was lost: a load already running holds the lease, so the extra one does nothing);
-    the names retried."""
+    case its task was lost: a load already running holds the lease, so the extra one comes back
+    after it and finds nothing pending); the names retried."""
     manifest = job.ledger.manifest()
     retryable = (SinkState.FAILED, SinkState.PENDING)
     failed = [entry.name for entry in (manifest.sinks or []) if entry.state in retryable] if manifest else []
@@ -44,6 +47,7 @@ def retry_sinks(job: JobHandle) -> list[str]:
     sinks = [ManifestSink(name=entry.name, state=SinkState.PENDING) if entry.name in failed else entry
              for entry in manifest.sinks or []]
     rewrite_sinks(job, sinks)
+    note_sent(job)
     job.ctx.enqueuer.load_sinks(job.id)
     return failed
 

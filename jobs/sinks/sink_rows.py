@@ -15,7 +15,18 @@ import pyarrow.compute as pc
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.model.output_effect import OutputEffect, counted_options
-from poolq.jobs.sinks.sink import DENSE_COLUMN, MULTI_COLUMN, SPARSE_INDICES, SPARSE_VALUES, SinkError, SinkSchema
+from poolq.jobs.sinks.sink import (
+    DENSE_COLUMN,
+    LINEAGE_COLUMN,
+    MULTI_COLUMN,
+    SPARSE_INDICES,
+    SPARSE_VALUES,
+    STORED_KEYS_SCHEMA,
+    TENANT_COLUMN,
+    RowOwner,
+    SinkError,
+    SinkSchema,
+)
 from poolq.storage import EmbeddingCodec
 
 # Parts' columns that are not carried fields (row bookkeeping of the part format).
@@ -49,6 +60,9 @@ def sink_schema(spec: JobSpec, part_schema: pa.Schema, dimensions: int | None,
     if not tasks <= SINK_TASKS:
         raise SinkError(f"task {spec.task_label} has no vectors to load; sinks take embed, sparse_embed and token_embed")
     fields = tuple(field for field in part_schema if field.name not in _PART_COLUMNS)
+    taken = [field.name for field in fields if field.name in STORED_KEYS_SCHEMA.names]
+    if taken:
+        raise SinkError(f"output.include_fields names {taken[0]!r}, a column every sink row has; rename that field")
     return SinkSchema(
         dense_dtype=spec.output.dtype if "embed" in tasks else None,
         dimensions=dimensions if "embed" in tasks else None,
@@ -59,9 +73,9 @@ def sink_schema(spec: JobSpec, part_schema: pa.Schema, dimensions: int | None,
     )
 
 
-def sink_rows(part: pa.Table, schema: SinkSchema, codec: EmbeddingCodec | None, origin: str) -> pa.Table:
-    """``part``'s rows in ``schema.arrow_schema()``: chunk_index 0 for whole-document rows (``codec``:
-    the part's vectors', None where ``schema`` has no dense or token vectors)."""
+def sink_rows(part: pa.Table, schema: SinkSchema, codec: EmbeddingCodec | None, origin: str, owner: RowOwner) -> pa.Table:
+    """``part``'s rows in ``schema.arrow_schema()``, owned by ``owner``: chunk_index 0 for whole-document
+    rows (``codec``: the part's vectors', None where ``schema`` has no dense or token vectors)."""
     count = part.num_rows
     chunk_index = part.column("chunk_index") if "chunk_index" in part.column_names else pa.array(np.zeros(count, np.int32))
     columns: dict[str, pa.Array | pa.ChunkedArray] = {
@@ -69,6 +83,8 @@ def sink_rows(part: pa.Table, schema: SinkSchema, codec: EmbeddingCodec | None, 
         "chunk_index": pc.cast(chunk_index, pa.int32()),
         "content_hash": part.column("content_hash") if "content_hash" in part.column_names else pa.nulls(count, pa.string()),
         "vector_origin": pa.array([origin] * count, pa.string()),
+        TENANT_COLUMN: pa.array([owner.tenant] * count, pa.string()),
+        LINEAGE_COLUMN: pa.array([owner.lineage] * count, pa.string()),
     }
     if schema.dense_dtype and codec:
         columns[DENSE_COLUMN] = _dense(part.column(DENSE_COLUMN), codec, schema.dimensions or 0)

@@ -3,7 +3,9 @@
 For every active job it rebuilds a lost status, re-sends tasks whose messages were lost (a unit
 neither committed nor leased, whose task was not sent recently), finalizes jobs the ledger says
 are done (and concludes those whose finalizer stopped after the manifest: status, sink loads, end
-event, clean-up), deletes losing attempts' objects and aborts stale multipart uploads. Lapsed leases
+event, clean-up), deletes losing attempts' objects and aborts stale multipart uploads. A sink load
+left pending past its lease is sent again, the job long gone from the active list or not
+(``jobs/sinks/pending_loads.py``). Lapsed leases
 simply expire (they carry a TTL), after which their units count as not running. Before the
 jobs, it re-syncs RedBeat's schedule entries and runs schedule slots that beat missed
 (``missed_slots.py``).
@@ -25,6 +27,7 @@ from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_u
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.schedules.beat_entries import sync_beat_entries
 from poolq.jobs.schedules.missed_slots import catch_up_missed_slots
+from poolq.jobs.sinks.pending_loads import resend_stuck_loads
 from poolq.jobs.status.recovery import recover_status
 from poolq.jobs.steps.cleanup import abort_stale_uploads
 from poolq.jobs.steps.dispatch import (
@@ -73,9 +76,18 @@ def reconcile(ctx: JobContext, now: float | None = None) -> ReconcileReport:
             _reconcile_job(JobHandle.bind(ctx, job_id), now, queues, report)
         except Exception:  # noqa: BLE001 - one broken job must not stop the pass over the others
             log.exception("reconciling job %s failed", job_id)
+    report.resent += _resend_stuck_loads(ctx, now)
     report.batches = _advance_batches(ctx)
     report.expired_files = _delete_expired_files(ctx, now)
     return report
+
+
+def _resend_stuck_loads(ctx: JobContext, now: float) -> list[str]:
+    try:
+        return resend_stuck_loads(ctx, now)  # after the active jobs: a job concluded in this pass is marked by now
+    except Exception:  # noqa: BLE001 - the store is failing: the next pass sends them
+        log.exception("re-sending stuck sink loads failed")
+        return []
 
 
 def _delete_expired_files(ctx: JobContext, now: float) -> int:

@@ -50,8 +50,8 @@ class RecordingEnqueuer(Enqueuer):
     def advance_batch(self, tenant, batch_id):
         self.tasks.append(("batch", tenant, batch_id))
 
-    def load_sinks(self, job_id):
-        self.tasks.append(("sink", job_id))
+    def load_sinks(self, job_id, countdown_s=0.0):
+        self.tasks.append(("sink", job_id, countdown_s) if countdown_s else ("sink", job_id))
 
     def deliver_webhook(self, job_id, name, attempt=0, countdown_s=0.0):
         self.tasks.append(("webhook", job_id, name, attempt, countdown_s))
@@ -67,7 +67,8 @@ class RecordingEnqueuer(Enqueuer):
 
 # What each recorded task runs: its job is bound once, then the step gets the handle.
 JOB_STEPS = {"plan": plan_job, "plan_section": lambda job, stage, section: plan_section(job, SectionStage(stage), section),
-             "shard": run_shard, "finalize": finalize_job, "sink": load_sinks}
+             "shard": run_shard, "finalize": finalize_job,
+             "sink": lambda job, countdown_s=0.0: load_sinks(job)}  # a countdown is the test's to wait out
 
 
 def run_task(task: tuple, ctx) -> None:
