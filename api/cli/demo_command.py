@@ -8,10 +8,11 @@ from rich.console import Console
 
 from poolq.api.cli.progress import PLAIN_EVERY_S, job_progress
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.api.server.schemas import JobResults
 from poolq.devtools.demo.sample_corpus import load_sample_corpus
 from poolq.devtools.devstack.process import ServiceError
 from poolq.devtools.devstack.stack import LocalStack, StackPorts
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
 
 # chunked: every document is embedded whole (256-token windows, token-weighted mean), none cut.
 DEMO_JOB_OPTIONS = {"long_documents": {"mode": "chunked"}}
@@ -44,14 +45,14 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     body = {"input": {"documents": [{"id": d["id"], "text": d["text"]} for d in documents]}, **DEMO_JOB_OPTIONS}
     with PoolqClient(api_url, api_key) as client:
         job = client.submit(body)
-        console.print(f"submitted job [bold]{job['id']}[/bold]: {len(documents)} documents (POST {api_url}/v1/jobs)")
-        final = _wait_with_progress(client, job["id"], console)
-        console.print(f"job {final['status']}: {final['counts']} tokens={final['usage']['tokens']}")
-        if final["status"] not in ("succeeded", "partially_succeeded"):
-            console.print(f"[red]job did not succeed:[/red] {final.get('error')}")
+        console.print(f"submitted job [bold]{job.id}[/bold]: {len(documents)} documents (POST {api_url}/v1/jobs)")
+        final = _wait_with_progress(client, job.id, console)
+        console.print(f"job {final.status.value}: {final.counts.model_dump()} tokens={final.usage.tokens}")
+        if final.status not in (JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED):
+            console.print(f"[red]job did not succeed:[/red] {final.error}")
             return 1
-        results = JobResults.model_validate(client.results(job["id"]))
-        table = client.read_table(job["id"])
+        results = client.results(job.id)
+        table = client.read_table(job.id)
     console.print(f"results in bucket [bold]{bucket}[/bold]:")
     console.print(f"  manifest  {results.manifest_key}")
     for part in results.parts:
@@ -64,7 +65,7 @@ def _run_job(api_url: str, api_key: str, bucket: str, console: Console) -> int:
     return 0
 
 
-def _wait_with_progress(client: PoolqClient, job_id: str, console: Console, every_s: float = PLAIN_EVERY_S) -> dict:
+def _wait_with_progress(client: PoolqClient, job_id: str, console: Console, every_s: float = PLAIN_EVERY_S) -> JobStatus:
     """The CLI's bar (documents, running shards' progress included; tokens/s; ETA) on a terminal;
     elsewhere (infra/demo.sh in CI, piped to a log) a plain line every ``every_s`` seconds and on each status change."""
     progress = job_progress(console, every_s)

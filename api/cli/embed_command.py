@@ -20,6 +20,10 @@ from pydantic import ValidationError
 
 from poolq.api.cli.output import job_summary
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
+from poolq.api.client.result_files import local_part_path, with_local_paths
+from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobResult
 
 if TYPE_CHECKING:
     from poolq.jobs import Settings
@@ -53,8 +57,8 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
         if long_documents:
             body["long_documents"] = json.loads(long_documents)
         spec = JobSpec.model_validate(add_task_fields(body, task, output, prompt_fields))
-        status = run_job_locally(spec, local_context(scratch, _local_settings())).model_dump(mode="json")
-        manifest_path = _move_results(status, out_dir / status["id"]) if status.get("result") else None
+        status = run_job_locally(spec, local_context(scratch, _local_settings()))
+        manifest_path = _move_results(status.result.manifest_uri, out_dir / status.id) if status.result else None
     except json.JSONDecodeError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--long-documents") from None
     except ValidationError as exc:
@@ -64,12 +68,12 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if manifest_path is not None:
-        status["result"]["manifest_uri"] = manifest_path.resolve().as_uri()
+        status = status.model_copy(update={"result": JobResult(manifest_uri=manifest_path.resolve().as_uri())})
     if as_json:
-        click.echo(json.dumps(status, indent=2))
+        click.echo(json.dumps(status.model_dump(mode="json"), indent=2))
     else:
         click.echo("\n".join([job_summary(status), *(_files(manifest_path) if manifest_path else [])]))
-    if status["status"] not in ("succeeded", "partially_succeeded"):
+    if status.status not in (JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED):
         sys.exit(1)
 
 
@@ -82,27 +86,27 @@ def _local_settings() -> "Settings":
     return settings if settings.models_allow else settings.model_copy(update={"models_allow": "*"})
 
 
-def _move_results(status: dict, target: Path) -> Path:
+def _move_results(manifest_uri: str, target: Path) -> Path:
     """Move the job's parts, error file and manifest (its files named relative to ``target``) into
     ``target``; returns the manifest's path."""
-    manifest = json.loads(_path(status["result"]["manifest_uri"]).read_text(encoding="utf-8"))
+    stored = _path(manifest_uri).read_bytes()
+    manifest = JobManifest.model_validate_json(stored)
     (target / "parts").mkdir(parents=True, exist_ok=True)
-    parts = []
-    for part in manifest["parts"]:
-        local = Path("parts") / part["key"].rsplit("/", 1)[-1]
-        os.replace(_path(part["uri"]), target / local)
-        parts.append({**part, "path": local.as_posix()})
-    os.replace(_path(manifest["errors"]["uri"]), target / "errors.jsonl")
-    manifest = {**manifest, "parts": parts, "errors": {**manifest["errors"], "path": "errors.jsonl"}}
-    (target / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    local_parts = [local_part_path(part.key) for part in manifest.parts]
+    for part, local in zip(manifest.parts, local_parts):
+        os.replace(_path(part.uri), target / local)
+    os.replace(_path(manifest.errors.uri), target / "errors.jsonl")
+    # the stored JSON itself, not the model re-dumped: manifest.json is the manifest as stored, plus paths
+    (target / "manifest.json").write_text(json.dumps(with_local_paths(json.loads(stored), local_parts), indent=2),
+                                          encoding="utf-8")
     return target / "manifest.json"
 
 
 def _files(manifest_path: Path) -> list[str]:
     """Where the results are: one line per file, as `poolq results` prints them."""
-    manifest, folder = json.loads(manifest_path.read_text(encoding="utf-8")), manifest_path.parent
-    lines = [f"  part      {folder / part['path']}  ({part['rows']} rows)" for part in manifest["parts"]]
-    lines.append(f"  errors    {folder / 'errors.jsonl'}  ({manifest['errors']['count']} records)")
+    manifest, folder = JobManifest.model_validate_json(manifest_path.read_bytes()), manifest_path.parent
+    lines = [f"  part      {folder / local_part_path(part.key)}  ({part.rows} rows)" for part in manifest.parts]
+    lines.append(f"  errors    {folder / 'errors.jsonl'}  ({manifest.errors.count} records)")
     return [*lines, f"  manifest  {manifest_path}"]
 
 

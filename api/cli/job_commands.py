@@ -13,12 +13,12 @@ import click
 
 from poolq.api.cli.delivery_options import JobDelivery, delivery_options
 from poolq.api.cli.estimate_report import print_estimate, print_report
-from poolq.api.cli.output import ExitCode, fail, job_details, job_exit_code, job_summary, print_json, with_client
+from poolq.api.cli.output import ExitCode, api_time, fail, job_details, job_exit_code, job_summary, print_json, with_client
 from poolq.api.cli.progress import job_progress
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.client.upload_format import upload_format
-from poolq.api.server.schemas import JobResults
+from poolq.jobs.ledger.manifest import JobManifest
 
 DTYPES = ("float32", "float16", "int8", "binary")
 _poll_option = click.option("--poll-interval", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
@@ -60,7 +60,7 @@ def submit(client: PoolqClient, source: str, model: str | None, task: str | None
     if estimate_only:
         estimate = client.estimate(spec)
         if as_json:
-            print_json(estimate.model_dump(mode="json"))
+            print_json(estimate)
         else:
             print_estimate(estimate)
         return
@@ -68,9 +68,9 @@ def submit(client: PoolqClient, source: str, model: str | None, task: str | None
     if as_json and not wait_:
         print_json(job)
     elif not as_json:
-        click.echo(job["id"])
+        click.echo(job.id)
     if wait_:
-        _wait_and_exit(client, job["id"], poll_interval, timeout, as_json)
+        _wait_and_exit(client, job.id, poll_interval, timeout, as_json)
 
 
 @click.command()
@@ -108,21 +108,21 @@ def results(client: PoolqClient, job_id: str, out_dir: Path | None, report_only:
     """Download a finished job's results: every part, the error file and its stored manifest
     (with --report: print its data report instead: lengths, cuts, failures, duplicates)."""
     if report_only:
-        report = JobResults.model_validate(client.results(job_id)).report
+        report = client.results(job_id).report
         if report is None:
             fail(f"job {job_id} has no data report (it finished before poolq wrote them)", ExitCode.NOT_FOUND)
         else:
             print_report(job_id, report)
         return
     paths = client.download(job_id, out_dir if out_dir is not None else Path(job_id))
-    manifest = json.loads(paths[-1].read_text(encoding="utf-8"))
-    for part, path in zip(manifest["parts"], paths):
-        click.echo(f"part      {path}  ({part['rows']} rows)")
-    click.echo(f"errors    {paths[-2]}  ({manifest['errors']['count']} records)")
+    manifest = JobManifest.model_validate_json(paths[-1].read_bytes())
+    for part, path in zip(manifest.parts, paths):
+        click.echo(f"part      {path}  ({part.rows} rows)")
+    click.echo(f"errors    {paths[-2]}  ({manifest.errors.count} records)")
     click.echo(f"manifest  {paths[-1]}")
-    counts = manifest["counts"]
-    click.echo(f"job {job_id} {manifest['status']}: {counts['rows']} rows in {len(manifest['parts'])} parts; "
-               f"{counts['completed']} documents embedded, {counts['failed']} failed")
+    counts = manifest.counts
+    click.echo(f"job {job_id} {manifest.status.value}: {counts.rows} rows in {len(manifest.parts)} parts; "
+               f"{counts.completed} documents embedded, {counts.failed} failed")
 
 
 @click.command()
@@ -135,7 +135,7 @@ def cancel(client: PoolqClient, job_id: str, as_json: bool) -> None:
     if as_json:
         print_json(job)
     else:
-        click.echo(f"job {job['id']} {job['status']}")
+        click.echo(f"job {job.id} {job.status.value}")
 
 
 @click.command()
@@ -151,13 +151,13 @@ def jobs(client: PoolqClient, limit: int, before: str | None, as_json: bool) -> 
         return
     row = "{:<32}  {:<19}  {:>10}  {:>8}  {:>10}  {:>12}  {}"
     click.echo(row.format("JOB", "STATUS", "COMPLETED", "FAILED", "TOTAL", "TOKENS", "CREATED"))
-    for job in page["jobs"]:
-        counts = job["counts"]
-        total = "?" if counts.get("total") is None else f"{counts['total']:,}"
-        click.echo(row.format(job["id"], job["status"], f"{counts['completed']:,}", f"{counts['failed']:,}", total,
-                              f"{job['usage']['tokens']:,}", job["created_at"]))
-    if page.get("next_before"):
-        click.echo(f"more: poolq jobs --before {page['next_before']}", err=True)
+    for job in page.jobs:
+        counts = job.counts
+        total = "?" if counts.total is None else f"{counts.total:,}"
+        click.echo(row.format(job.id, job.status.value, f"{counts.completed:,}", f"{counts.failed:,}", total,
+                              f"{job.usage.tokens:,}", api_time(job.created_at)))
+    if page.next_before:
+        click.echo(f"more: poolq jobs --before {page.next_before}", err=True)
 
 
 def _wait_and_exit(client: PoolqClient, job_id: str, poll_interval: float, timeout: float | None, as_json: bool) -> None:
@@ -192,10 +192,10 @@ def _input_uri(client: PoolqClient, source: str, spec: dict) -> str:
     except ValueError as exc:  # the name says Parquet, the bytes do not
         raise click.BadParameter(str(exc), param_hint="SOURCE") from None
     ticket = client.new_upload(file_format)
-    client.validate({**spec, "input": {**spec["input"], "uri": ticket["uri"]}})
+    client.validate({**spec, "input": {**spec["input"], "uri": ticket.uri}})
     client.put_upload(ticket, data)
-    click.echo(f"uploaded {path} ({len(data):,} bytes, {file_format}) to {ticket['uri']}", err=True)
-    return ticket["uri"]
+    click.echo(f"uploaded {path} ({len(data):,} bytes, {file_format}) to {ticket.uri}", err=True)
+    return ticket.uri
 
 
 def _spec(model: str | None, id_field: str, text_field: str, long_documents: str | None,

@@ -16,10 +16,15 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import click
+from pydantic import TypeAdapter
+from pydantic_core import to_jsonable_python
 
 from poolq.api.cli.local_stack import describe_store, running_stack
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
 from poolq.api.client.result_files import DownloadError
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.model.sink_config import SinkOutcome
 
 if TYPE_CHECKING:
     from poolq.jobs import Settings
@@ -41,13 +46,15 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C while waiting (the job goes on)
 
 
-JOB_EXIT_CODES = {"succeeded": ExitCode.OK, "partially_succeeded": ExitCode.PARTIAL,
-                  "failed": ExitCode.JOB_FAILED, "cancelled": ExitCode.JOB_FAILED}
+JOB_EXIT_CODES = {JobState.SUCCEEDED: ExitCode.OK, JobState.PARTIALLY_SUCCEEDED: ExitCode.PARTIAL,
+                  JobState.FAILED: ExitCode.JOB_FAILED, JobState.CANCELLED: ExitCode.JOB_FAILED}
+# A time as the API's JSON writes it (``2026-01-01T00:00:00Z``): what the CLI printed when it read the JSON.
+_API_TIME = TypeAdapter(datetime)
 
 
-def job_exit_code(job: dict) -> ExitCode:
+def job_exit_code(job: JobStatus) -> ExitCode:
     """The exit code for a job's state: terminal states as in :class:`ExitCode`, others 0."""
-    return JOB_EXIT_CODES.get(job["status"], ExitCode.OK)
+    return JOB_EXIT_CODES.get(job.status, ExitCode.OK)
 
 
 def exit_code_for(error: PoolqError) -> ExitCode:
@@ -127,56 +134,61 @@ def _endpoint(api_url: str | None, api_key: str | None) -> tuple[str, str | None
 
 
 def print_json(value: object) -> None:
-    """Pretty JSON on stdout."""
-    click.echo(json.dumps(value, indent=2, default=str))
+    """Pretty JSON on stdout: a response model (or a list of them) as the API's JSON has it."""
+    click.echo(json.dumps(to_jsonable_python(value), indent=2, default=str))
 
 
-def job_summary(job: dict) -> str:
+def api_time(value: datetime) -> str:
+    """A time as the API's JSON writes it: ``2026-01-01T00:00:00Z``."""
+    return _API_TIME.dump_python(value, mode="json")
+
+
+def job_summary(job: JobStatus) -> str:
     """One line: ``job ID succeeded: 40/40 documents, 0 failed, 12,345 tokens in 8.1 s``."""
-    counts, tokens = job["counts"], job["usage"]["tokens"]
-    total = "?" if counts.get("total") is None else counts["total"]
-    line = (f"job {job['id']} {job['status']}: {counts['completed']}/{total} documents, {counts['failed']} failed, "
-            f"{tokens:,} tokens")
-    took = seconds_between(job.get("started_at"), job.get("finished_at"))
+    counts = job.counts
+    total = "?" if counts.total is None else counts.total
+    line = (f"job {job.id} {job.status.value}: {counts.completed}/{total} documents, {counts.failed} failed, "
+            f"{job.usage.tokens:,} tokens")
+    took = seconds_between(job.started_at, job.finished_at)
     if took is not None:
         line += f" in {took:.1f} s"
-    by_code = job.get("errors_by_code") or {}
-    if by_code and not job.get("error"):  # an error (every record failed) already says why
-        line += " (" + ", ".join(f"{count} {code}" for code, count in sorted(by_code.items(), key=lambda kv: -kv[1])) + ")"
-    return line + (f"; error: {job['error']}" if job.get("error") else "")
+    if job.errors_by_code and not job.error:  # an error (every record failed) already says why
+        by_count = sorted(job.errors_by_code.items(), key=lambda kv: -kv[1])
+        line += " (" + ", ".join(f"{count} {code}" for code, count in by_count) + ")"
+    return line + (f"; error: {job.error}" if job.error else "")
 
 
-def job_details(job: dict) -> list[str]:
+def job_details(job: JobStatus) -> list[str]:
     """``poolq status``: the summary, then timestamps, the manifest, errors, the webhook and sinks, one per line."""
-    lines = [job_summary(job), f"  model      {job['model']}"]
-    for field in ("created_at", "started_at", "finished_at"):
-        if job.get(field):
-            lines.append(f"  {field.removesuffix('_at'):10} {job[field]}")
-    if job.get("result"):
-        lines.append(f"  manifest   {job['result']['manifest_uri']}")
-    for message in job.get("error_samples") or ():
+    lines = [job_summary(job), f"  model      {job.model}"]
+    for name, at in (("created", job.created_at), ("started", job.started_at), ("finished", job.finished_at)):
+        if at:
+            lines.append(f"  {name:10} {api_time(at)}")
+    if job.result:
+        lines.append(f"  manifest   {job.result.manifest_uri}")
+    for message in job.error_samples:
         lines.append(f"  failed     {message}")
-    if job.get("webhook"):
-        hook = job["webhook"]
-        lines.append(f"  webhook    {hook['type']} {hook['state']} after {hook['attempts']} attempt(s)"
-                     + (f": {hook['error']}" if hook.get("error") else ""))
-    lines += [_sink_line(sink) for sink in job.get("sinks") or ()]
+    if job.webhook:
+        hook = job.webhook
+        lines.append(f"  webhook    {hook.type} {hook.state} after {hook.attempts} attempt(s)"
+                     + (f": {hook.error}" if hook.error else ""))
+    lines += [_sink_line(sink) for sink in job.sinks or ()]
     return lines
 
 
-def _sink_line(sink: dict) -> str:
+def _sink_line(sink: SinkOutcome) -> str:
     """``  sink       search succeeded: 6 upserted, 0 deleted, 0 unchanged`` (or the load's error)."""
-    line = f"  sink       {sink['name']} {sink['state']}"
-    if sink["state"] == "succeeded":
-        return line + f": {sink['upserted']} upserted, {sink['deleted']} deleted, {sink['unchanged']} unchanged"
-    return line + (f": {sink['error']}" if sink.get("error") else "")
+    line = f"  sink       {sink.name} {sink.state}"
+    if sink.state == "succeeded":
+        return line + f": {sink.upserted} upserted, {sink.deleted} deleted, {sink.unchanged} unchanged"
+    return line + (f": {sink.error}" if sink.error else "")
 
 
-def seconds_between(start: str | None, end: str | None) -> float | None:
-    """Seconds between two ISO timestamps of the API, None if either is missing."""
-    if not start or not end:
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds between two times of the API, None if either is missing."""
+    if start is None or end is None:
         return None
-    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return (end - start).total_seconds()
 
 
 def _loc(item: dict) -> str:

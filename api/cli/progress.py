@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from poolq.api.cli.output import seconds_between
+from poolq.jobs.model.job_state import JobState
+from poolq.jobs.model.job_status import JobStatus
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,27 +37,26 @@ class Throughput:
     tokens_per_s: float | None = field(default=None, init=False)
     documents_per_s: float | None = field(default=None, init=False)
 
-    def observe(self, job: dict) -> None:
+    def observe(self, job: JobStatus) -> None:
         now, tokens, done = self.clock(), _tokens(job), _done(job)
-        took = seconds_between(job.get("started_at"), job.get("finished_at"))
+        took = seconds_between(job.started_at, job.finished_at)
         if took:
             self.tokens_per_s, self.documents_per_s = tokens / took, done / took
-        elif job["status"] == "running" and self._first is None:
+        elif job.status is JobState.RUNNING and self._first is None:
             self._first = (now, tokens, done)
         elif self._first is not None and now > self._first[0]:
             elapsed = now - self._first[0]
             self.tokens_per_s = (tokens - self._first[1]) / elapsed
             self.documents_per_s = (done - self._first[2]) / elapsed
 
-    def eta_s(self, job: dict) -> float | None:
+    def eta_s(self, job: JobStatus) -> float | None:
         """Seconds left: the server's estimate (it counts tokens), else the documents left at the
         current document rate; 0 once finished, None while unknown."""
-        total = job["counts"].get("total")
-        if job["status"] in ("succeeded", "partially_succeeded", "failed", "cancelled"):
+        total = job.counts.total
+        if job.status.is_terminal:
             return 0.0
-        server = (job.get("rates") or {}).get("eta_s")
-        if server is not None:
-            return float(server)
+        if job.rates.eta_s is not None:
+            return job.rates.eta_s
         if total is None or not self.documents_per_s:
             return None
         return max(0.0, (total - _done(job)) / self.documents_per_s)
@@ -85,11 +86,11 @@ class RichJobProgress:
         self.task = self.progress.add_task("waiting", total=None, done="0/?", rate="-", eta="-:--:--")
         self.progress.start()
 
-    def update(self, job: dict) -> None:
+    def update(self, job: JobStatus) -> None:
         self.rate.observe(job)
-        total = job["counts"].get("total")
+        total = job.counts.total
         self.progress.update(
-            self.task, description=job["status"], total=_estimated_tokens(job), completed=_tokens(job),
+            self.task, description=job.status.value, total=_estimated_tokens(job), completed=_tokens(job),
             done=f"{_done(job)}/{'?' if total is None else total}",
             rate=format_rate(self.rate.tokens_per_s), eta=format_eta(self.rate.eta_s(job)),
         )
@@ -111,17 +112,17 @@ class PlainJobProgress:
         self._last_status: str | None = None
         self._last_time = 0.0
 
-    def update(self, job: dict) -> None:
+    def update(self, job: JobStatus) -> None:
         self.rate.observe(job)
         now = self.clock()
-        if job["status"] != self._last_status or now - self._last_time >= self.every_s:
+        if job.status.value != self._last_status or now - self._last_time >= self.every_s:
             self.echo(self.line(job))
-            self._last_status, self._last_time = job["status"], now
+            self._last_status, self._last_time = job.status.value, now
 
-    def line(self, job: dict) -> str:
-        total, estimate = job["counts"].get("total"), _estimated_tokens(job)
+    def line(self, job: JobStatus) -> str:
+        total, estimate = job.counts.total, _estimated_tokens(job)
         tokens = f"{_tokens(job):,}" + ("" if estimate is None else f"/~{estimate:,}")
-        return (f"{job['id']} {job['status']}: {_done(job)}/{'?' if total is None else total} documents, "
+        return (f"{job.id} {job.status.value}: {_done(job)}/{'?' if total is None else total} documents, "
                 f"{tokens} tokens, {format_rate(self.rate.tokens_per_s)} tokens/s, ETA {format_eta(self.rate.eta_s(job))}")
 
     def close(self) -> None:
@@ -143,20 +144,16 @@ def job_progress(console: "Console | None" = None, every_s: float = PLAIN_EVERY_
     return PlainJobProgress(every_s, clock, echo=lambda line: out(line, highlight=False))
 
 
-def _done(job: dict) -> int:
+def _done(job: JobStatus) -> int:
     """Documents done: committed (embedded or failed), plus what running shards did so far."""
-    return job["counts"]["completed"] + job["counts"]["failed"] + _in_progress(job).get("documents", 0)
+    return job.counts.completed + job.counts.failed + job.in_progress.documents
 
 
-def _tokens(job: dict) -> int:
-    return job["usage"]["tokens"] + _in_progress(job).get("tokens", 0)
+def _tokens(job: JobStatus) -> int:
+    return job.usage.tokens + job.in_progress.tokens
 
 
-def _estimated_tokens(job: dict) -> int | None:
+def _estimated_tokens(job: JobStatus) -> int | None:
     """The job's tokens in all, as the server estimates them (None before it is planned)."""
-    estimated = (job.get("estimate") or {}).get("tokens")
-    return None if estimated is None else max(int(estimated), _tokens(job))
-
-
-def _in_progress(job: dict) -> dict:
-    return job.get("in_progress") or {}
+    estimated = job.estimate.tokens
+    return None if estimated is None else max(estimated, _tokens(job))

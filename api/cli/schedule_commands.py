@@ -5,11 +5,15 @@ Schedules need an admin key (403 otherwise, exit 5). Exit codes: see :class:`poo
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
-from poolq.api.cli.output import print_json, with_client
+from poolq.api.cli.output import api_time, print_json, with_client
 from poolq.api.client.poolq_client import PoolqClient
+
+if TYPE_CHECKING:
+    from poolq.jobs import Schedule
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="print the server's answer as JSON")
 
@@ -43,7 +47,7 @@ def create(client: PoolqClient, cron: str, input_uri: str, id_field: str, text_f
     if as_json:
         print_json(schedule)
     else:
-        click.echo(schedule["id"])
+        click.echo(schedule.id)
 
 
 @schedules.command(name="list")
@@ -70,9 +74,10 @@ def get(client: PoolqClient, schedule_id: str, as_json: bool) -> None:
         print_json(schedule)
         return
     click.echo(_line(schedule))
-    for run in schedule["runs"]:
-        how = "by hand" if run["manual"] else "on schedule"
-        click.echo(f"  {run['slot']}  job {run['job_id'] or '-'}  {run['status'] or '-'}  ({how})")
+    for run in schedule.runs:
+        how = "by hand" if run.manual else "on schedule"
+        status = run.status.value if run.status else "-"
+        click.echo(f"  {api_time(run.slot)}  job {run.job_id or '-'}  {status}  ({how})")
 
 
 @schedules.command()
@@ -85,7 +90,7 @@ def run(client: PoolqClient, schedule_id: str, as_json: bool) -> None:
     if as_json:
         print_json(result)
     else:
-        click.echo(result["job_id"] or "")
+        click.echo(result.job_id or "")
 
 
 @schedules.command()
@@ -97,6 +102,6 @@ def delete(client: PoolqClient, schedule_id: str) -> None:
     click.echo(f"deleted schedule {schedule_id}")
 
 
-def _line(schedule: dict) -> str:
-    state = "enabled" if schedule["enabled"] else "disabled"
-    return f"{schedule['id']}  {schedule['cron']:<15}  {state:<8}  {schedule['input']['uri']}"
+def _line(schedule: Schedule) -> str:
+    state = "enabled" if schedule.enabled else "disabled"
+    return f"{schedule.id}  {schedule.cron:<15}  {state:<8}  {schedule.input.uri}"

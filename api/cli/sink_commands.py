@@ -22,4 +22,4 @@ def retry(client: PoolqClient, job_id: str, as_json: bool) -> None:
     if as_json:
         print_json(answer)
     else:
-        click.echo(f"job {job_id}: loading into {', '.join(answer['retried'])} again (poolq status {job_id} shows how it ends)")
+        click.echo(f"job {job_id}: loading into {', '.join(answer.retried)} again (poolq status {job_id} shows how it ends)")

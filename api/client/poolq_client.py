@@ -6,6 +6,11 @@ no ``api_key`` it uses the ``POOLQ_API_KEY`` environment variable (if set), with
 raises :class:`PoolqError` (``status_code``, ``detail``, ``retry_after`` for 429/503); a server
 that cannot be reached raises :class:`PoolqConnectionError`. Nothing is retried, except
 :meth:`PoolqClient.wait`'s polling (a bounded number of 429/503 answers, see there).
+
+Every answer is the server's own response model (``JobStatus``, ``JobResults``, ``Schedule``, ...:
+the classes its routes declare, imported, not copied), read by attribute: ``job.usage.tokens``.
+Reading one as the JSON dict it used to be (``job["usage"]["tokens"]``) still works for one
+release, with a DeprecationWarning (poolq.jobs.model.dict_access).
 """
 from __future__ import annotations
 
@@ -14,17 +19,25 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import httpx
+from pydantic import BaseModel
 
-from poolq.api.client.result_files import decode_vectors, fetch_bytes, save_url
+from poolq.api.client.result_files import decode_vectors, fetch_bytes, local_part_path, save_url, with_local_paths
 from poolq.api.client.upload_format import upload_format
-from poolq.api.server.schemas import JobResults
+from poolq.api.server.schemas import JobList, JobResults, SpecValidation
 from poolq.jobs.estimate.job_estimate import JobEstimate
+from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.model.served_model import ModelList
 
-TERMINAL_STATES = {"succeeded", "partially_succeeded", "failed", "cancelled"}
+if TYPE_CHECKING:  # loaded by the methods that answer with them: they import the schedule and upload routes' modules
+    from poolq.api.server.routes.schedules import ScheduleDetail
+    from poolq.api.server.routes.sinks import SinkRetry
+    from poolq.api.server.routes.uploads import Upload
+    from poolq.jobs import RunView, Schedule
+
+Answer = TypeVar("Answer", bound=BaseModel)
 API_KEY_ENV = "POOLQ_API_KEY"
 API_URL_ENV = "POOLQ_API_URL"
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -69,7 +82,11 @@ class PoolqClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> dict:
+    def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
+        """The request's answer, read as the response model its route declares."""
+        return model.model_validate(self._call(method, path, **kwargs))
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -81,24 +98,24 @@ class PoolqClient:
         return response.json()
 
     # -- jobs --------------------------------------------------------------------------------
-    def submit(self, spec: dict, *, idempotency_key: str | None = None) -> dict:
+    def submit(self, spec: dict, *, idempotency_key: str | None = None) -> JobStatus:
         """``POST /v1/jobs``; returns the queued job. The same ``idempotency_key`` returns the same job."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        return self._call("POST", "/v1/jobs", json=spec, headers=headers)
+        return self._answer(JobStatus, "POST", "/v1/jobs", json=spec, headers=headers)
 
-    def validate(self, spec: dict) -> dict:
+    def validate(self, spec: dict) -> SpecValidation:
         """``POST /v1/jobs/validate``: the submission's checks, nothing submitted (422 names what is wrong)."""
-        return self._call("POST", "/v1/jobs/validate", json=spec)
+        return self._answer(SpecValidation, "POST", "/v1/jobs/validate", json=spec)
 
     def estimate(self, spec: dict, *, timeout: float = 300.0) -> JobEstimate:
         """``POST /v1/jobs/estimate``: what the job would cost (tokens, rows, cuts, duplicates, time on
         the live workers); nothing is submitted. Refused like ``submit``. ``timeout``: the server reads
         the whole input (up to its ``estimate_max_seconds``), so it waits longer than other calls."""
-        return JobEstimate.model_validate(self._call("POST", "/v1/jobs/estimate", json=spec, timeout=timeout))
+        return self._answer(JobEstimate, "POST", "/v1/jobs/estimate", json=spec, timeout=timeout)
 
     def models(self) -> ModelList:
         """``GET /v1/models``: what this deployment serves (tasks, dimensions, window, prompts, loaded)."""
-        return ModelList.model_validate(self._call("GET", "/v1/models"))
+        return self._answer(ModelList, "GET", "/v1/models")
 
     def upload(self, source: str | os.PathLike | bytes, *, format: str | None = None) -> str:
         """Upload an input file (a path, or its bytes: JSONL, ``.jsonl.gz`` or Parquet) through a
@@ -110,40 +127,48 @@ class PoolqClient:
         data, name = _file_bytes(source)
         ticket = self.new_upload(format or upload_format(data, name))
         self.put_upload(ticket, data)
-        return ticket["uri"]
+        return ticket.uri
 
-    def new_upload(self, format: str = "jsonl") -> dict:
+    def new_upload(self, format: str = "jsonl") -> Upload:
         """``POST /v1/uploads``: a ticket (``uri``, ``url``, ``method``) for one file; nothing is stored yet."""
-        return self._call("POST", "/v1/uploads", json={"format": format})
+        from poolq.api.server.routes.uploads import Upload
 
-    def put_upload(self, ticket: dict, data: bytes) -> None:
-        """Send the file's bytes to a ticket's presigned URL."""
+        return self._answer(Upload, "POST", "/v1/uploads", json={"format": format})
+
+    def put_upload(self, ticket: Upload | dict, data: bytes) -> None:
+        """Send the file's bytes to a ticket's presigned URL (``ticket``: what :meth:`new_upload` returned;
+        its JSON dict is still taken for one release)."""
+        from poolq.api.server.routes.uploads import Upload
+
+        ticket = Upload.model_validate(ticket)
         try:
-            response = self._files.request(ticket.get("method", "PUT"), ticket["url"], content=data)
+            response = self._files.request(ticket.method, ticket.url, content=data)
         except httpx.TransportError as exc:
             raise PoolqConnectionError(f"cannot reach the upload URL's store: {exc or type(exc).__name__}") from exc
         if response.status_code >= 400:
             raise PoolqError(response.status_code, f"the store refused the upload: {response.text[:300]}")
 
-    def get(self, job_id: str) -> dict:
+    def get(self, job_id: str) -> JobStatus:
         """``GET /v1/jobs/{id}``: status, counts, usage, timestamps, result, error."""
-        return self._call("GET", f"/v1/jobs/{job_id}")
+        return self._answer(JobStatus, "GET", f"/v1/jobs/{job_id}")
 
-    def jobs(self, limit: int = 50, before: str | None = None) -> dict:
-        """``GET /v1/jobs``: ``{"jobs": [...], "next_before"}``, newest first; pass ``next_before``
+    def jobs(self, limit: int = 50, before: str | None = None) -> JobList:
+        """``GET /v1/jobs``: ``jobs`` (each a JobStatus), newest first, and ``next_before``: pass it
         as ``before`` for the next (older) page."""
         params: dict[str, Any] = {"limit": limit}
         if before:
             params["before"] = before
-        return self._call("GET", "/v1/jobs", params=params)
+        return self._answer(JobList, "GET", "/v1/jobs", params=params)
 
-    def retry_sinks(self, job_id: str) -> dict:
+    def retry_sinks(self, job_id: str) -> SinkRetry:
         """``POST /v1/jobs/{id}/sinks/retry``: load the finished job's rows into its failed sink again."""
-        return self._call("POST", f"/v1/jobs/{job_id}/sinks/retry")
+        from poolq.api.server.routes.sinks import SinkRetry
 
-    def cancel(self, job_id: str) -> dict:
+        return self._answer(SinkRetry, "POST", f"/v1/jobs/{job_id}/sinks/retry")
+
+    def cancel(self, job_id: str) -> JobStatus:
         """``POST /v1/jobs/{id}/cancel``: stop the job; committed parts stay in its manifest."""
-        return self._call("POST", f"/v1/jobs/{job_id}/cancel")
+        return self._answer(JobStatus, "POST", f"/v1/jobs/{job_id}/cancel")
 
     def wait(
         self,
@@ -151,9 +176,9 @@ class PoolqClient:
         *,
         poll_interval: float = 1.0,
         timeout: float | None = None,
-        on_progress: Callable[[dict], None] | None = None,
+        on_progress: Callable[[JobStatus], None] | None = None,
         max_retries: int = 5,
-    ) -> dict:
+    ) -> JobStatus:
         """Poll until the job reaches a terminal state; ``on_progress`` sees every poll.
 
         A poll answered 429 or 503 is retried after its ``Retry-After`` (else ``poll_interval``;
@@ -174,15 +199,15 @@ class PoolqClient:
                 continue
             if on_progress:
                 on_progress(job)
-            if job["status"] in TERMINAL_STATES:
+            if job.status.is_terminal:
                 return job
-            _check_deadline(deadline, job_id, job["status"], timeout)
+            _check_deadline(deadline, job_id, job.status.value, timeout)
             time.sleep(poll_interval)
 
     # -- results -----------------------------------------------------------------------------
-    def results(self, job_id: str) -> dict:
+    def results(self, job_id: str) -> JobResults:
         """The manifest of a finished job, with presigned part URLs (409 while it runs)."""
-        return self._call("GET", f"/v1/jobs/{job_id}/results")
+        return self._answer(JobResults, "GET", f"/v1/jobs/{job_id}/results")
 
     def download(self, job_id: str, out_dir: str | os.PathLike) -> list[Path]:
         """Write the job's result files under ``out_dir``: ``parts/<name>.parquet`` for every part
@@ -190,20 +215,18 @@ class PoolqClient:
         part and the error file with its ``path`` relative to ``out_dir``. Returns the paths written,
         in that order."""
         out = Path(out_dir)
-        results = JobResults.model_validate(self.results(job_id))
-        manifest = dict(results.manifest)
-        local_parts = [Path("parts") / part.key.rsplit("/", 1)[-1] for part in results.parts]
+        results = self.results(job_id)
+        local_parts = [local_part_path(part.key) for part in results.parts]
         written = [save_url(part.url, out / path, self._files) for part, path in zip(results.parts, local_parts)]
         written.append(save_url(results.errors.url, out / "errors.jsonl", self._files))
-        manifest["parts"] = [{**part, "path": path.as_posix()} for part, path in zip(manifest.get("parts", []), local_parts)]
-        manifest["errors"] = {**manifest.get("errors", {}), "path": "errors.jsonl"}
+        manifest = with_local_paths(results.manifest, local_parts)
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         return [*written, out / "manifest.json"]
 
     def read_table(self, job_id: str):
         """All result parts of a finished job, downloaded and concatenated as one pyarrow Table
         (None if it has no parts)."""
-        return self._read_parts(JobResults.model_validate(self.results(job_id)))
+        return self._read_parts(self.results(job_id))
 
     def read_numpy(self, job_id: str):
         """``(ids, vectors)``: the ids (a list of str, one per row: chunk modes repeat a document's
@@ -211,7 +234,7 @@ class PoolqClient:
         with no parts: ``[0, d]``, or ``[0, 0]`` when nothing was ever embedded)."""
         import numpy as np
 
-        results = JobResults.model_validate(self.results(job_id))
+        results = self.results(job_id)
         table = self._read_parts(results)
         if table is None:
             return [], np.zeros((0, results.dimensions or 0), dtype=np.float32)
@@ -225,25 +248,33 @@ class PoolqClient:
         return pa.concat_tables(tables, promote_options="default") if tables else None
 
     # -- schedules ---------------------------------------------------------------------------
-    def create_schedule(self, schedule: dict) -> dict:
+    def create_schedule(self, schedule: dict) -> Schedule:
         """``POST /v1/schedules``: ``{"cron": "0 3 * * *", "input": {"uri": "s3://b/docs/"}, "template": {...}}``."""
-        return self._call("POST", "/v1/schedules", json=schedule)
+        from poolq.jobs import Schedule
 
-    def list_schedules(self) -> list[dict]:
-        """``GET /v1/schedules``: the caller's schedules."""
-        return self._call("GET", "/v1/schedules")["schedules"]
+        return self._answer(Schedule, "POST", "/v1/schedules", json=schedule)
 
-    def get_schedule(self, schedule_id: str) -> dict:
+    def list_schedules(self) -> list[Schedule]:
+        """``GET /v1/schedules``: the caller's schedules (the answer's ``schedules``)."""
+        from poolq.api.server.routes.schedules import ScheduleList
+
+        return self._answer(ScheduleList, "GET", "/v1/schedules").schedules
+
+    def get_schedule(self, schedule_id: str) -> ScheduleDetail:
         """The schedule with its recent runs (slot, job_id, status), newest first."""
-        return self._call("GET", f"/v1/schedules/{schedule_id}")
+        from poolq.api.server.routes.schedules import ScheduleDetail
+
+        return self._answer(ScheduleDetail, "GET", f"/v1/schedules/{schedule_id}")
 
     def delete_schedule(self, schedule_id: str) -> None:
         """``DELETE /v1/schedules/{id}``: the jobs it ran stay."""
         self._call("DELETE", f"/v1/schedules/{schedule_id}")
 
-    def run_schedule(self, schedule_id: str) -> dict:
+    def run_schedule(self, schedule_id: str) -> RunView:
         """``POST /v1/schedules/{id}/run``: run it now (incrementally); returns the run (its ``job_id``)."""
-        return self._call("POST", f"/v1/schedules/{schedule_id}/run")
+        from poolq.jobs import RunView
+
+        return self._answer(RunView, "POST", f"/v1/schedules/{schedule_id}/run")
 
 
 def _file_bytes(source: str | os.PathLike | bytes) -> tuple[bytes, str | None]:

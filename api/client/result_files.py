@@ -47,6 +47,18 @@ def save_url(url: str, target: Path, http: httpx.Client) -> Path:
     return target
 
 
+def local_part_path(key: str) -> Path:
+    """Where a part goes in a job's results folder: ``parts/<its object's name>``."""
+    return Path("parts") / key.rsplit("/", 1)[-1]
+
+
+def with_local_paths(manifest: dict, part_paths: list[Path]) -> dict:
+    """The stored manifest as a results folder's ``manifest.json`` holds it: every part (and the
+    error file, ``errors.jsonl``) with its ``path`` in the folder; nothing else changed."""
+    parts = [{**part, "path": path.as_posix()} for part, path in zip(manifest.get("parts", []), part_paths)]
+    return {**manifest, "parts": parts, "errors": {**manifest.get("errors", {}), "path": "errors.jsonl"}}
+
+
 def decode_vectors(table, results: JobResults):
     """The ``embedding`` column of ``table`` as float32 ``[rows, d]``, decoded with the job's
     ``output`` block (float16/int8 back to float32 as closely as they allow; binary as ±1 signs)."""

@@ -15,6 +15,7 @@ from poolq.jobs import (
     ManifestUsage,
     OutputEncoding,
 )
+from poolq.jobs.model.dict_access import DictAccessDeprecated
 from poolq.jobs.report.data_report import DataReport
 from poolq.storage import ObjectStore
 
@@ -53,7 +54,7 @@ class ResultErrors(ManifestErrors):
     url: str  # presigned GET, short-lived
 
 
-class JobResults(BaseModel):
+class JobResults(DictAccessDeprecated, BaseModel):
     """``GET /v1/jobs/{id}/results``: the manifest's outcome, with presigned download URLs."""
 
     job_id: str
@@ -90,13 +91,13 @@ class JobResults(BaseModel):
         )
 
 
-class SpecValidation(BaseModel):
+class SpecValidation(DictAccessDeprecated, BaseModel):
     """``POST /v1/jobs/validate``: the body would be accepted (else the answer is a 422)."""
 
     valid: bool
 
 
-class JobList(BaseModel):
+class JobList(DictAccessDeprecated, BaseModel):
     """``GET /v1/jobs``: the caller's jobs, newest first; ``next_before`` pages further back."""
 
     jobs: list[JobStatus]

@@ -5,6 +5,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from poolq.jobs.model.dict_access import DictAccessDeprecated
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.model.reuse_counts import ReuseCounts
 from poolq.jobs.model.sink_config import SinkOutcome
@@ -57,7 +58,7 @@ class JobResult(BaseModel):
 LOCAL_TENANT = "local"  # the tenant of in-process runs (`poolq embed`), which have no API keys
 
 
-class JobStatus(BaseModel):
+class JobStatus(DictAccessDeprecated, BaseModel):
     """What ``GET /v1/jobs/{id}`` returns."""
 
     id: str

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from poolq.engine import DEFAULT_MODEL
 from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
+from poolq.jobs.model.dict_access import DictAccessDeprecated
 from poolq.jobs.model.job_spec import (
     ComputeDtype,
     JobSpec,
@@ -83,7 +84,7 @@ class ScheduleRequest(BaseModel):
         return validate_cron(value)
 
 
-class Schedule(ScheduleRequest):
+class Schedule(DictAccessDeprecated, ScheduleRequest):
     """A stored schedule; its runs are jobs of ``tenant``."""
 
     id: str

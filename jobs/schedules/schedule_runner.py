@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.model.dict_access import DictAccessDeprecated
 from poolq.jobs.model.job_state import JobState
 from poolq.jobs.planning.incremental import USABLE_STATES
 from poolq.jobs.schedules.schedule import ScheduleRun, manual_slot
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 MAX_RUNS_KEPT = 100  # run records per schedule; older ones are deleted (their jobs stay)
 
 
-class RunView(BaseModel):
+class RunView(DictAccessDeprecated, BaseModel):
     """One run of a schedule as the API shows it."""
 
     slot: datetime

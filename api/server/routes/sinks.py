@@ -9,11 +9,12 @@ from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs import retry_sinks
+from poolq.jobs.model.dict_access import DictAccessDeprecated
 
 router = APIRouter(prefix="/v1/jobs", tags=["sinks"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 
 
-class SinkRetry(BaseModel):
+class SinkRetry(DictAccessDeprecated, BaseModel):
     job_id: str
     retried: list[str]  # the sinks whose load was queued again
 

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from support.dev_stack import dev_stack
 from support.dev_stack import poolq as _poolq
+from support.job_statuses import job_status
 from support.key_signing import TEST_KEY_SIGNING_SECRET
 
 from poolq.api.cli.main import main
@@ -259,9 +260,10 @@ def test_plain_progress_lines_and_rates(capsys):
     clock = iter([0.0, 0.0, 2.0, 2.0, 10.0, 10.0]).__next__
     progress = PlainJobProgress(every_s=5.0, clock=clock)
     job = {"id": "j", "status": "running", "counts": {"total": 100, "completed": 0, "failed": 0}, "usage": {"tokens": 0}}
-    progress.update(job)  # t=0: the first running poll, printed (status changed)
-    progress.update({**job, "counts": {"total": 100, "completed": 10, "failed": 0}, "usage": {"tokens": 1000}})  # t=2: too soon
-    progress.update({**job, "counts": {"total": 100, "completed": 50, "failed": 0}, "usage": {"tokens": 5000}})  # t=10
+    progress.update(job_status(job))  # t=0: the first running poll, printed (status changed)
+    progress.update(job_status({**job, "counts": {"total": 100, "completed": 10, "failed": 0}, "usage": {"tokens": 1000}}))
+    # above, t=2: too soon (no line); below, t=10: a line
+    progress.update(job_status({**job, "counts": {"total": 100, "completed": 50, "failed": 0}, "usage": {"tokens": 5000}}))
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["j running: 0/100 documents, 0 tokens, - tokens/s, ETA -:--:--",
                      "j running: 50/100 documents, 5,000 tokens, 500 tokens/s, ETA 0:00:10"]
@@ -270,8 +272,9 @@ def test_plain_progress_lines_and_rates(capsys):
 
 def test_a_finished_jobs_rate_uses_the_servers_times():
     rate = Throughput(clock=lambda: 0.0)
-    rate.observe({"status": "succeeded", "counts": {"total": 4, "completed": 4, "failed": 0}, "usage": {"tokens": 800},
-                  "started_at": "2026-01-01T00:00:00+00:00", "finished_at": "2026-01-01T00:00:02+00:00"})
+    rate.observe(job_status({"id": "j", "status": "succeeded", "counts": {"total": 4, "completed": 4, "failed": 0},
+                             "usage": {"tokens": 800}, "started_at": "2026-01-01T00:00:00+00:00",
+                             "finished_at": "2026-01-01T00:00:02+00:00"}))
     assert rate.tokens_per_s == 400 and rate.documents_per_s == 2
 
 

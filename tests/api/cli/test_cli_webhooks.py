@@ -38,12 +38,14 @@ def test_a_tenant_name_that_is_not_one_is_a_usage_error(tmp_path):
 
 
 def test_poolq_status_shows_the_webhook_outcome():
+    from support.job_statuses import job_status
+
     from poolq.api.cli.output import job_details
 
     job = {"id": "j1", "status": "succeeded", "model": "m", "counts": {"total": 1, "completed": 1, "failed": 0},
            "usage": {"tokens": 3}}
-    assert not any("webhook" in line for line in job_details(job))
+    assert not any("webhook" in line for line in job_details(job_status(job)))
     pending = {"event_id": "msg_1", "type": "job.succeeded", "state": "pending", "attempts": 1, "last_status": 500,
                "error": "HTTP 500: boom"}
-    assert job_details({**job, "webhook": pending})[-1] == \
+    assert job_details(job_status({**job, "webhook": pending}))[-1] == \
         "  webhook    job.succeeded pending after 1 attempt(s): HTTP 500: boom"

@@ -1,5 +1,6 @@
 """What ``poolq status`` prints for a job's sink loads (api/cli/output.py)."""
 import pytest
+from support.job_statuses import CREATED_AT, job_status
 
 from poolq.api.cli.output import job_details
 
@@ -16,5 +17,5 @@ JOB = {"id": "j", "status": "succeeded", "model": "m", "counts": {"completed": 1
      "  sink       search pending"),
 ])
 def test_poolq_status_prints_a_line_per_sink(sink, line):
-    assert job_details(JOB)[-1] == "  model      m"
-    assert job_details({**JOB, "sinks": [sink]})[-1] == line
+    assert job_details(job_status(JOB))[-1] == f"  created    {CREATED_AT}"
+    assert job_details(job_status({**JOB, "sinks": [sink]}))[-1] == line

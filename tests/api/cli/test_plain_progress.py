@@ -4,14 +4,16 @@ live bar. Time is a fake clock, statuses a fixed sequence: nothing waits."""
 import io
 
 from rich.console import Console
+from support.job_statuses import job_status
 
 from poolq.api.cli.demo_command import _wait_with_progress
 from poolq.api.cli.progress import PlainJobProgress
+from poolq.jobs.model.job_status import JobStatus
 
 
-def _job(status: str, completed: int = 0, tokens: int = 0) -> dict:
-    return {"id": "j1", "status": status, "counts": {"total": 40, "completed": completed, "failed": 0},
-            "usage": {"tokens": tokens}}
+def _job(status: str, completed: int = 0, tokens: int = 0) -> JobStatus:
+    return job_status({"id": "j1", "status": status, "counts": {"total": 40, "completed": completed, "failed": 0},
+                       "usage": {"tokens": tokens}})
 
 
 def test_a_line_every_few_seconds_even_while_counts_stand_still(capsys):
@@ -35,10 +37,10 @@ def test_a_line_every_few_seconds_even_while_counts_stand_still(capsys):
 class _Client:
     """PoolqClient's wait: every poll's status shown to on_progress, at once."""
 
-    def __init__(self, polls: list[dict]) -> None:
+    def __init__(self, polls: list[JobStatus]) -> None:
         self.polls = polls
 
-    def wait(self, job_id: str, poll_interval: float, timeout: float, on_progress) -> dict:
+    def wait(self, job_id: str, poll_interval: float, timeout: float, on_progress) -> JobStatus:
         for job in self.polls:
             on_progress(job)
         return self.polls[-1]
@@ -48,7 +50,7 @@ def _demo_progress(terminal: bool) -> str:
     polls = [_job("queued"), _job("running"), _job("running", 20, 4000), _job("succeeded", 40, 8000)]
     shown = io.StringIO()
     console = Console(file=shown, force_terminal=terminal, width=120, soft_wrap=True)
-    assert _wait_with_progress(_Client(polls), "j1", console)["status"] == "succeeded"
+    assert _wait_with_progress(_Client(polls), "j1", console).status == "succeeded"
     return shown.getvalue()
 
 

@@ -126,7 +126,7 @@ def test_api_key_from_the_environment_or_missing(app_client, monkeypatch):
     assert info.value.status_code == 401 and "not valid" in info.value.detail
     monkeypatch.setenv("POOLQ_API_KEY", client.api_key)
     with _client_for(client, api_key=None) as from_env:
-        assert from_env.jobs() == {"jobs": [], "next_before": None}
+        assert from_env.jobs().model_dump() == {"jobs": [], "next_before": None}
 
 
 def test_an_openai_routes_error_reads_as_its_message(app_client):
