@@ -4,8 +4,8 @@ worker has it loaded now, and what the live workers' loads of it cost: loads, ev
 
 Served are the registry's names (packaged, ``POOLQ_MODELS``), the Hub models the operator allows that
 this host's Hub cache holds (``poolq models pull``), and any model a live worker has loaded. Only the
-description files are read (and a model card, README.md, where one sits beside them: the Matryoshka
-sizes it declares): listing never downloads weights.
+description files are read (and a model card, README.md, where one sits beside them, a Hub id's fetched
+with its description: the Matryoshka sizes it declares): listing never downloads weights.
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from poolq.engine.loading.model_card import matryoshka_dimensions
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.worker_model_stats import ModelTotals
 from poolq.jobs.model.served_model import ModelList, ServedModel
+from poolq.jobs.tasks.embed_task import default_output_dimensions, model_output_dimensions
+from poolq.jobs.tasks.job_task import OptionRejected
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +34,12 @@ def served_models(ctx: JobContext) -> ModelList:
     for name in dict.fromkeys(names):
         try:
             spec = ctx.registry.spec(name)
-        except (UnknownModelError, ModelSpecError, HubUnavailable) as exc:
+            # a name's own totals and its pinned revisions' (name@commit): the workers count each apart
+            counted = sum((each for model, each in totals.items() if model == name or model.startswith(f"{name}@")),
+                          ModelTotals(name))
+            models.append(_described(name, spec, counted))
+        except (UnknownModelError, ModelSpecError, HubUnavailable, OptionRejected) as exc:  # rejected: a Dense unread
             log.warning("GET /v1/models: %s left out: %s", name, exc)
-            continue
-        # a name's own totals and its pinned revisions' (name@commit): the workers count each apart
-        counted = sum((each for model, each in totals.items() if model == name or model.startswith(f"{name}@")),
-                      ModelTotals(name))
-        models.append(_described(name, spec, counted))
     return ModelList(data=models)
 
 
@@ -46,7 +47,8 @@ def _described(name: str, spec: ModelSpec, counted: ModelTotals) -> ServedModel:
     owner = name.split("/", 1)[0] if "/" in name else "poolq"
     return ServedModel(
         id=name, created=_created(spec), owned_by=owner, tasks=[task.value for task in spec.kind.tasks],
-        dimensions=spec.hidden_size, truncate_dim=spec.truncate_dim,
+        # after any Dense module (its out_features), cut to truncate_dim by default, as sentence-transformers' encode
+        dimensions=default_output_dimensions(spec), max_dimensions=model_output_dimensions(spec), truncate_dim=spec.truncate_dim,
         matryoshka_dimensions=list(matryoshka_dimensions(spec.path, spec.truncate_dim)) or None,
         window=spec.window_tokens, pooling=spec.pooling.value, normalized=spec.normalize,
         prompts={name: text for name, text in spec.prompts.items() if text}, default_prompt_name=spec.default_prompt_name,

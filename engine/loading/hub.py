@@ -8,6 +8,9 @@ its file locks make concurrent downloads safe). Two views of one snapshot:
   API ever fetches, to validate a job, estimate it and list the model;
 * the weights, safetensors only, fetched by a worker that computes with the model.
 
+Beside the description, its card (``README.md``) is fetched once, best effort (``hub_card.py``): the
+Matryoshka sizes ``GET /v1/models`` lists.
+
 A revision is pinned to its commit when a job is accepted (``pin``), so every shard, and a later
 reindex that compares engine identities, computes with the same files. The operator decides what may
 be downloaded (``HubAccess.allow``: glob patterns of ids); an id outside them is refused before
@@ -23,6 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from poolq.engine.loading.hub_card import fetch_card
 from poolq.engine.model_spec import ModelSpecError
 
 # A commit hash: what a pinned revision is, and the name of the snapshot folder it lives in.
@@ -120,6 +124,8 @@ def _checked_description(repo_id: str, commit: str, cache_dir: Path) -> Path:
     shard's identity ask again and again, and online each ask would be a Hub round trip."""
     snapshot = Path(_snapshot(repo_id, commit, DESCRIPTION_FILES))
     check_loadable(f"{repo_id}@{commit}", snapshot, _repo_files(repo_id, commit, snapshot))
+    if not offline():  # offline, a card the cache holds already sits in the snapshot
+        fetch_card(repo_id, commit, snapshot, cache_dir)
     return snapshot
 
 

@@ -27,7 +27,7 @@ def matryoshka_dimensions(model_dir: Path, truncate_dim: int | None = None) -> t
 
 
 def _card_sizes(card: Path) -> list[int]:
-    if not card.is_file():  # no card (a Hub snapshot holds the description files only), or no plain file
+    if not card.is_file():  # no card (a Hub snapshot has one only where the Hub gave it: hub_card.py), or no plain file
         return []
     try:
         with card.open("rb") as handle:

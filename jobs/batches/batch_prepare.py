@@ -21,6 +21,7 @@ from poolq.jobs.batches.batch_records import BatchRecords, BatchRequest, Prepare
 from poolq.jobs.batches.custom_ids import SeenCustomIds
 from poolq.jobs.batches.endpoint_format import (
     EndpointFormat,
+    ModelOutput,
     ParsedRequest,
     PoolqExtension,
     RequestProblem,
@@ -66,6 +67,7 @@ class _Reading:
     seen: SeenCustomIds
     model: str | None = None
     extension: PoolqExtension | None = None
+    output: ModelOutput = field(default_factory=ModelOutput)  # what the job computes on the model, for the responses
     checked: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # model + options -> why not
     total: int = 0
     invalid: int = 0
@@ -83,7 +85,7 @@ class _Reading:
             for index, record in enumerate(request.records):
                 self.records += 1
                 yield _dump({"id": f"{item.line}.{index}", **record, "custom_id": custom_id,
-                             "count": len(request.records), "options": request.options})
+                             "count": len(request.records), "options": {**request.options, **self.output.options}})
 
     def _request(self, item) -> tuple[str, ParsedRequest]:
         if isinstance(item, JsonlLineError):
@@ -118,6 +120,8 @@ class _Reading:
         if self.extension is not None and request.extension != self.extension:
             raise _InvalidLine(custom_id, "mismatched_options", f"line {line}: body.poolq differs from the batch's first "
                                "request's; one batch runs one set of poolq options", "body.poolq")
+        if self.model is None:  # the batch's model, checked servable just now
+            self.output = self.endpoint_format.model_output(self.ctx.registry.spec(request.model))
         self.model, self.extension = request.model, request.extension
 
     def _servable(self, request: ParsedRequest) -> tuple[str, str] | None:
@@ -155,11 +159,13 @@ def _dump(record: dict) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def job_spec(endpoint_format: EndpointFormat, model: str, extension: PoolqExtension, job_input) -> JobSpec:
+def job_spec(endpoint_format: EndpointFormat, model: str, extension: PoolqExtension, job_input,
+             dimensions: int | None = None) -> JobSpec:
     """The poolq job of a batch's requests: the endpoint's task, the request fields carried through."""
     return JobSpec(model=model, task=endpoint_format.task, input=job_input, long_documents=extension.long_documents,
                    prompt_name=extension.prompt_name, prompt=extension.prompt,
-                   output=OutputOptions(include_fields=[*REQUEST_FIELDS, *endpoint_format.included_fields]))
+                   output=OutputOptions(include_fields=[*REQUEST_FIELDS, *endpoint_format.included_fields],
+                                        dimensions=dimensions))
 
 
 def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput | None:
@@ -203,7 +209,7 @@ def _submit(reading: _Reading, request: BatchRequest, layout: BatchLayout, tenan
     if reading.model is None or reading.extension is None:  # pragma: no cover - set by the first valid line
         raise RuntimeError("a valid request without a model")
     job_input = UriInput(uri=ctx.store.uri(layout.job_input(request.id)))
-    spec = job_spec(reading.endpoint_format, reading.model, reading.extension, job_input)
+    spec = job_spec(reading.endpoint_format, reading.model, reading.extension, job_input, reading.output.dimensions)
     try:
         return submit_job(spec, ctx, idempotency_key=f"batch:{request.id}", tenant=tenant).id
     except TooManyActiveJobs as exc:

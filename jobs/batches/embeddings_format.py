@@ -1,4 +1,10 @@
-"""``/v1/embeddings`` in a batch: OpenAI's request body, one record per input string."""
+"""``/v1/embeddings`` in a batch: OpenAI's request body, one record per input string.
+
+A line answers as ``/v1/embeddings`` does with the same body. The batch's job computes each input's
+vector once, at the model's full size, and each line cuts its own: to its ``dimensions``, L2-normalized
+again on a normalizing model (a job's ``output.dimensions``), or, naming none, to the model's
+``truncate_dim`` as sentence-transformers' ``encode`` cuts (not normalized again). A model without
+``truncate_dim`` has its full size as the job's default, so its batch jobs name no dimensions."""
 from __future__ import annotations
 
 import base64
@@ -7,8 +13,10 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from poolq.engine import ModelSpec
 from poolq.jobs.batches.endpoint_format import (
     EndpointFormat,
+    ModelOutput,
     NonEmptyText,
     ParsedRequest,
     PoolqExtension,
@@ -17,8 +25,10 @@ from poolq.jobs.batches.endpoint_format import (
     usage,
     validate_body,
 )
+from poolq.jobs.tasks.embed_task import model_output_dimensions
 
 MAX_INPUTS = 2048  # OpenAI's limit of inputs per embeddings request
+DEFAULT_DIMENSIONS = "default_dimensions"  # a request's option: the model's truncate_dim, its size when it names none
 
 
 class EmbeddingsBody(BaseModel):
@@ -45,17 +55,29 @@ class EmbeddingsFormat(EndpointFormat):
         return ParsedRequest(parsed.model, [{"text": text} for text in texts],
                              {"dimensions": parsed.dimensions, "encoding_format": parsed.encoding_format}, parsed.poolq)
 
+    def model_output(self, model_spec: ModelSpec) -> ModelOutput:
+        """A model with a ``truncate_dim``: its full vectors (a line may ask up to them), and that size for lines
+        naming none. Its output is known loadable: the batch's lines were checked against it."""
+        full = model_output_dimensions(model_spec)
+        if model_spec.truncate_dim is None or model_spec.truncate_dim >= full:
+            return ModelOutput()
+        return ModelOutput(dimensions=full, options={DEFAULT_DIMENSIONS: model_spec.truncate_dim})
+
     def respond(self, request: dict, results: list[RecordResult], model: str, request_id: str) -> dict:
         data = [{"object": "embedding", "index": result.index,
-                 "embedding": _encoded(_sized(np.asarray(result.value, dtype=np.float32), request.get("dimensions")),
+                 "embedding": _encoded(_sized(np.asarray(result.value, dtype=np.float32), request.get("dimensions"),
+                                              request.get(DEFAULT_DIMENSIONS)),
                                        request.get("encoding_format", "float"))}
                 for result in results]
         return {"object": "list", "data": data, "model": model, "usage": usage(results)}
 
 
-def _sized(vector: np.ndarray, dimensions: int | None) -> np.ndarray:
-    """The first ``dimensions`` components, L2-normalized again when the whole vector was (Matryoshka)."""
-    if dimensions is None or dimensions == len(vector):
+def _sized(vector: np.ndarray, dimensions: int | None, default: int | None = None) -> np.ndarray:
+    """The first ``dimensions`` components, L2-normalized again when the whole vector was (Matryoshka);
+    naming none, the first ``default`` (the model's truncate_dim), as they are (sentence-transformers' cut)."""
+    if dimensions is None:
+        return vector if default is None else vector[:default]
+    if dimensions == len(vector):
         return vector
     if dimensions > len(vector):
         raise RequestProblem("invalid_dimensions", f"body.dimensions: {dimensions} is more than the model's "

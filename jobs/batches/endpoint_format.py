@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from poolq.engine import ModelSpec
 from poolq.jobs.model.job_spec import LongDocuments, PromptOptions
 
 NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
@@ -51,6 +52,15 @@ class RecordResult:
     fields: dict  # the carried fields the format asked for (``included_fields``)
 
 
+@dataclass(frozen=True)
+class ModelOutput:
+    """What a batch's job computes for its model where that differs from a job's default, and what each
+    request's response then needs to know of the model (merged into its options)."""
+
+    dimensions: int | None = None  # the job's output.dimensions; None: the job's default
+    options: dict = field(default_factory=dict)
+
+
 class EndpointFormat(ABC):
     task: str  # the poolq task the endpoint runs
     value_column: str  # the part column holding each record's result
@@ -59,6 +69,10 @@ class EndpointFormat(ABC):
     @abstractmethod
     def parse(self, body: object) -> ParsedRequest:
         """The request body's records and options; ``RequestProblem`` naming what is wrong."""
+
+    def model_output(self, model_spec: ModelSpec) -> ModelOutput:
+        """What the batch's job computes on ``model_spec`` for this endpoint's responses: the job's default."""
+        return ModelOutput()
 
     @abstractmethod
     def respond(self, request: dict, results: list[RecordResult], model: str, request_id: str) -> dict:

@@ -14,8 +14,7 @@ from typing import Sequence
 from poolq.jobs.context import JobContext
 from poolq.jobs.estimate.reuse_probe import NoReuseProbe, ReuseProbe
 from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.reuse.reuse_key import reuse_scope
-from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS, tenant_reuse_store
+from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS, engine_scope, tenant_reuse_store
 from poolq.jobs.reuse.reuse_store import partition_of
 
 
@@ -29,7 +28,7 @@ class TenantReuseProbe:
 
     def reusable(self, spec: JobSpec, tenant: str, content_hashes: Sequence[str]) -> list[bool]:
         engines = self.ctx.engines
-        scope = reuse_scope(spec, engines.identity(spec.model, engines.dtype_for(spec.compute_dtype)))
+        scope = engine_scope(spec, engines, engines.dtype_for(spec.compute_dtype))
         store = tenant_reuse_store(self.ctx.store, self.ctx.settings.output_prefix, tenant)
         by_partition: dict[str, list[str]] = defaultdict(list)
         for content_hash in content_hashes:

@@ -15,7 +15,11 @@ class ServedModel(BaseModel):
     created: int = Field(0, description="unix time of the model's files on this host (0: unknown)")
     owned_by: str = Field(description="the Hub organization, or poolq for packaged and configured models")
     tasks: list[str] = Field(description="the tasks a job (or /v1/embeddings, for embed) may ask of it")
-    dimensions: int = Field(description="size of its embed vectors (before Matryoshka truncation); hidden size otherwise")
+    dimensions: int = Field(description="size of its embed vectors when a request names no dimensions: after any Dense "
+                                        "module, cut to its truncate_dim (sentence-transformers' get_embedding_dimension); "
+                                        "hidden size otherwise")
+    max_dimensions: int | None = Field(None, description="size of its embed vectors uncut: the most a request's dimensions "
+                                                         "may name (null from a server before this field)")
     truncate_dim: int | None = Field(None, description="the size its embed vectors are cut to when a request names no "
                                                        "dimensions (sentence-transformers' truncate_dim); null: no cut")
     matryoshka_dimensions: list[int] | None = Field(None, description="the Matryoshka sizes it declares, largest first: "

@@ -13,6 +13,9 @@ A key is ``sha256(scope, content hash)``:
   declares every field's effect, once (the scope counts values and the engine choice; it leaves out
   where the input is, lineage, the reuse choice itself, where rows are loaded and events sent, and
   copied input fields). A field not declared there fails a test, so none is left out by oversight.
+  A job naming no ``dimensions`` on a model saved with ``truncate_dim`` also counts that size
+  (``default_dimensions``): poolq cuts such vectors to it, while poolq before that cut stored them whole
+  under the same files and options. Every other scope is as before, so its stored outputs still match.
 """
 from __future__ import annotations
 
@@ -35,9 +38,13 @@ def reuse_options(spec: JobSpec) -> dict:
     return counted_options(spec.model_dump(mode="json"), SCOPE_COUNTS, _HELD_AT_DEFAULT)
 
 
-def reuse_scope(spec: JobSpec, engine_identity: str) -> str:
-    """The hex digest every key of a job of ``spec`` run by ``engine_identity`` starts from."""
-    body = json.dumps({"engine": engine_identity, "options": reuse_options(spec)}, sort_keys=True, separators=(",", ":"))
+def reuse_scope(spec: JobSpec, engine_identity: str, truncate_dim: int | None = None) -> str:
+    """The hex digest every key of a job of ``spec`` run by ``engine_identity`` starts from; ``truncate_dim``:
+    the model's (sentence-transformers'), the size of its vectors where the job names no dimensions."""
+    scope: dict = {"engine": engine_identity, "options": reuse_options(spec)}
+    if truncate_dim is not None and spec.output.dimensions is None:
+        scope["default_dimensions"] = truncate_dim
+    body = json.dumps(scope, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import ServiceLayout
@@ -10,6 +11,10 @@ from poolq.jobs.reuse.reuse_key import reuse_scope
 from poolq.jobs.reuse.reuse_store import ReuseStore
 from poolq.jobs.tenancy.api_keys import validate_tenant
 from poolq.storage import ObjectStore, join_key
+
+if TYPE_CHECKING:
+    from poolq.jobs.engine_pool import EnginePool
+    from poolq.jobs.model.job_spec import JobSpec
 
 # A score's rank depends on the other pairs of its query, not on the pair alone: never reused.
 UNREUSABLE_TASKS = frozenset({"score"})
@@ -28,8 +33,7 @@ class JobReuse:
     def scope(self) -> str:
         """The keys' scope: needs the engine's identity (the model's files), so only where it is used.
         Its dtype is the job's (``JobHandle.compute_dtype``): on a shard, the one its engine computes in."""
-        spec = self.job.spec
-        return reuse_scope(spec, self.job.ctx.engines.identity(spec.model, self.job.compute_dtype))
+        return engine_scope(self.job.spec, self.job.ctx.engines, self.job.compute_dtype)
 
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":
@@ -43,6 +47,12 @@ class JobReuse:
 
     def shard_object(self, section: int, shard: int, attempt: str) -> str:
         return join_key(self.job_root, f"section-{section:05d}", f"shard-{shard:05d}-{attempt}.parquet")
+
+
+def engine_scope(spec: JobSpec, engines: EnginePool, dtype: str | None) -> str:
+    """The keys' scope of a job of ``spec`` on ``engines``' model computing in ``dtype``: the engine's identity,
+    and the model's truncate_dim (its description files, never its weights)."""
+    return reuse_scope(spec, engines.identity(spec.model, dtype), engines.registry.spec(spec.model).truncate_dim)
 
 
 def tenant_reuse_root(job: JobHandle) -> str:

@@ -46,7 +46,8 @@ def test_models_list_the_matryoshka_sizes_a_model_declares(served):
     assert response.status_code == 200, response.text
     by_id = {model["id"]: model for model in response.json()["data"]}
     listed = by_id[REPO]
-    assert (listed["dimensions"], listed["truncate_dim"], listed["matryoshka_dimensions"]) == (32, 12, [32, 16, 12, 8])
+    assert (listed["dimensions"], listed["max_dimensions"], listed["truncate_dim"]) == (12, 32, 12)  # as get_embedding_dimension
+    assert listed["matryoshka_dimensions"] == [32, 16, 12, 8]
     packaged = by_id["all-MiniLM-L6-v2"]  # no card beside it declares sizes, nor a truncate_dim
     assert (packaged["truncate_dim"], packaged["matryoshka_dimensions"]) == (None, None)
 
