@@ -221,6 +221,14 @@ class Settings(BaseSettings):
     webhook_retry_for_s: float = Field(24 * 3600.0, ge=0, description="retries stop this long after the event")
     webhook_secret_overlap_s: float = Field(24 * 3600.0, ge=0, description="after `poolq webhooks secret "
                                             "--rotate`, events are signed with the old secret too for this long")
+    # Deliveries run on a worker of their own (the webhooks queue); one tenant's receivers hold at most
+    # webhook_tenant_concurrency of its threads at once (jobs/webhooks/tenant_turns.py).
+    webhook_concurrency: int = Field(8, ge=1, description="threads of the webhook worker `poolq worker` starts "
+                                     "(deliveries wait on receivers, not on the CPU)")
+    webhook_tenant_concurrency: int = Field(2, ge=1, description="one tenant's deliveries in flight at once, over "
+                                            "every webhook worker; more wait their turn")
+    webhook_busy_retry_s: float = Field(1.0, gt=0, le=60, description="a delivery whose tenant has its "
+                                        "deliveries in flight is sent again after about this long (jittered)")
 
     # Celery timeouts, ordered soft < hard < visibility_timeout / 2 (checked below).
     task_soft_time_limit_s: int = 1200

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from abc import ABC, abstractmethod
 from collections import deque
 from typing import Callable
@@ -17,6 +18,9 @@ BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next 
 SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
 WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
 CONTROL_QUEUE = "control"
+# Webhook deliveries, on a worker of their own (a thread pool, jobs/worker/worker_set.py): a receiver that
+# trickles or never answers holds one of its threads, never a slot that planning or finalizing needs.
+WEBHOOK_QUEUE = "webhooks"
 GPU_QUEUE = "gpu"  # the general compute queue: every compute worker consumes it
 MODEL_QUEUE_PREFIX = "gpu.model."  # + a model's digest: consumed by the compute workers holding the model
 
@@ -52,8 +56,8 @@ class Enqueuer(ABC):
         """Move an OpenAI-style batch along (read its input, or write its files); idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not run batches")
 
-    def load_sinks(self, job_id: str) -> None:
-        """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py); idempotent."""
+    def load_sinks(self, job_id: str, countdown_s: float = 0.0) -> None:
+        """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py) in ``countdown_s``; idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not load sinks")
 
     def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
@@ -90,11 +94,11 @@ class CeleryEnqueuer(Enqueuer):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self.app.send_task(BATCH_TASK, args=[tenant, batch_id], queue=CONTROL_QUEUE)
 
-    def load_sinks(self, job_id: str) -> None:
-        self.app.send_task(SINK_TASK, args=[job_id], queue=CONTROL_QUEUE)
+    def load_sinks(self, job_id: str, countdown_s: float = 0.0) -> None:
+        self.app.send_task(SINK_TASK, args=[job_id], queue=CONTROL_QUEUE, countdown=countdown_s or None)
 
     def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:
-        self.app.send_task(WEBHOOK_TASK, args=[job_id, name, attempt], queue=CONTROL_QUEUE, countdown=countdown_s or None)
+        self.app.send_task(WEBHOOK_TASK, args=[job_id, name, attempt], queue=WEBHOOK_QUEUE, countdown=countdown_s or None)
 
     def waiting(self, queue: str) -> int | None:
         # A passive declare reports the queue's depth on any kombu transport (Redis: the list's length).
@@ -147,5 +151,10 @@ class InlineEnqueuer(Enqueuer):
     def advance_batch(self, tenant: str, batch_id: str) -> None:
         self._submit(BATCH_TASK, tenant, batch_id)
 
-    def load_sinks(self, job_id: str) -> None:
+    def load_sinks(self, job_id: str, countdown_s: float = 0.0) -> None:
+        if countdown_s > 0:  # in process, a load of the job runs in another thread: come back after it
+            timer = threading.Timer(countdown_s, self.load_sinks, (job_id,))
+            timer.daemon = True
+            timer.start()
+            return
         self._submit(SINK_TASK, job_id)

@@ -3,13 +3,17 @@
 The real one connects to the address ``address_check`` pinned (never resolving the name again),
 speaks HTTP/1.1 with the URL's host in ``Host`` and, for https, in SNI and the certificate check;
 it has short connect and read deadlines, reads at most ``max_response_bytes`` of the answer, and
-never follows a redirect (http.client does not: a 3xx is the answer).
+never follows a redirect (http.client does not: a 3xx is the answer). The whole request, TLS
+handshake and answer included, ends ``connect_timeout_s + read_timeout_s`` after it began: a
+socket's timeout bounds each wait for the next bytes, not a receiver that sends one byte just
+before each runs out (``_Cutoff`` shuts the connection at the deadline).
 """
 from __future__ import annotations
 
 import http.client
 import socket
 import ssl
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -40,20 +44,75 @@ class HttpSender(WebhookSender):
     max_response_bytes: int
     tls: ssl.SSLContext | None = None  # None: the system's trusted CAs, hostnames checked
 
+    @property
+    def deadline_s(self) -> float:
+        """The longest one request takes, from connecting to the end of the answer read."""
+        return self.connect_timeout_s + self.read_timeout_s
+
     def post(self, url: WebhookUrl, address: IPAddress, headers: dict[str, str], body: bytes) -> Answer:
-        connection = _connection(url, address, self.connect_timeout_s, self.read_timeout_s, self.tls)
+        deadline = time.monotonic() + self.deadline_s
+        cutoff = _Cutoff(self.deadline_s)
+        connection = _connection(url, address, self.connect_timeout_s, self.read_timeout_s, self.tls, cutoff)
         try:
             connection.request("POST", url.path, body=body, headers={**headers, "user-agent": USER_AGENT})
             response = connection.getresponse()
-            excerpt = _read_capped(response, self.max_response_bytes, time.monotonic() + self.read_timeout_s)
+            if cutoff.fired:  # its head may be cut short ("HTTP/1.1 200 OK" reads as an answer): none came
+                raise TimeoutError(self._late())
+            excerpt = _read_capped(response, self.max_response_bytes, deadline)
             return Answer(response.status, response.getheader("location"), excerpt.decode("utf-8", "replace")[:200])
+        except (OSError, http.client.HTTPException) as exc:
+            if cutoff.fired and not isinstance(exc, TimeoutError):  # the cut connection's error says "closed"
+                raise TimeoutError(self._late()) from exc
+            raise
         finally:
+            cutoff.cancel()
             connection.close()
+
+    def _late(self) -> str:
+        return f"no whole answer within {self.deadline_s:g} s (connect + read timeouts)"
+
+
+class _Cutoff:
+    """Shuts the request's socket down ``seconds`` after it was made: a read blocked on it returns at
+    once (end of stream), so no receiver holds a delivery past its deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        """``sock`` is now the request's socket (the TCP one, then the TLS one wrapping it)."""
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            if self._sock is not None:
+                _shut(self._sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        # The plain socket's shutdown, on a TLS socket too: it ends the descriptor's reads without
+        # touching the TLS state another thread is reading through.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:  # closed already, or never connected
+        pass
 
 
 def _read_capped(response: http.client.HTTPResponse, cap: int, deadline: float) -> bytes:
     """At most ``cap`` bytes of the body, and no longer than until ``deadline`` (a receiver dripping
-    bytes cannot hold the worker)."""
+    bytes cannot hold the worker: what came by then is the excerpt)."""
     chunks: list[bytes] = []
     remaining = cap
     while remaining > 0 and time.monotonic() < deadline:
@@ -66,14 +125,15 @@ def _read_capped(response: http.client.HTTPResponse, cap: int, deadline: float) 
 
 
 def _connection(url: WebhookUrl, address: IPAddress, connect_s: float, read_s: float,
-                tls: ssl.SSLContext | None) -> http.client.HTTPConnection:
+                tls: ssl.SSLContext | None, cutoff: _Cutoff) -> http.client.HTTPConnection:
     def open_socket() -> socket.socket:
         sock = socket.create_connection((str(address), url.port), timeout=connect_s)
         sock.settimeout(read_s)
+        cutoff.watch(sock)
         return sock
 
     if url.scheme == "https":
-        return _PinnedHttps(url.host, url.port, open_socket, tls or ssl.create_default_context())
+        return _PinnedHttps(url.host, url.port, open_socket, tls or ssl.create_default_context(), cutoff)
     return _PinnedHttp(url.host, url.port, open_socket)
 
 
@@ -87,12 +147,18 @@ class _PinnedHttp(http.client.HTTPConnection):
 
 
 class _PinnedHttps(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, open_socket: Callable[[], socket.socket], tls: ssl.SSLContext) -> None:
+    def __init__(self, host: str, port: int, open_socket: Callable[[], socket.socket], tls: ssl.SSLContext,
+                 cutoff: _Cutoff) -> None:
         super().__init__(host, port, context=tls)
         self._open_socket = open_socket
+        self._cutoff = cutoff
 
     def connect(self) -> None:
-        self.sock = self._context.wrap_socket(self._open_socket(), server_hostname=self.host)  # type: ignore[attr-defined]
+        tls = self._context  # type: ignore[attr-defined]
+        sock = tls.wrap_socket(self._open_socket(), server_hostname=self.host, do_handshake_on_connect=False)
+        self._cutoff.watch(sock)  # before the handshake: a receiver trickling it is cut off too
+        self.sock = sock
+        sock.do_handshake()
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, RECONCILE_TASK, WEBHOOK_QUEUE
 from poolq.jobs.settings import Role, Settings
 
 
@@ -56,7 +56,7 @@ def create_celery_app(settings: Settings, role: Role = "worker") -> Celery:
     if role == "api":  # a send that fails is retried this often, not Celery's default 3 times, within the request
         app.conf.task_publish_retry_policy = {"max_retries": settings.redis_retries, "interval_start": 0,
                                               "interval_step": 0.2, "interval_max": 0.5}
-    app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE)
+    app.conf.poolq_queues = (CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE)
     return app
 
 

@@ -40,7 +40,8 @@ from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
-from poolq.jobs.webhooks.delivery import deliver_event
+from poolq.jobs.webhooks.delivery_slots import DeliverySlots, RedisDeliverySlots
+from poolq.jobs.webhooks.tenant_turns import deliver_in_turn
 from poolq.jobs.worker.reconciler import reconcile
 
 log = logging.getLogger(__name__)
@@ -60,12 +61,20 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
     holder: dict[str, JobContext] = {}
     # A task, the lane's thread and the presence thread may ask at once: one context, one EnginePool.
     holder_lock = threading.Lock()
+    slots_holder: list[DeliverySlots] = []
 
     def context() -> JobContext:
         with holder_lock:
             if "ctx" not in holder:  # built in the pool child, after fork: no CUDA in the parent
                 holder["ctx"] = build_worker_context(app, settings, loads_models)
             return holder["ctx"]
+
+    def delivery_slots() -> DeliverySlots:
+        """The tenants' webhook delivery slots, in Redis (one client per process, made on first use)."""
+        with holder_lock:
+            if not slots_holder:
+                slots_holder.append(RedisDeliverySlots(settings.redis_client("worker")))
+            return slots_holder[0]
 
     def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], object],
             unit: str | None = None, **ids: object) -> None:
@@ -151,15 +160,11 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
 
     @app.task(name=WEBHOOK_TASK, bind=True, shared=False)
     def webhook_task(self: Task, job_id: str, name: str, attempt: int = 0) -> None:
-        # One attempt; the next is a new message, sent with the back-off's countdown (a fresh one:
-        # Celery's retry count stays the store failures'). A store failure is retried as any
-        # step's; giving up leaves the outcome as the last attempt wrote it.
-        def make_attempt(ctx: JobContext) -> None:
-            wait = deliver_event(ctx, job_id, name, attempt=attempt)
-            if wait is not None:
-                ctx.enqueuer.deliver_webhook(job_id, name, attempt + 1, wait)
-
-        run(self, make_attempt, lambda ctx, exc: None, job_id=job_id, event=name, attempt=attempt)
+        # One attempt, in its tenant's turn; the next is a new message, sent with the back-off's
+        # countdown (a fresh one: Celery's retry count stays the store failures'). A store failure
+        # is retried as any step's; giving up leaves the outcome as the last attempt wrote it.
+        run(self, lambda ctx: deliver_in_turn(ctx, delivery_slots(), job_id, name, attempt), lambda ctx, exc: None,
+            job_id=job_id, event=name, attempt=attempt)
 
     @app.task(name=RECONCILE_TASK, bind=True, shared=False)
     def reconcile_task(self: Task) -> None:

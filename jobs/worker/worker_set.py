@@ -1,7 +1,9 @@
 """What ``poolq worker`` starts: its options, and the set of worker processes it keeps running.
 
 A control worker (the ``control`` queue: planning, finalizing, the reconciler, schedules,
-batches), which never loads a model and so never waits behind a shard, and a compute worker (the
+batches), which never loads a model and so never waits behind a shard; a webhook worker (the
+``webhooks`` queue: deliveries, on a pool of threads, as they wait on receivers, not on the CPU),
+so that no receiver holds a slot planning or finalizing needs; and a compute worker (the
 ``gpu`` queue: shards and the interactive lane), or one compute worker per GPU (``--gpus 0,1``,
 GPU UUIDs or MIG ids, see gpu_selection: each with ``CUDA_VISIBLE_DEVICES`` set to its GPU,
 concurrency 1 and ``max_tasks_per_child``, so a child's GPU memory is returned now and then).
@@ -16,9 +18,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE
 from poolq.jobs.observability.log_format import configure_logging
 from poolq.jobs.settings import Settings
 from poolq.jobs.worker.gpu_selection import gpu_slots
@@ -31,13 +33,19 @@ class WorkerOptions:
     concurrency: int = 1
     loglevel: str = "INFO"
     hostname: str | None = None
-    queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE)
+    queues: tuple[str, ...] = (CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE)  # one worker doing everything (tests)
     max_tasks_per_child: int | None = None
 
     @property
     def computes(self) -> bool:
         """It consumes the shards (and loads models); a control-only worker never does."""
         return GPU_QUEUE in self.queues
+
+    @property
+    def pool(self) -> str:
+        """Celery's pool: threads for a worker of webhook deliveries alone (``concurrency`` threads,
+        each waiting on a receiver), else processes."""
+        return "threads" if set(self.queues) == {WEBHOOK_QUEUE} else "prefork"
 
 
 def check_store(settings: Settings) -> None:
@@ -62,6 +70,15 @@ def control_worker_command(options: WorkerOptions, control_concurrency: int, exe
     return WorkerCommand("control", argv, dict(environ))
 
 
+def webhook_worker_command(options: WorkerOptions, webhook_concurrency: int, executable: str = sys.executable,
+                           environ: Mapping[str, str] = os.environ) -> WorkerCommand:
+    """The webhook worker: deliveries on ``webhook_concurrency`` threads, apart from the control work."""
+    # No --max-tasks-per-child: a thread pool has no children to replace.
+    argv = _worker_argv(executable, replace(options, max_tasks_per_child=None), "webhooks", (WEBHOOK_QUEUE,),
+                        webhook_concurrency)
+    return WorkerCommand("webhooks", argv, dict(environ))
+
+
 def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = None, executable: str = sys.executable,
                             environ: Mapping[str, str] = os.environ) -> list[WorkerCommand]:
     """The workers on ``options.queues`` (the compute ones: the gpu queue): one per GPU of ``gpus``
@@ -77,11 +94,12 @@ def compute_worker_commands(options: WorkerOptions, gpus: list[str] | None = Non
 
 def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] | None = None, *, control: bool = True,
                    policy: RestartPolicy = RestartPolicy()) -> int:
-    """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker too)
-    and keep them running (``WorkerSupervisor``); returns the exit code."""
+    """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker and a
+    webhook worker too) and keep them running (``WorkerSupervisor``); returns the exit code."""
     check_store(settings)
     configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
-    commands = [control_worker_command(options, settings.control_concurrency)] if control else []
+    commands = [control_worker_command(options, settings.control_concurrency),
+                webhook_worker_command(options, settings.webhook_concurrency)] if control else []
     commands += compute_worker_commands(options, gpus)
     supervisor = WorkerSupervisor(commands, policy)
     supervisor.install_signal_handlers()

@@ -55,7 +55,7 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
             _warm_each_pool_child(context)
     worker = app.Worker(
         hostname=node,
-        pool_cls="prefork",
+        pool_cls=options.pool,  # threads for webhook deliveries alone
         loglevel=options.loglevel,
         concurrency=options.concurrency,
         queues=[*options.queues, *sorted(warm_queues)],

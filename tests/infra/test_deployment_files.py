@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 from pydantic import AliasChoices
 from support.key_signing import TEST_KEY_SIGNING_SECRET
 
+from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE
 from poolq.jobs.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +60,8 @@ def _k8s_documents() -> list[dict]:
     assert docs, "no manifests under infra/k8s"
     return docs
 
+
+K8S_DEPLOYMENTS = ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-webhook-worker", "poolq-beat", "poolq-flower")
 
 def _k8s(kind: str, name: str) -> dict:
     [doc] = [d for d in _k8s_documents() if d["kind"] == kind and d["metadata"]["name"] == name]
@@ -154,7 +157,7 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
     settings = _settings_from({**_dockerfile_env("worker.Dockerfile"), **env}, monkeypatch)
     assert settings.store == "s3" and settings.s3_endpoint_url == "http://seaweedfs:8333"
     assert settings.redis_url.startswith("redis://:placeholder@redis:6379/")
-    for name in ("worker", "control-worker", "beat"):
+    for name in ("worker", "control-worker", "webhook-worker", "beat"):
         assert compose["services"][name]["environment"] == compose["x-poolq-env"], name  # one configuration
     for name in ("api", "flower"):  # the same, and a secret of their own
         environment = compose["services"][name]["environment"]
@@ -172,7 +175,7 @@ def test_k8s_settings_parse(monkeypatch):
     assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "auto"
     assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
     own = {"poolq-api": {"poolq-api-secrets"}, "poolq-flower": {"poolq-flower-secrets"}}
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):  # the same values
+    for name in K8S_DEPLOYMENTS:  # the same values
         sources = _env_sources(name)
         assert sources == {"poolq-config", "poolq-secrets", *own.get(name, ())}, name
 
@@ -187,8 +190,8 @@ def _env_sources(deployment: str) -> set[str]:
 def _commands() -> dict[str, list[str]]:
     compose = _compose()["services"]
     commands = {f"compose {name}": _compose_command(compose[name])
-                for name in ("api", "worker", "control-worker", "beat", "flower")}
-    for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower"):
+                for name in ("api", "worker", "control-worker", "webhook-worker", "beat", "flower")}
+    for name in K8S_DEPLOYMENTS:
         container = _container(_k8s("Deployment", name))
         commands[f"k8s {name}"] = [*container.get("command", []), *container.get("args", [])]
     commands.update({f"image {name}": _dockerfile_cmd(name) for name in DOCKERFILES})
@@ -234,6 +237,13 @@ def test_every_command_parses_with_the_cli_it_names():
         assert commands[where][commands[where].index("--queues") + 1] == "gpu", where
     for where in ("compose control-worker", "k8s poolq-control-worker"):
         assert commands[where][:5] == ["poolq", "worker", "--queues", "control", "--concurrency"], where
+    # ... and webhook deliveries apart from both: every queue poolq sends to has its workers, in both deployments
+    for deployment in ("compose", "k8s"):
+        consumed = {queue for where, argv in commands.items() if where.startswith(deployment) and "--queues" in argv
+                    for queue in argv[argv.index("--queues") + 1].split(",")}
+        assert consumed == {CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE}, deployment
+    for where in ("compose webhook-worker", "k8s poolq-webhook-worker"):
+        assert commands[where][:4] == ["poolq", "worker", "--queues", WEBHOOK_QUEUE], where
     # The API runs as `poolq serve`: uvicorn with its proxy headers off (POOLQ_TRUSTED_PROXIES decides)
     assert commands["k8s poolq-api"][:2] == ["poolq", "serve"]
     for where, argv in commands.items():
@@ -328,7 +338,8 @@ def test_compose_publishes_the_api_alone_and_keeps_the_rest_on_an_internal_netwo
         if name == "s3-door":  # in seaweedfs's network namespace
             assert service["network_mode"] == "service:seaweedfs" and "networks" not in service
             continue
-        assert service["networks"] == (["backend", "edge"] if name == "api" else ["backend"]), name
+        # The API on edge for its published port; the webhook worker to reach receivers outside (it publishes none)
+        assert service["networks"] == (["backend", "edge"] if name in ("api", "webhook-worker") else ["backend"]), name
     flower = compose["services"]["flower"]  # opt-in (--profile ops), on the host's loopback only
     assert flower["profiles"] == ["ops"] and all(port.startswith("127.0.0.1:") for port in flower["ports"])
 
@@ -385,7 +396,7 @@ def test_network_policies_admit_the_api_port_and_redis_from_poolqs_processes_onl
     deny = policies["default-deny-ingress"]
     assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"] and not deny.get("ingress")
     labels = {name: _k8s("Deployment", name)["spec"]["template"]["metadata"]["labels"]["app"]
-              for name in ("poolq-api", "poolq-worker", "poolq-control-worker", "poolq-beat", "poolq-flower")}
+              for name in K8S_DEPLOYMENTS}
     admitted = {spec["podSelector"]["matchLabels"]["app"]: spec["ingress"] for spec in policies.values() if spec.get("ingress")}
     assert admitted.keys() == {"poolq-api", "redis"}  # workers, beat, Flower: no way in
     api_port = _container(_k8s("Deployment", "poolq-api"))["ports"][0]["containerPort"]
