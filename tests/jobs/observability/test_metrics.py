@@ -156,7 +156,7 @@ def test_unfinished_jobs_by_state_and_shards_in_flight(stores):
 
 
 def test_in_memory_queues_are_always_empty():
-    assert InMemorySystemGauges(InMemoryJobStatusStore(), InMemoryLeaseStore()).queue_depths() == {"control": 0, "gpu": 0}
+    assert InMemorySystemGauges(InMemoryJobStatusStore(), InMemoryLeaseStore()).queue_depths() == {"control": 0, "gpu": 0, "webhooks": 0}
 
 
 @pytest.mark.integration
