@@ -168,5 +168,5 @@ def test_queue_depth_counts_kombu_lists_and_their_priority_lists(metrics_redis, 
     app.send_task("poolq.run_shard", args=["x" * 32, 1], queue="gpu", priority=5)
     app.send_task("poolq.plan_job", args=["x" * 32], queue="control")
     gauges = RedisSystemGauges(metrics_redis, RedisJobStatusStore(metrics_redis))
-    assert gauges.queue_depths() == {"control": 1, "gpu": 2}
+    assert gauges.queue_depths() == {"control": 1, "gpu": 2, "webhooks": 0}
     assert metrics_redis.llen("gpu") == 1  # the prioritized message sits in a list of its own
