@@ -7,9 +7,10 @@
     PoolingTask           what the engine computes: embed, sparse_embed, classify, ...
 
 This file is the repository root's ``__init__.py``: the root installs as the package ``poolq`` and its
-five folders as ``poolq.engine``, ``poolq.api``, ... (setup.py). Every import of ``poolq.<package>``
-runs this file first, so it imports nothing itself: each name loads its module on first use, and a
-worker importing ``poolq.engine.scheduler`` never pulls in the HTTP client, nor the API torch.
+seven folders as ``poolq.engine``, ``poolq.jobs``, ``poolq.products``, ``poolq.worker``,
+``poolq.api``, ... (setup.py). Every import of ``poolq.<package>`` runs this file first, so it imports
+nothing itself: each name loads its module on first use, and a worker importing
+``poolq.engine.scheduler`` never pulls in the HTTP client, nor the API torch.
 """
 from importlib import import_module
 from typing import TYPE_CHECKING

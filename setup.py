@@ -7,7 +7,7 @@ tree, so a new subpackage can never be missing from the wheel while the editable
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
-FOLDERS = ("engine", "storage", "jobs", "devtools", "api")  # each installs as poolq.<folder>
+FOLDERS = ("engine", "storage", "jobs", "products", "worker", "devtools", "api")  # each installs as poolq.<folder>
 
 
 def poolq_packages() -> list[str]:

@@ -15,16 +15,18 @@ from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_fair_share import RedisFairShare
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.coordination.status_store import JobStatusStore
+from poolq.jobs.coordination.tenant_day_usage import InMemoryTenantDayUsage, RedisTenantDayUsage, TenantDayUsage
 from poolq.jobs.coordination.worker_registry import InMemoryWorkerRegistry, RedisWorkerRegistry, WorkerRegistry
 from poolq.jobs.coordination.worker_throughput import InMemoryThroughputBoard, RedisThroughputBoard, ThroughputBoard
 from poolq.jobs.engine_pool import EnginePool
-from poolq.jobs.job_records import WrittenOnceCache
+from poolq.jobs.job_hooks import JobHooks, NoProducts
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.layout import ServiceLayout
-from poolq.jobs.model.job_ids import is_job_id
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.observability.job_metrics import InMemoryJobMetrics, JobMetrics, RedisJobMetrics
 from poolq.jobs.settings import Role, Settings
+from poolq.jobs.spec.job_ids import is_job_id
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.written_once_cache import WrittenOnceCache
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ class JobContext:
     fair: FairShare = field(default_factory=InMemoryFairShare)  # which job's shard runs next; shards in flight
     workers: WorkerRegistry = field(default_factory=InMemoryWorkerRegistry)  # compute workers alive
     throughput: ThroughputBoard = field(default_factory=InMemoryThroughputBoard)  # their measured tokens/s
+    hooks: JobHooks = field(default_factory=NoProducts)  # what the products add to submit and finalize
+    day_usage: TenantDayUsage = field(default_factory=InMemoryTenantDayUsage)  # tokens per tenant per UTC day
     # Written once, never changed: read once per process (JobHandle reads specs and plans through them).
     tenants: WrittenOnceCache[str] = field(default_factory=lambda: WrittenOnceCache(_TENANTS_KEPT), repr=False)
     specs: WrittenOnceCache[JobSpec] = field(default_factory=WrittenOnceCache, repr=False)
@@ -75,20 +79,22 @@ class JobContext:
 
 
 def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.Redis | None" = None, *,
-                  loads_models: bool = True, role: Role = "worker") -> JobContext:
+                  hooks: JobHooks, loads_models: bool = True, role: Role = "worker") -> JobContext:
     """The one way a process gets its context. With ``redis_client`` (the API, workers, beat) the
     status cache, leases and counters are shared in Redis; without it (a job run in this process)
     they live in memory. Either way the store is the ledger. ``loads_models=False``: a process that
     must never load a model (a control worker). ``role``: whose deadlines the store's calls have
-    (``Settings.s3_config``)."""
+    (``Settings.s3_config``). ``hooks``: the products' (``poolq.products.job_hooks.ProductHooks``), which
+    every edge passes."""
     # A client's model name is a local directory only where clients may name local files (in-process runs).
     registry = ModelRegistry.with_packaged_models(settings.models, hub_access=HubAccess.parse(settings.models_allow),
                                                   local_paths=settings.allow_file_inputs)
     engines = EnginePool(registry, settings.engine_config(), loads_models, memory_budget=settings.worker_model_memory)
     if redis_client is None:
         return JobContext(settings=settings, store=settings.object_store(role), status=InMemoryJobStatusStore(),
-                          leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines)
+                          leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines, hooks=hooks)
     return JobContext(settings=settings, store=settings.object_store(role), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry, engines=engines,
                       metrics=RedisJobMetrics(redis_client), fair=RedisFairShare(redis_client),
-                      workers=RedisWorkerRegistry(redis_client), throughput=RedisThroughputBoard(redis_client))
+                      workers=RedisWorkerRegistry(redis_client), throughput=RedisThroughputBoard(redis_client), hooks=hooks,
+                      day_usage=RedisTenantDayUsage(redis_client))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from poolq.engine import EngineConfig, ModelRegistry
 from poolq.engine.hardware import resolve_dtype
-from poolq.jobs.model.engine_identity import EngineIdentity, device_kind
+from poolq.jobs.spec.engine_identity import EngineIdentity, device_kind
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

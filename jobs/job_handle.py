@@ -13,8 +13,8 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.engine_claim import claimed_engine
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan
 from poolq.jobs.ledger.layout import JobLayout
-from poolq.jobs.model.job_ids import JobNotFound
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_ids import JobNotFound
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.storage import ObjectNotFoundError
 
 

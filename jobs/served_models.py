@@ -16,7 +16,7 @@ from poolq.engine.loading.hub import HubAccess, HubUnavailable, hub_cache_dir
 from poolq.engine.loading.model_card import matryoshka_dimensions
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.worker_model_stats import ModelTotals
-from poolq.jobs.model.served_model import ModelList, ServedModel
+from poolq.jobs.spec.served_model import ModelList, ServedModel
 from poolq.jobs.tasks.embed_task import default_output_dimensions, model_output_dimensions
 from poolq.jobs.tasks.job_task import OptionRejected
 

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
                                       "documents in partitions of about this much input each (its memory bound)")
     shard_max_chars: int = Field(16_000_000, ge=1)
     max_inline_documents: int = Field(1000, ge=1)
-    # Dry-run estimates (jobs/estimate/): a streaming pass over the input, a bounded sample tokenized.
+    # Dry-run estimates (products/estimate/): a streaming pass over the input, a bounded sample tokenized.
     estimate_sample_per_stratum: int = Field(256, ge=1, description="estimates tokenize at most this many documents "
                                              "of each character-length bucket (a reservoir sample of it)")
     estimate_sample_chars: int = Field(16_000_000, ge=1000, description="characters an estimate's sample holds at most "
@@ -222,7 +222,7 @@ class Settings(BaseSettings):
     webhook_secret_overlap_s: float = Field(24 * 3600.0, ge=0, description="after `poolq webhooks secret "
                                             "--rotate`, events are signed with the old secret too for this long")
     # Deliveries run on a worker of their own (the webhooks queue); one tenant's receivers hold at most
-    # webhook_tenant_concurrency of its threads at once (jobs/webhooks/tenant_turns.py).
+    # webhook_tenant_concurrency of its threads at once (products/webhooks/tenant_turns.py).
     webhook_concurrency: int = Field(8, ge=1, description="threads of the webhook worker `poolq worker` starts "
                                      "(deliveries wait on receivers, not on the CPU)")
     webhook_tenant_concurrency: int = Field(2, ge=1, description="one tenant's deliveries in flight at once, over "

@@ -168,8 +168,8 @@ def long_documents() -> list[dict]:
 @pytest.fixture
 def local_ctx(tmp_path, minilm_engine):
     """An in-process job context on a temp directory (small shards), sharing the session's engine."""
-    from poolq.jobs.local_runner import local_context
     from poolq.jobs.settings import Settings
+    from poolq.worker.local_runner import local_context
 
     ctx = local_context(tmp_path / "out", Settings(shard_max_documents=4, shard_max_chars=20_000))
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)

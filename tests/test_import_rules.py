@@ -63,10 +63,10 @@ def test_no_modules_import_each_other_in_a_loop(package):
 
 def test_the_rules_catch_an_upward_import_and_a_loop():
     """The checks themselves: a planted upward import and a planted loop are reported."""
-    floors = (("model",), ("steps",))
-    upward = [("poolq.jobs.model.job_spec", "poolq.jobs.steps.submit", False)]
-    assert floor_violations(floors, upward) == ["poolq.jobs.model.job_spec (floor 0) -> poolq.jobs.steps.submit (floor 1)"]
-    sideways = [("poolq.jobs.steps.a", "poolq.jobs.model.b", False), ("poolq.jobs.steps.c", "poolq.jobs.extra.d", False)]
+    floors = (("spec",), ("steps",))
+    upward = [("poolq.jobs.spec.job_spec", "poolq.jobs.steps.submit", False)]
+    assert floor_violations(floors, upward) == ["poolq.jobs.spec.job_spec (floor 0) -> poolq.jobs.steps.submit (floor 1)"]
+    sideways = [("poolq.jobs.steps.a", "poolq.jobs.spec.b", False), ("poolq.jobs.steps.c", "poolq.jobs.extra.d", False)]
     assert floor_violations(floors, sideways) == ["poolq.jobs.steps.c -> poolq.jobs.extra.d: room 'extra' is on no floor"]
     loop = [("a", "b", False), ("b", "c", False), ("c", "a", False), ("c", "d", True), ("d", "c", False)]
     assert import_cycles(loop) == [["a", "b", "c"]]
@@ -90,7 +90,7 @@ def test_the_bare_names_import_nothing_outside_the_repository(tmp_path):
 
 
 def test_scheduler_and_request_types_do_not_import_torch():
-    code = ("import sys, poolq.engine.scheduler, poolq.engine.request, poolq.engine.batch, poolq.jobs.model.job_spec; "
+    code = ("import sys, poolq.engine.scheduler, poolq.engine.request, poolq.engine.batch, poolq.jobs.spec.job_spec; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

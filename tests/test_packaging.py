@@ -1,4 +1,4 @@
-"""The wheel: the root's ``__init__.py`` installs as ``poolq`` (the public face), the five folders as ``poolq.*``,
+"""The wheel: the root's ``__init__.py`` installs as ``poolq`` (the public face), the seven folders as ``poolq.*``,
 every module of theirs is in it, nothing else is."""
 import shutil
 import subprocess
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("engine", "storage", "jobs", "devtools", "api")
+FOLDERS = ("engine", "storage", "jobs", "products", "worker", "devtools", "api")
 
 
 @pytest.fixture(scope="module")

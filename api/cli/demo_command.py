@@ -11,8 +11,8 @@ from poolq.api.client.poolq_client import PoolqClient
 from poolq.devtools.demo.sample_corpus import load_sample_corpus
 from poolq.devtools.devstack.process import ServiceError
 from poolq.devtools.devstack.stack import LocalStack, StackPorts
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
 
 # chunked: every document is embedded whole (256-token windows, token-weighted mean), none cut.
 DEMO_JOB_OPTIONS = {"long_documents": {"mode": "chunked"}}

@@ -22,8 +22,8 @@ from poolq.api.cli.output import job_summary
 from poolq.api.cli.task_options import add_task_fields, long_documents_option, output_option, prompt_options, task_option
 from poolq.api.client.result_files import local_part_path, with_local_paths
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobResult
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobResult
 
 if TYPE_CHECKING:
     from poolq.jobs import Settings
@@ -46,7 +46,8 @@ def embed(input_path: Path, out_dir: Path, model: str | None, id_field: str, tex
           task: str | None, output: str | None, prompt_fields: dict, as_json: bool) -> None:
     """Run INPUT_PATH (JSONL or Parquet) through a model in this process, no services; the results
     go to OUT/<job_id>/ (manifest.json, parts/*.parquet, errors.jsonl), as `poolq results` writes them."""
-    from poolq.jobs import JobRejected, JobSpec, local_context, run_job_locally
+    from poolq.jobs import JobRejected, JobSpec
+    from poolq.worker import local_context, run_job_locally
 
     body: dict = {"input": {"uri": input_path.resolve().as_uri(), "id_field": id_field, "text_field": text_field}}
     if model:

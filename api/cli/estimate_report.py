@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from poolq.jobs.estimate.job_estimate import JobEstimate
 from poolq.jobs.report.data_report import DataReport
 from poolq.jobs.report.histogram import Histogram
+from poolq.products.estimate.job_estimate import JobEstimate
 
 
 def print_estimate(estimate: JobEstimate, console: Console | None = None) -> None:

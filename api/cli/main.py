@@ -73,14 +73,15 @@ def worker(concurrency: int, hostname: str | None, queues: str | None, gpus: str
     the reconciler; it never loads a model), a webhook worker (deliveries) and a compute worker
     (shards and the interactive lane)."""
     # Only the names each branch needs: the supervisor of a worker set imports no Celery worker.
-    from poolq.jobs import GPU_QUEUE, Settings, WorkerOptions, run_worker_set
+    from poolq.jobs import GPU_QUEUE, Settings
     from poolq.storage import StorageError
+    from poolq.worker import WorkerOptions, run_worker_set
 
     settings = Settings()
     queue_names = (GPU_QUEUE,) if queues is None else tuple(name.strip() for name in queues.split(",") if name.strip())
     try:
         if gpus is None and queues is not None:  # one plain worker
-            from poolq.jobs import run_worker
+            from poolq.worker import run_worker
 
             sys.exit(run_worker(settings, WorkerOptions(concurrency, loglevel, hostname, queue_names, max_tasks_per_child)))
         gpu_ids = None
@@ -99,7 +100,7 @@ def _checked_gpus(gpus: str) -> list[str]:
     """``--gpus``'s entries, each checked now (before the store is), against this process's CUDA_VISIBLE_DEVICES too."""
     import os
 
-    from poolq.jobs.worker.gpu_selection import GpuSelectionError, gpu_slots, split_gpus
+    from poolq.worker.gpu_selection import GpuSelectionError, gpu_slots, split_gpus
 
     entries = split_gpus(gpus)
     try:
@@ -113,7 +114,8 @@ def _checked_gpus(gpus: str) -> list[str]:
 @click.option("--loglevel", default="INFO", show_default=True)
 def beat(loglevel: str) -> None:
     """Run the scheduler (celery beat with RedBeat): the reconciler and the reindex schedules."""
-    from poolq.jobs import Settings, run_beat
+    from poolq.jobs import Settings
+    from poolq.worker import run_beat
 
     run_beat(Settings(), loglevel=loglevel)
 
@@ -126,7 +128,8 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
     """Run Flower on poolq's broker, behind HTTP basic auth: the login is POOLQ_FLOWER_BASIC_AUTH
     (user:password). Without POOLQ_REDIS_URL: the local stack's broker and login (`poolq dev status`
     shows it). Extra options go to Flower."""
-    from poolq.jobs import configure_logging, create_celery_app
+    from poolq.jobs import configure_logging
+    from poolq.worker import create_celery_app
 
     # A running local stack's broker and login, unless the environment names a broker (POOLQ_REDIS_URL).
     settings = cli_settings(BROKER_SETTINGS, service="redis")

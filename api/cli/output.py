@@ -22,9 +22,9 @@ from pydantic_core import to_jsonable_python
 from poolq.api.cli.local_stack import describe_store, running_stack
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
 from poolq.api.client.result_files import DownloadError
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.model.sink_config import SinkOutcome
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.spec.sink_config import SinkOutcome
 
 if TYPE_CHECKING:
     from poolq.jobs import Settings

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from poolq.api.cli.output import seconds_between
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -13,7 +13,7 @@ from poolq.api.cli.output import api_time, print_json, with_client
 from poolq.api.client.poolq_client import PoolqClient
 
 if TYPE_CHECKING:
-    from poolq.jobs import Schedule
+    from poolq.products import Schedule
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="print the server's answer as JSON")
 

@@ -23,7 +23,8 @@ def webhooks() -> None:
 def secret(tenant: str, rotate: bool, as_json: bool) -> None:
     """Print TENANT's webhook secret (whsec_...) on the last line, making it if it has none. Give
     it to the tenant: its receiver verifies every event's signature with it."""
-    from poolq.jobs import InvalidTenant, WebhookSecretStore, validate_tenant
+    from poolq.jobs import InvalidTenant, validate_tenant
+    from poolq.products import WebhookSecretStore
 
     try:
         validate_tenant(tenant)

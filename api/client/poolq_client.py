@@ -10,7 +10,7 @@ that cannot be reached raises :class:`PoolqConnectionError`. Nothing is retried,
 Every answer is the server's own response model (``JobStatus``, ``JobResults``, ``Schedule``, ...:
 the classes its routes declare, imported, not copied), read by attribute: ``job.usage.tokens``.
 Reading one as the JSON dict it used to be (``job["usage"]["tokens"]``) still works for one
-release, with a DeprecationWarning (poolq.jobs.model.dict_access).
+release, with a DeprecationWarning (poolq.jobs.spec.dict_access).
 """
 from __future__ import annotations
 
@@ -27,15 +27,15 @@ from pydantic import BaseModel
 from poolq.api.client.result_files import decode_vectors, fetch_bytes, local_part_path, save_url, with_local_paths
 from poolq.api.client.upload_format import upload_format
 from poolq.api.server.schemas import JobList, JobResults, SpecValidation
-from poolq.jobs.estimate.job_estimate import JobEstimate
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.model.served_model import ModelList
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.spec.served_model import ModelList
+from poolq.products.estimate.job_estimate import JobEstimate
 
 if TYPE_CHECKING:  # loaded by the methods that answer with them: they import the schedule and upload routes' modules
     from poolq.api.server.routes.schedules import ScheduleDetail
     from poolq.api.server.routes.sinks import SinkRetry
     from poolq.api.server.routes.uploads import Upload
-    from poolq.jobs import RunView, Schedule
+    from poolq.products import RunView, Schedule
 
 Answer = TypeVar("Answer", bound=BaseModel)
 API_KEY_ENV = "POOLQ_API_KEY"
@@ -250,7 +250,7 @@ class PoolqClient:
     # -- schedules ---------------------------------------------------------------------------
     def create_schedule(self, schedule: dict) -> Schedule:
         """``POST /v1/schedules``: ``{"cron": "0 3 * * *", "input": {"uri": "s3://b/docs/"}, "template": {...}}``."""
-        from poolq.jobs import Schedule
+        from poolq.products import Schedule
 
         return self._answer(Schedule, "POST", "/v1/schedules", json=schedule)
 
@@ -272,7 +272,7 @@ class PoolqClient:
 
     def run_schedule(self, schedule_id: str) -> RunView:
         """``POST /v1/schedules/{id}/run``: run it now (incrementally); returns the run (its ``job_id``)."""
-        from poolq.jobs import RunView
+        from poolq.products import RunView
 
         return self._answer(RunView, "POST", f"/v1/schedules/{schedule_id}/run")
 

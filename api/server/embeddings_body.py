@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, PlainValidator, WithJsonSchema, field_va
 
 from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs import LaneInput, LongDocuments, Settings, estimated_tokens
-from poolq.jobs.model.job_spec import PromptOptions
+from poolq.jobs.spec.job_spec import PromptOptions
 
 MAX_TOKEN_ID = 2**31 - 1  # any vocabulary fits; larger numbers are no token id of any model
 

@@ -15,8 +15,8 @@ from poolq.jobs import (
     ManifestUsage,
     OutputEncoding,
 )
-from poolq.jobs.model.dict_access import DictAccessDeprecated
 from poolq.jobs.report.data_report import DataReport
+from poolq.jobs.spec.dict_access import DictAccessDeprecated
 from poolq.storage import ObjectStore
 
 # A route's ``responses=`` (its other answers in the OpenAPI document): status code -> what FastAPI takes.

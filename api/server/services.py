@@ -4,7 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from poolq.api.server.rate_limit import RateLimiter, RedisRateLimiter
-from poolq.jobs import CeleryEnqueuer, EmbeddingLane, JobContext, RedisEmbeddingLane, Settings, build_context, create_celery_app
+from poolq.jobs import CeleryEnqueuer, EmbeddingLane, JobContext, RedisEmbeddingLane, Settings, build_context
+from poolq.products.job_hooks import ProductHooks
+from poolq.worker import create_celery_app
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class ApiServices:
 def api_services(settings: Settings) -> ApiServices:
     """Built once at app start-up. Sends tasks by name: the API never loads a model or torch."""
     client = settings.redis_client("api")  # every call with the API's deadlines: a stall is a 503, not a hang
-    ctx = build_context(settings, CeleryEnqueuer(create_celery_app(settings, "api")), client, role="api")
+    ctx = build_context(settings, CeleryEnqueuer(create_celery_app(settings, "api")), client, hooks=ProductHooks(), role="api")
     store = ctx.store
     return ApiServices(
         ctx=ctx,

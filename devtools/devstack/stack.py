@@ -171,7 +171,8 @@ class LocalStack:
 
     @staticmethod
     def _where(name: str, state: StackState) -> str:
-        return {"redis": state.redis_address, "seaweed": state.s3_endpoint, "api": state.api_url, "worker": "queues control,gpu,webhooks",
+        return {"redis": state.redis_address, "seaweed": state.s3_endpoint, "api": state.api_url,
+                "worker": "queues control,gpu,webhooks",
                 "beat": "reconciler + schedules"}[name]
 
     def _require_free(self, port: int, service: str) -> None:

@@ -1,8 +1,11 @@
 """The layering rules, declared once: tests/test_import_rules.py enforces them and the structure
 report (``python -m poolq.devtools.structure_report``) measures the tree against them.
 
-Between packages: api -> devtools -> jobs -> {engine, storage}; engine and storage stand alone;
-every import of poolq's own code goes through the installed namespace, ``poolq.<package>``.
+Between packages, edges -> products -> job core -> {engine, storage}: the edges are api (HTTP, CLI, the
+client) and worker (Celery, the in-process runner); products (batches, schedules, estimates, sinks,
+webhooks) stand on the job core (jobs), which reaches them only through ``JobContext.hooks``; devtools
+stands between api and jobs; engine and storage stand alone. Every import of poolq's own code goes
+through the installed namespace, ``poolq.<package>``.
 
 Inside a package: its rooms (a subfolder, or a module at its top) stand on floors, listed below
 from the ground up. A room imports only rooms on lower floors, never one on its own floor or
@@ -16,10 +19,12 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGES = ("api", "devtools", "jobs", "engine", "storage")
+PACKAGES = ("api", "devtools", "worker", "products", "jobs", "engine", "storage")
 ALLOWED: dict[str, set[str]] = {
-    "api": {"api", "devtools", "jobs", "engine", "storage"},
+    "api": {"api", "devtools", "worker", "products", "jobs", "engine", "storage"},
     "devtools": {"devtools", "jobs", "engine", "storage"},
+    "worker": {"worker", "products", "jobs", "engine", "storage"},
+    "products": {"products", "jobs", "engine", "storage"},
     "jobs": {"jobs", "engine", "storage"},
     "engine": {"engine"},
     "storage": {"storage"},
@@ -29,20 +34,33 @@ ALLOWED: dict[str, set[str]] = {
 FLOORS: dict[str, tuple[tuple[str, ...], ...]] = {
     "jobs": (
         ("sink_settings",),  # one sink as the operator configures it (Settings.sinks' values)
-        ("model", "settings"),  # what a job is (spec, state, status, ids); the service's settings
+        ("spec", "settings"),  # what a job is (spec, state, status, ids); the service's settings
         ("inputs", "report"),  # records read from an input, shard descriptors, content hashes; the data report's counts
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows
         ("coordination",),  # shared live state: status cache, leases, dispatch window, queues
-        ("observability", "engine_pool", "job_records"),  # counters and logs; loaded engines; read-once records
-        ("context",),  # wiring: a process's stores, built once
+        # counters and logs; loaded engines; read-once records; what the products add (their hooks' shape)
+        ("observability", "engine_pool", "written_once_cache", "job_hooks"),
+        ("context",),  # wiring: a process's stores and the products' hooks, built once
         ("job_handle", "lane", "served_models"),  # a job bound once; the interactive lane (POST /v1/embeddings to compute
         # workers); what the deployment serves (GET /v1/models)
-        ("tenancy", "status", "webhooks"),  # keys, uploads, input access; a job's status read from the ledger; signed events
-        ("sinks", "reuse"),  # loads into the user's vector stores; content-addressed reuse (keys, store, decide pass, copies)
+        ("tenancy", "status"),  # keys, uploads, input access; a job's status read from the ledger
+        ("reuse",),  # content-addressed reuse (keys, store, decide pass, copies)
         ("planning",),  # the stages of planning an input into shards
         ("steps",),  # submit, plan, run a shard, finalize, cancel, give up
-        ("batches", "schedules", "estimate"),  # the Batch API's objects; scheduled reindex; dry-run estimates
-        ("worker", "local_runner"),  # the Celery edge; the in-process runner
+    ),
+    "products": (
+        ("webhooks",),  # signed events to the user's receivers
+        ("sinks", "batches", "schedules", "estimate"),  # loads into vector stores; the Batch API; scheduled reindex;
+        # dry-run estimates
+        ("job_hooks",),  # the products' hooks into the job core (JobContext.hooks)
+    ),
+    "worker": (
+        # the reconciler's passes, the in-process runner, the lane's server, GPU and queue choices, beat's schedule
+        ("beat_scheduler", "broker_transport", "compute_presence", "gpu_selection", "lane_server", "local_runner",
+         "model_queues", "model_warmup", "reconciler", "worker_supervisor"),
+        ("celery_app", "lane_startup", "worker_set"),  # the Celery app; the lane on compute workers; the worker set
+        ("beat", "celery_tasks"),  # beat; the Celery tasks: deserialize, call the core or a product, record
+        ("worker_startup",),  # a worker process's start
     ),
     "engine": (
         ("config", "batch", "hardware", "request", "turns", "st_config", "oom"),

@@ -43,10 +43,10 @@ def write_corpus(path: Path, documents: int, repeat_share: float, most_words: fl
 
 def measure(documents: int, mode: str, chunk_tokens: int, root: Path, skip_job: bool, most_words: float) -> dict:
     from poolq.jobs import JobHandle
-    from poolq.jobs.estimate.estimator import estimate_job
-    from poolq.jobs.local_runner import local_context, run_job_locally
-    from poolq.jobs.model.job_spec import JobSpec
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import JobSpec
+    from poolq.products.estimate.estimator import estimate_job
+    from poolq.worker.local_runner import local_context, run_job_locally
 
     corpus = root / "corpus.jsonl"
     size = write_corpus(corpus, documents, repeat_share=0.2, most_words=most_words)

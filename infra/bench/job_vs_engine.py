@@ -60,7 +60,7 @@ def documents(corpus: str, count: int, prefix: str) -> list[dict]:
 
 def _engine_seconds(engine, records: list[dict], policy: dict) -> float:
     from poolq.engine import PoolingTask
-    from poolq.jobs.model.job_spec import LongDocuments
+    from poolq.jobs.spec.job_spec import LongDocuments
 
     engine_policy = LongDocuments(**policy).policy()  # validated as a job's: the same policy, same defaults
     started = time.perf_counter()
@@ -80,8 +80,9 @@ class LocalJobs:
         self.engine, self.work, self.count = engine, work, 0
 
     def run(self, records: list[dict], policy: dict) -> tuple[float, int]:
-        from poolq.jobs import JobSpec, local_context, run_job_locally
+        from poolq.jobs import JobSpec
         from poolq.jobs.settings import Settings
+        from poolq.worker import local_context, run_job_locally
 
         self.count += 1
         out = self.work / f"job-{self.count}"

@@ -18,11 +18,11 @@ def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
     from poolq.jobs import JobHandle
     from poolq.jobs.coordination.enqueuer import FINALIZE_TASK, SHARD_TASK
     from poolq.jobs.ledger.planning_ledger import SectionStage
-    from poolq.jobs.local_runner import local_context
-    from poolq.jobs.model.job_spec import JobSpec
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.jobs.steps import planner
     from poolq.jobs.steps.submit import submit_job
+    from poolq.worker.local_runner import local_context
 
     corpus = root / "corpus.jsonl"
     with corpus.open("w", encoding="utf-8") as handle:

@@ -31,10 +31,10 @@ def copyright_paragraphs(limit: int | None, min_chars: int = 40) -> list[str]:
 
 def run_job(root: Path, corpus: str, reuse_enabled: bool, tenant: str = "bench", reuse: str = "job") -> dict:
     from poolq.jobs import JobHandle
-    from poolq.jobs.local_runner import local_context
-    from poolq.jobs.model.job_spec import JobSpec
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.jobs.steps.submit import submit_job
+    from poolq.worker.local_runner import local_context
 
     ctx = local_context(root, Settings(reuse_enabled=reuse_enabled))
     spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": corpus}, "reuse": reuse,

@@ -69,10 +69,10 @@ def save_cross_encoder(path: Path) -> Path:
 
 
 def _run_job(records: list[dict], out: Path, models: dict[str, str], **fields) -> tuple[float, dict, list]:
-    from poolq.jobs.local_runner import local_context, run_job_locally
-    from poolq.jobs.model.job_spec import JobSpec
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.storage import read_part
+    from poolq.worker.local_runner import local_context, run_job_locally
 
     ctx = local_context(out, Settings(models=models, shard_max_documents=1000))
     source = out.parent / f"{out.name}.jsonl"  # a file input: more records than a request may hold inline

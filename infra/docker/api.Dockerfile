@@ -11,6 +11,8 @@ COPY pyproject.toml setup.py README.md ./
 COPY engine engine
 COPY storage storage
 COPY jobs jobs
+COPY products products
+COPY worker worker
 COPY api api
 # --no-deps: the API's own needs are in api-requirements.txt (no torch, no transformers).
 RUN pip install --no-cache-dir --no-deps .

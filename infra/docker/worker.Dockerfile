@@ -12,6 +12,8 @@ COPY pyproject.toml setup.py README.md __init__.py ./
 COPY engine engine
 COPY storage storage
 COPY jobs jobs
+COPY products products
+COPY worker worker
 COPY devtools devtools
 COPY api api
 # torch is installed above; the range in pyproject.toml accepts it, so pip keeps it.

@@ -14,11 +14,11 @@ SHARD_TASK = "poolq.run_shard"
 FINALIZE_TASK = "poolq.finalize_job"
 RECONCILE_TASK = "poolq.reconcile"
 SCHEDULE_TASK = "poolq.run_schedule"  # sent by beat (RedBeat entries), args [schedule_id]
-BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (jobs/batches/)
-SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (jobs/sinks/)
-WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (jobs/webhooks/)
+BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next step (products/batches/)
+SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (products/sinks/)
+WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (products/webhooks/)
 CONTROL_QUEUE = "control"
-# Webhook deliveries, on a worker of their own (a thread pool, jobs/worker/worker_set.py): a receiver that
+# Webhook deliveries, on a worker of their own (a thread pool, worker/worker_set.py): a receiver that
 # trickles or never answers holds one of its threads, never a slot that planning or finalizing needs.
 WEBHOOK_QUEUE = "webhooks"
 GPU_QUEUE = "gpu"  # the general compute queue: every compute worker consumes it
@@ -57,7 +57,7 @@ class Enqueuer(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not run batches")
 
     def load_sinks(self, job_id: str, countdown_s: float = 0.0) -> None:
-        """Load a finished job's rows into the sink it names (jobs/sinks/sink_load.py) in ``countdown_s``; idempotent."""
+        """Load a finished job's rows into the sink it names (products/sinks/sink_load.py) in ``countdown_s``; idempotent."""
         raise NotImplementedError(f"{type(self).__name__} does not load sinks")
 
     def deliver_webhook(self, job_id: str, name: str, attempt: int = 0, countdown_s: float = 0.0) -> None:

@@ -18,8 +18,8 @@ from poolq.jobs.coordination.status_store import (
     samples_field,
 )
 from poolq.jobs.ledger.error_summary import ErrorSummary
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
 
 
 class InMemoryJobStatusStore(JobStatusStore):

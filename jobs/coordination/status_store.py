@@ -1,7 +1,7 @@
 """Job status and progress counters, a fast cache of the ledger: the interface and what both
 implementations share (``redis_status_store.py``, ``memory_status_store.py``).
 
-Everything here can be rebuilt from the object store (see ``poolq.jobs.status.recovery``). State changes are
+Everything here can be rebuilt from the object store (see ``poolq.jobs.status.current_status``). State changes are
 compare-and-set against ``TRANSITIONS``; counters are idempotent per unit of work, so a
 redelivered or repeated commit never counts twice.
 """
@@ -14,11 +14,11 @@ from datetime import datetime
 from pydantic import TypeAdapter
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
-from poolq.jobs.model.job_state import TRANSITIONS, JobState
-from poolq.jobs.model.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
-from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import SINK_OUTCOMES, sink_outcomes_json
-from poolq.jobs.model.webhook import WebhookOutcome
+from poolq.jobs.spec.job_state import TRANSITIONS, JobState
+from poolq.jobs.spec.job_status import LOCAL_TENANT, JobCounts, JobEstimate, JobProgress, JobResult, JobStatus, JobUsage
+from poolq.jobs.spec.reuse_counts import ReuseCounts
+from poolq.jobs.spec.sink_config import SINK_OUTCOMES, sink_outcomes_json
+from poolq.jobs.spec.webhook import WebhookOutcome
 
 # What finished units add up: records embedded, failed, left unprocessed by a cancel; tokens through
 # the model; the characters of the records they took (with tokens: the job's characters per token); and

@@ -1,6 +1,6 @@
 """What each compute worker measured: tokens per second per model and compute dtype, from its own
 shard runs (tokens a committed shard ran over the seconds its attempt took, reading and writing
-included: what a job's shard costs). Estimates divide a job's tokens by it (``jobs/estimate``).
+included: what a job's shard costs). Estimates divide a job's tokens by it (``products/estimate``).
 
 Each report folds into a decayed sum (``DECAY`` per report), so a worker's rate follows its recent
 shards without one odd shard swinging it. Only the worker's own process writes its entries.

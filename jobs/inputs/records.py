@@ -14,7 +14,7 @@ from pydantic import Field
 
 from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.included_fields import MAX_INCLUDED_BYTES, json_text
-from poolq.jobs.model.record_ids import CONTROL_CHARACTER, MAX_ID_LENGTH
+from poolq.jobs.spec.record_ids import CONTROL_CHARACTER, MAX_ID_LENGTH
 from poolq.storage import JsonlLineError, JsonlObject
 
 

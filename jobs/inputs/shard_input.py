@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.records import InputRecord, RecordError, to_record
-from poolq.jobs.model.job_spec import InlineInput, JobSpec
+from poolq.jobs.spec.job_spec import InlineInput, JobSpec
 from poolq.storage import JsonlLineError, JsonlObject, ObjectInfo, ObjectStore, S3Config, open_uri, read_jsonl
 from poolq.storage.input_limits import InputLimits
 from poolq.storage.parquet_input import ParquetInput

@@ -7,7 +7,7 @@ import base64
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, LongDocuments, OutputOptions
+from poolq.jobs.spec.job_spec import InlineDocument, InlineInput, JobSpec, LongDocuments, OutputOptions
 
 # Planning's estimate (jobs/planning/shard_cutter.py): the lane bounds requests before anything is tokenized.
 CHARS_PER_TOKEN = 4.0

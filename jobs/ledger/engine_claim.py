@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from poolq.jobs.ledger.job_ledger import JobLedger, ShardCommit
-from poolq.jobs.model.engine_identity import EngineIdentity
+from poolq.jobs.spec.engine_identity import EngineIdentity
 from poolq.storage import ObjectNotFoundError
 
 

@@ -15,7 +15,7 @@ from itertools import accumulate
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 _READERS = 16  # commit markers read concurrently by the finalizer (S3 GETs are latency-bound)
@@ -164,6 +164,11 @@ class JobLedger:
 
     def cancel_requested(self) -> bool:
         return self.store.exists(self.layout.cancel)
+
+    def cancel_reason(self) -> str | None:
+        """Why the job was asked to stop (the first request's reason), or None if it was not."""
+        raw = self._read_json(self.layout.cancel)
+        return None if raw is None else str(raw.get("reason", ""))
 
     def write_manifest(self, manifest: JobManifest) -> bool:
         return self._put_once(self.layout.manifest, manifest.model_dump(mode="json"))

@@ -94,7 +94,7 @@ class ServiceLayout:
         return self._key("tenants", tenant, "uploads") + "/"
 
     def tenant_key(self, tenant: str, *parts: str) -> str:
-        """A key in ``tenant``'s own area (its files and batches: ``jobs/batches/batch_layout.py``)."""
+        """A key in ``tenant``'s own area (its files and batches: ``products/batches/batch_layout.py``)."""
         return self._key("tenants", tenant, *parts)
 
     def job(self, tenant: str, job_id: str) -> "JobLayout":

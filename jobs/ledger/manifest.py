@@ -12,11 +12,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from poolq.jobs.ledger.error_summary import ErrorSummary
-from poolq.jobs.model.engine_identity import EngineIdentity
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import SinkOutcome
 from poolq.jobs.report.data_report import DataReport
+from poolq.jobs.spec.engine_identity import EngineIdentity
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.reuse_counts import ReuseCounts
+from poolq.jobs.spec.sink_config import SinkOutcome, SinkState
 
 MANIFEST_VERSION = 3  # 3: output.schema
 
@@ -125,6 +125,16 @@ class OutputEncoding(_ManifestBlock):
 
 class ManifestSink(_ManifestBlock, SinkOutcome):
     """A sink load's outcome as the manifest keeps it (``SinkOutcome``; a newer poolq's fields kept)."""
+
+
+LOADABLE_STATES = frozenset({JobState.SUCCEEDED, JobState.PARTIALLY_SUCCEEDED})  # a job with rows to load
+
+
+def pending_sinks(sink: str | None, state: JobState) -> list[ManifestSink] | None:
+    """The manifest's first ``sinks``: pending for a job with rows to load, skipped otherwise."""
+    if sink is None:
+        return None
+    return [ManifestSink(name=sink, state=SinkState.PENDING if state in LOADABLE_STATES else SinkState.SKIPPED)]
 
 
 class JobManifest(_ManifestBlock):

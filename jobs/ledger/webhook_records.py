@@ -6,7 +6,7 @@ import logging
 from pydantic import ValidationError
 
 from poolq.jobs.ledger.layout import JobLayout
-from poolq.jobs.model.webhook import WebhookEvent, WebhookOutcome
+from poolq.jobs.spec.webhook import WebhookEvent, WebhookOutcome
 from poolq.storage import ObjectNotFoundError, ObjectStore
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from kombu.transport.redis import PRIORITY_STEPS, Channel
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE
 from poolq.jobs.coordination.leases import LeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.status_store import JobStatusStore
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_state import JobState
 
 UNFINISHED_STATES = tuple(state for state in JobState if not state.is_terminal)
 QUEUES = (CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE)  # webhooks: a delivery backlog shows in /metrics too

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from poolq.jobs.model.job_status import JobRates, JobStatus
+from poolq.jobs.spec.job_status import JobRates, JobStatus
 
 
 def job_rates(status: JobStatus, now: datetime | None = None) -> JobRates:

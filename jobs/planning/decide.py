@@ -21,12 +21,12 @@ from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.shard_input import InputChanged
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, Decided, PlanningLedger, SectionScan
-from poolq.jobs.model.job_spec import UriInput
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.incremental import Baseline
 from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.sections import sections_bytes
 from poolq.jobs.reuse.reuse_plan import plan_reuse
+from poolq.jobs.spec.job_spec import UriInput
 
 
 def _none() -> np.ndarray:

@@ -25,10 +25,10 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.output_effect import OutputEffect, counted_options
 from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.output_effect import OutputEffect, counted_options
 from poolq.storage import ObjectNotFoundError, read_embeddings, write_embeddings
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class BaselineChanged(RuntimeError):
     """A baseline part vanished or changed while planning: carried rows would be missing."""
 
 
-# What a baseline's options must share with the job's (jobs/model/output_effect.py declares each field's
+# What a baseline's options must share with the job's (jobs/spec/output_effect.py declares each field's
 # effect): the engine's fields are left to the engine identities, compared below (what the rows were computed in).
 ROW_COUNTS = frozenset({OutputEffect.VALUES, OutputEffect.ROWS})
 

@@ -16,7 +16,7 @@ from typing import Iterator
 from poolq.jobs.inputs.input_format import INPUT_SUFFIXES
 from poolq.jobs.inputs.input_uri import is_prefix, parse_input_uri
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_spec import InlineInput
+from poolq.jobs.spec.job_spec import InlineInput
 from poolq.storage import (
     LocalObjectStore,
     ObjectNotFoundError,

@@ -9,7 +9,7 @@ A key is ``sha256(scope, content hash)``:
   context it was pooled in.
 - the *scope* covers what made the output: the engine's identity (model files' fingerprint and
   compute dtype, ``EnginePool.identity``) and the job spec's options. The options are the spec's
-  own typed fields, dumped, minus those that change no computed value: ``jobs/model/output_effect.py``
+  own typed fields, dumped, minus those that change no computed value: ``jobs/spec/output_effect.py``
   declares every field's effect, once (the scope counts values and the engine choice; it leaves out
   where the input is, lineage, the reuse choice itself, where rows are loaded and events sent, and
   copied input fields). A field not declared there fails a test, so none is left out by oversight.
@@ -22,8 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.output_effect import OutputEffect, counted_options, fields_without
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.output_effect import OutputEffect, counted_options, fields_without
 
 # What the scope counts; the engine's own fields are redundant beside its identity, but scopes always held them.
 SCOPE_COUNTS = frozenset({OutputEffect.VALUES, OutputEffect.ENGINE})

@@ -14,7 +14,7 @@ from poolq.storage import ObjectStore, join_key
 
 if TYPE_CHECKING:
     from poolq.jobs.engine_pool import EnginePool
-    from poolq.jobs.model.job_spec import JobSpec
+    from poolq.jobs.spec.job_spec import JobSpec
 
 # A score's rank depends on the other pairs of its query, not on the pair alone: never reused.
 UNREUSABLE_TASKS = frozenset({"score"})

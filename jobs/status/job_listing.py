@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_ids import is_job_id
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.status.recovery import current_status
+from poolq.jobs.spec.job_ids import is_job_id
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.status.current_status import current_status
 
 
 def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | None = None) -> list[JobStatus]:

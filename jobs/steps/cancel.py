@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_ids import JobNotFound
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.status.recovery import current_status
+from poolq.jobs.spec.job_ids import JobNotFound
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.status.current_status import current_status
 from poolq.jobs.steps.dispatch import finalize_if_ready
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from poolq.engine import EngineConfigError
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.engine_claim import claim_engine
-from poolq.jobs.model.engine_identity import EngineIdentity, EngineMismatch
+from poolq.jobs.spec.engine_identity import EngineIdentity, EngineMismatch
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

@@ -10,8 +10,8 @@ import redis.exceptions
 
 from poolq.engine.loading.hub import HubUnavailable
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.engine_identity import EngineMismatch
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.engine_identity import EngineMismatch
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import ConditionalWritesUnsupported, InvalidURIError, ObjectNotFoundError, StorageError
 
 log = logging.getLogger(__name__)

@@ -24,20 +24,19 @@ from poolq.jobs.ledger.manifest import (
     ManifestTimings,
     ManifestUsage,
     OutputEncoding,
+    pending_sinks,
 )
-from poolq.jobs.model.job_spec import InlineInput, JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import sink_outcomes_json
 from poolq.jobs.observability.job_events import job_finished
-from poolq.jobs.sinks.sink_entries import pending_sinks, send_pending_loads
-from poolq.jobs.status.recovery import job_errors, usage_tokens
+from poolq.jobs.spec.job_spec import InlineInput, JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.spec.reuse_counts import ReuseCounts
+from poolq.jobs.spec.sink_config import sink_outcomes_json
+from poolq.jobs.status.current_status import job_errors, usage_tokens
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.steps.job_report import job_report
 from poolq.jobs.tasks import job_task
-from poolq.jobs.webhooks.events import announce_job_end
 from poolq.storage import read_part_schema, type_name
 
 
@@ -89,8 +88,8 @@ def conclude_job(job: JobHandle, manifest: JobManifest) -> None:
     sync_status(job, manifest)
     # After the end is durable (manifest, status). If a task cannot be sent (the broker is down) it
     # raises before the clean-up: the job stays active for the retry or the reconciler.
-    send_pending_loads(job, manifest)  # its own step: a sink never holds the job back
-    announce_job_end(job, manifest)
+    job.ctx.hooks.job_ended(job, manifest)  # the products': sink loads (their own step: a sink never holds
+    # the job back), then the end event
     clean_finished_job(job, manifest)
 
 

@@ -19,12 +19,12 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, PlanningLedger, SectionStage
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.observability.job_events import job_planned
 from poolq.jobs.planning.decide import decide
 from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
 from poolq.jobs.planning.sections import list_sections
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.dispatch import dispatch_finalize, dispatch_section, finalize_if_ready, open_shards, record_plan
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
 

@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 GAVE_UP_CODE = "shard_failed"  # a shard that crashed its worker too often: every record gets it
 NOT_PROCESSED_CODE = "not_processed"  # a record a cancel stopped before it was embedded
+BUDGET_EXCEEDED_CODE = "budget_exceeded"  # a record the job's token budget stopped before it was embedded
+UNRUN_CODES = (NOT_PROCESSED_CODE, BUDGET_EXCEEDED_CODE)  # records never embedded: counted as not_processed
 
 
 @dataclass
@@ -57,7 +59,7 @@ class AttemptOutput:
 
     @property
     def not_processed(self) -> int:
-        return sum(error.code == NOT_PROCESSED_CODE for error in self.errors)
+        return sum(error.code in UNRUN_CODES for error in self.errors)
 
 
 def write_attempt(job: JobHandle, shard: int, lease: Lease, output: AttemptOutput) -> ShardCommit:

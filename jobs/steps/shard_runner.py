@@ -19,11 +19,11 @@ from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import ShardCommit
-from poolq.jobs.model.engine_identity import EngineIdentity
 from poolq.jobs.observability.job_events import shard_committed, shard_started
 from poolq.jobs.report.shard_stats import ShardStats
 from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.shard_reuse import no_copies, publish, sort_out
+from poolq.jobs.spec.engine_identity import EngineIdentity
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.engine_choice import choose_engine

@@ -5,6 +5,7 @@ import hashlib
 import json
 import time
 from datetime import datetime, timezone
+from typing import Callable
 
 from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_policy
 from poolq.engine.loading.hub import HubModelRefused, ModelNameError
@@ -12,18 +13,16 @@ from poolq.engine.model_spec import PromptError, resolve_prompt
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_uri import parse_input_uri
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_ids import new_job_id
-from poolq.jobs.model.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import LOCAL_TENANT, JobStatus
+from poolq.jobs.job_hooks import SubmissionRefused
 from poolq.jobs.observability.job_events import job_submitted
-from poolq.jobs.sinks.sink_access import SinkNotAllowed, check_sink_access
-from poolq.jobs.status.recovery import current_status
+from poolq.jobs.spec.job_ids import new_job_id
+from poolq.jobs.spec.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import LOCAL_TENANT, JobStatus
+from poolq.jobs.status.current_status import current_status
 from poolq.jobs.steps.dispatch import dispatch_plan
 from poolq.jobs.tasks import OptionRejected, job_task
 from poolq.jobs.tenancy.input_access import InputNotAllowed, check_input_access
-from poolq.jobs.webhooks.allow_list import AllowList
-from poolq.jobs.webhooks.webhook_url import WebhookRefused
 from poolq.storage import InvalidURIError, ObjectExistsError, dump_jsonl
 
 
@@ -72,8 +71,7 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
             raise JobRejected("input.uri", str(exc)) from None
         if target.scheme != "s3" and ctx.settings.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
-    if spec.webhook is not None:
-        _check_webhook(spec.webhook.url, ctx)
+    _by_products(lambda: ctx.hooks.check_spec(spec, ctx.settings))  # the webhook's URL in the allow-list
     return spec
 
 
@@ -87,13 +85,12 @@ def pinned_model(model: str, ctx: JobContext) -> str:
         raise JobRejected("model", str(exc)) from None
 
 
-def _check_webhook(url: str, ctx: JobContext) -> None:
-    """The URL is in the operator's allow-list (its host's addresses are checked at delivery, each
-    time: a name may resolve elsewhere by then)."""
+def _by_products(check: Callable[[], None]) -> None:
+    """Run a check of the products' hooks (``JobContext.hooks``); their refusal is a JobRejected."""
     try:
-        AllowList.parse(ctx.settings.webhook_allow).entry_for(url)
-    except WebhookRefused as exc:
-        raise JobRejected("webhook.url", f"webhook URL refused: {exc}") from None
+        check()
+    except SubmissionRefused as exc:
+        raise JobRejected(exc.field, str(exc)) from None
 
 
 class IdempotencyConflict(ValueError):
@@ -157,10 +154,7 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
     """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
     if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
         raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
-    try:
-        check_sink_access(spec, tenant, ctx.settings)
-    except SinkNotAllowed as exc:
-        raise JobRejected("sink", str(exc)) from None
+    _by_products(lambda: ctx.hooks.check_submission(spec, tenant, ctx.settings))  # the sink it may load into
     if isinstance(spec.input, UriInput):
         try:
             check_input_access(spec.input.uri, tenant, ctx.settings)

@@ -1,5 +1,5 @@
 """The tasks a job may ask for, each with its output format: the registry, declared once."""
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.tasks.classify_task import ClassifyTask
 from poolq.jobs.tasks.embed_task import EmbedTask
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected

@@ -27,7 +27,7 @@ from poolq.engine import (
 )
 from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
-from poolq.jobs.model.job_spec import JobSpec, OutputOptions
+from poolq.jobs.spec.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from poolq.engine import (
 )
 from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
 from poolq.storage import MultiRows, RowColumns, part_schema
 

@@ -446,9 +446,9 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
 
     from poolq.jobs.ledger.layout import ServiceLayout
     from poolq.jobs.ledger.webhook_records import JOB_ENDED
-    from poolq.jobs.schedules.schedule import slot_name
     from poolq.jobs.tenancy.api_keys import ApiKeyStore
-    from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
+    from poolq.products.schedules.schedule import slot_name
+    from poolq.products.webhooks.webhook_secrets import WebhookSecretStore
     from poolq.storage import LocalObjectStore, join_key
 
     prefix, tenant, job, schedule, digest, attempt = "jobs", "acme", "1" * 32, "2" * 32, "3" * 64, "4" * 16
@@ -520,9 +520,9 @@ class NotInTheImage:  # wraps every finder: a blocked module is found by none of
         return getattr(self.inner, attribute)
 
 sys.meta_path[:] = [NotInTheImage(finder) for finder in sys.meta_path]
-import poolq.api.server.app, poolq.api.cli.main, poolq.jobs.worker.beat, redbeat.schedulers
+import poolq.api.server.app, poolq.api.cli.main, poolq.worker.beat, redbeat.schedulers
 # the control worker runs from the API image too
-import poolq.jobs.worker.worker_startup, poolq.jobs.worker.tasks
+import poolq.worker.worker_startup, poolq.worker.celery_tasks
 import uvicorn.main, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.on, uvicorn.loops.asyncio
 from poolq.jobs.settings import Settings
 settings = Settings(redis_url="redis://127.0.0.1:9/0", store="s3", s3_endpoint_url="http://127.0.0.1:9",

@@ -11,8 +11,8 @@ import redis
 
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.failures import is_retryable
-from poolq.jobs.worker.celery_app import create_celery_app
 from poolq.storage import StorageError
+from poolq.worker.celery_app import create_celery_app
 
 
 @pytest.fixture

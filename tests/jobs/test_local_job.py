@@ -4,10 +4,10 @@ import json
 import numpy as np
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import run_job_locally
 
 
 def _write_input(path, documents, extra_lines=b""):
@@ -125,8 +125,8 @@ def test_a_model_int8_refuses_fails_each_shard_with_the_reason_and_is_loaded_onc
     # Given an int8 worker whose quality gate no model can pass, and a job of three one-document shards
     from poolq.engine import PoolingEngine
     from poolq.engine.models import int8_encoder
-    from poolq.jobs.local_runner import local_context
     from poolq.jobs.settings import Settings
+    from poolq.worker.local_runner import local_context
 
     monkeypatch.setattr(int8_encoder, "MIN_COSINE", 1.0)
     loads = []

@@ -14,11 +14,11 @@ from support.hub_cache import offline_hub, publish, tiny_st_bert
 
 from poolq.engine import PoolingEngine
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.lane.lane_server import LaneServer
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.storage import read_part
+from poolq.worker.lane_server import LaneServer
+from poolq.worker.local_runner import local_context
 
 REPO = "test-org/prompted"
 PROMPTS = {"query": "query: ", "passage": "passage: "}

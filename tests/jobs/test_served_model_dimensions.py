@@ -13,8 +13,8 @@ from support.api_client import authed_client
 from support.hub_cache import offline_hub, publish
 from support.hub_models import ORG, Family, build_family
 
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 DENSE = Family("bert-dense", "BertConfig", dict(max_position_embeddings=128), "mean", dense=(16,))
 

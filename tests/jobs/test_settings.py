@@ -2,7 +2,7 @@ import pytest
 from pydantic import ValidationError
 
 from poolq.jobs.settings import Settings
-from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.worker.celery_app import create_celery_app
 
 
 def test_celery_is_configured_for_long_idempotent_gpu_tasks():

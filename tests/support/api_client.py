@@ -6,7 +6,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from poolq.api.server.app import create_app
-from poolq.jobs.model.job_status import LOCAL_TENANT
+from poolq.jobs.spec.job_status import LOCAL_TENANT
 
 
 def authed_client(ctx, settings=None, *, tenant: str = LOCAL_TENANT, admin: bool = True, **app_kwargs) -> TestClient:

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from poolq.jobs.batches.batch_advance import advance_batch
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.ledger.planning_ledger import SectionStage
-from poolq.jobs.sinks.sink_load import load_sinks
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
+from poolq.products.batches.batch_advance import advance_batch
+from poolq.products.sinks.sink_load import load_sinks
 
 
 class FakeClock:

@@ -1,7 +1,7 @@
 """A job's status as the API answers it (``JobStatus``), from only the fields a test cares about."""
 from __future__ import annotations
 
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.spec.job_status import JobStatus
 
 CREATED_AT = "2026-01-01T00:00:00Z"
 

@@ -22,6 +22,7 @@ from poolq.devtools.devstack.process import ServiceError
 from poolq.jobs.context import JobContext, build_context
 from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.settings import Settings
+from poolq.products.job_hooks import ProductHooks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ class HoldingEnqueuer(Enqueuer):
 
 def holding_context(settings: Settings) -> JobContext:
     """A context over ``settings``' (local) store, in-memory status, and nothing ever running."""
-    return build_context(settings, HoldingEnqueuer())
+    return build_context(settings, HoldingEnqueuer(), hooks=ProductHooks())
 
 
 def create_app_from_env():

@@ -4,10 +4,10 @@ import json
 import pyarrow as pa
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import read_part
+from poolq.worker.local_runner import run_job_locally
 
 
 def run_task_job(ctx, documents, **fields):

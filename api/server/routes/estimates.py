@@ -14,9 +14,9 @@ from poolq.api.server.routes.jobs import submission_refusals
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import JobContext, JobSpec, check_job
-from poolq.jobs.estimate.estimator import estimate_job
-from poolq.jobs.estimate.job_estimate import JobEstimate
 from poolq.jobs.inputs.shard_input import InputChanged
+from poolq.products.estimate.estimator import estimate_job
+from poolq.products.estimate.job_estimate import JobEstimate
 from poolq.storage import ObjectNotFoundError
 from poolq.storage.parquet_input import MissingColumnError, NotParquetError
 

@@ -7,8 +7,8 @@ from fastapi import APIRouter
 
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.openai_errors import OPENAI_AUTH_RESPONSES
-from poolq.jobs.model.served_model import ModelList
 from poolq.jobs.served_models import served_models
+from poolq.jobs.spec.served_model import ModelList
 
 router = APIRouter(prefix="/v1/models", tags=["models"], responses=OPENAI_AUTH_RESPONSES)
 

@@ -12,7 +12,7 @@ from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.openai_errors import OPENAI_RESPONSES
 from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.jobs import (
+from poolq.products import (
     BatchAlreadyEnded,
     BatchNotFound,
     BatchObject,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.openai_errors import OPENAI_RESPONSES
 from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
-from poolq.jobs import (
+from poolq.products import (
     DeletedFile,
     ExpiresAfter,
     FileNotFound,

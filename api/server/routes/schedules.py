@@ -9,10 +9,8 @@ from poolq.api.server.dependencies import AdminCaller, Context
 from poolq.api.server.schemas import ErrorBody, OpenApiResponses
 from poolq.api.server.security import ADMIN_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.jobs import (
-    JobContext,
-    JobRejected,
-    Principal,
+from poolq.jobs import JobContext, JobRejected, Principal
+from poolq.products import (
     RunView,
     Schedule,
     ScheduleRequest,

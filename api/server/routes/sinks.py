@@ -8,8 +8,8 @@ from poolq.api.server.dependencies import CallersJob
 from poolq.api.server.schemas import ErrorBody
 from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute
-from poolq.jobs import retry_sinks
-from poolq.jobs.model.dict_access import DictAccessDeprecated
+from poolq.jobs.spec.dict_access import DictAccessDeprecated
+from poolq.products import retry_sinks
 
 router = APIRouter(prefix="/v1/jobs", tags=["sinks"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 

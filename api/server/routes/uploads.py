@@ -12,7 +12,7 @@ from poolq.api.server.security import AUTH_RESPONSES
 from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs import create_upload
 from poolq.jobs.inputs.input_format import INPUT_SUFFIXES, suffix_of
-from poolq.jobs.model.dict_access import DictAccessDeprecated
+from poolq.jobs.spec.dict_access import DictAccessDeprecated
 from poolq.storage import UnsupportedOperation
 
 # StrictJsonRoute: a body that is not UTF-8 JSON is a 422 naming where, not FastAPI's bare 400

@@ -10,8 +10,8 @@ from support.api_client import InProcessTransport, authed_client
 from poolq.api.cli import output
 from poolq.api.cli.main import main
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 WEBHOOK = "https://hooks.example.com/poolq"
 

@@ -5,7 +5,7 @@ import time
 from click.testing import CliRunner
 
 from poolq.api.cli.main import main
-from poolq.jobs.webhooks.webhook_secrets import WebhookSecretStore
+from poolq.products.webhooks.webhook_secrets import WebhookSecretStore
 from poolq.storage import LocalObjectStore
 
 

@@ -7,9 +7,9 @@ import re
 from rich.console import Console
 
 from poolq.api.cli.estimate_report import print_estimate
-from poolq.jobs.estimate.estimator import estimate_job
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.products.estimate.estimator import estimate_job
+from poolq.worker.local_runner import run_job_locally
 
 
 def _printed(estimate) -> dict[str, str]:

@@ -14,7 +14,7 @@ import pytest
 from poolq.devtools.devstack.ports import wait_listening_port
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, RECONCILE_TASK
 from poolq.jobs.settings import Settings
-from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.worker.celery_app import create_celery_app
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FLOWER_DB = 8  # a database of its own: Flower and the worker see only this test's traffic

@@ -11,8 +11,8 @@ from support.hub_cache import offline_hub, publish, tiny_st_bert
 from poolq.api.cli import output
 from poolq.api.cli.main import main
 from poolq.api.client.poolq_client import PoolqClient
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-bert"
 

@@ -8,7 +8,7 @@ from support.job_statuses import job_status
 
 from poolq.api.cli.demo_command import _wait_with_progress
 from poolq.api.cli.progress import PlainJobProgress
-from poolq.jobs.model.job_status import JobStatus
+from poolq.jobs.spec.job_status import JobStatus
 
 
 def _job(status: str, completed: int = 0, tokens: int = 0) -> JobStatus:

@@ -11,9 +11,9 @@ from support.api_client import InProcessTransport, authed_client
 
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.api.server.routes import estimates, jobs, schedules, sinks, uploads
-from poolq.jobs import RunView, Schedule
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobCounts, JobStatus
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobCounts, JobStatus
+from poolq.products import RunView, Schedule
 
 DOCS = [{"id": f"doc-{i}", "text": f"document number {i} talks about topic {i % 3}"} for i in range(6)]
 

@@ -26,6 +26,7 @@ import pytest
 
 from poolq.devtools.devstack.ports import wait_listening_port
 from poolq.jobs.job_handle import JobHandle
+from poolq.products.job_hooks import ProductHooks
 
 pytestmark = pytest.mark.integration
 
@@ -169,13 +170,13 @@ def finish_as_a_worker_would(api: CapApi, tenant: str, job_ids: list[str]) -> No
     from poolq.jobs.context import build_context
     from poolq.jobs.coordination.enqueuer import CeleryEnqueuer
     from poolq.jobs.steps.finalizer import finalize_job
-    from poolq.jobs.worker.celery_app import create_celery_app
+    from poolq.worker.celery_app import create_celery_app
 
     for job_id in job_ids:
         response = httpx.post(f"{api.url}/v1/jobs/{job_id}/cancel", headers=api.headers(tenant), timeout=60)
         assert response.status_code == 202, response.text
     ctx = build_context(api.settings, CeleryEnqueuer(create_celery_app(api.settings)),
-                        redis.Redis.from_url(api.settings.redis_url))
+                        redis.Redis.from_url(api.settings.redis_url), hooks=ProductHooks())
     for job_id in job_ids:
         assert finalize_job(JobHandle.bind(ctx, job_id)).value == "cancelled"
 

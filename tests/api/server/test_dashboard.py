@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from poolq.api.server import dashboard
 from poolq.api.server.app import create_app
-from poolq.jobs.local_runner import local_context
+from poolq.worker.local_runner import local_context
 
 UI_DIR = Path(dashboard.__file__).parent / "ui"
 
@@ -74,9 +74,14 @@ def test_every_module_a_module_imports_is_served_too(client):
         assert "javascript" in client.get(f"/ui/assets/{name}").headers["content-type"], name
 
 
+# The one address an asset may hold: the SVG namespace's name, which createElementNS needs for the
+# charts (charts.js). A name, never fetched: the browser test sees every request stay on the API's host.
+SVG_NAMESPACE = 'const SVG_NS = "http://www.w3.org/2000/svg";'
+
+
 def test_no_asset_names_another_host():
     for path in UI_DIR.iterdir():
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8").replace(SVG_NAMESPACE, "", 1)
         assert not re.search(r"https?://|//[a-z0-9-]+\.[a-z]", text, re.IGNORECASE), f"{path.name} names a host"
         assert "innerHTML" not in text and "eval(" not in text, path.name  # data goes in as text only
 

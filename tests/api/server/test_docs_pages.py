@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from poolq.api.server.app import create_app
-from poolq.jobs.local_runner import local_context
+from poolq.worker.local_runner import local_context
 
 
 class _Loads(HTMLParser):

@@ -11,8 +11,8 @@ from support.api_client import InProcessTransport, authed_client
 
 from poolq.api.server.rate_limit import InMemoryRateLimiter
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"
 FILE_LIMIT = 1024  # the smallest max_file_bytes Settings accepts

@@ -25,10 +25,10 @@ from support.refusals import FOREIGN_URIS, GRANTED, OWN
 from support.security_app import holding_context, uvicorn_server
 
 from poolq.api.server.app import create_app
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.tenancy.api_keys import ApiKeyStore
 from poolq.storage import LocalObjectStore
+from poolq.worker.local_runner import local_context
 
 TENANT_A, TENANT_B = "tenant-a", "tenant-b"
 UNKNOWN_ID = "0" * 32  # well-formed (32 hex digits) and never issued

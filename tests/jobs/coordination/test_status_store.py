@@ -9,10 +9,10 @@ import redis
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.ledger.error_summary import ErrorSummary
-from poolq.jobs.model.job_state import TRANSITIONS, JobState
-from poolq.jobs.model.job_status import JobStatus
-from poolq.jobs.model.reuse_counts import ReuseCounts
-from poolq.jobs.model.sink_config import SinkOutcome, sink_outcomes_json
+from poolq.jobs.spec.job_state import TRANSITIONS, JobState
+from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.spec.reuse_counts import ReuseCounts
+from poolq.jobs.spec.sink_config import SinkOutcome, sink_outcomes_json
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.integration)])

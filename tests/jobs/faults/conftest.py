@@ -231,8 +231,8 @@ class Deployment:
 
     def new_ctx(self):
         """A job context in the test process, built as a worker builds its own."""
-        from poolq.jobs.worker.celery_app import create_celery_app
-        from poolq.jobs.worker.tasks import build_worker_context
+        from poolq.worker.celery_app import create_celery_app
+        from poolq.worker.celery_tasks import build_worker_context
 
         settings = self.settings
         return build_worker_context(create_celery_app(settings), settings)
@@ -245,8 +245,8 @@ class Deployment:
         return self._ctx
 
     def run_reconciler(self) -> None:
-        """Run ``poolq.jobs.worker.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
-        from poolq.jobs.worker.reconciler import reconcile
+        """Run ``poolq.worker.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
+        from poolq.worker.reconciler import reconcile
 
         ctx, interval = self.new_ctx(), self.settings.reconcile_interval_s
 
@@ -392,7 +392,7 @@ class Deployment:
         if self.api_url:
             with self.client() as client:
                 return client.submit(self.spec(documents), idempotency_key=idempotency_key)["id"]
-        from poolq.jobs.model.job_spec import JobSpec
+        from poolq.jobs.spec.job_spec import JobSpec
         from poolq.jobs.steps.submit import submit_job
 
         return submit_job(JobSpec.model_validate(self.spec(documents)), self.ctx, idempotency_key).id
@@ -556,8 +556,8 @@ def row_values(table, task: str) -> list[np.ndarray]:
 def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, np.ndarray]:
     """Each document's output from a clean engine run (settings' engine config, truncate)."""
     from poolq.engine import PoolingEngine, PoolingRequest, PoolingTask, SparseVector
-    from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import LongDocuments
 
     engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config(), dtype="float32")
     task = PoolingTask(task_name)
@@ -586,8 +586,8 @@ SCORE_QUERY = "what is this article about?"
 def score_reference(sample_documents) -> dict[str, np.ndarray]:
     """Each sample document's cosine score against SCORE_QUERY (MiniLM, truncated), from a clean engine run."""
     from poolq.engine import PoolingEngine
-    from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import LongDocuments
 
     engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config(), dtype="float32")
     policy = LongDocuments(**TRUNCATE).policy()

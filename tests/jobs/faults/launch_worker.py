@@ -83,7 +83,7 @@ def _claim_one_of(prefix: str, count: int) -> bool:
 def _patch_engine() -> None:
     """Record every model run (which documents, in which process); slow it down; poison it."""
     from poolq.engine import PoolingEngine
-    from poolq.jobs.worker.model_warmup import WARM_UP_TEXT
+    from poolq.worker.model_warmup import WARM_UP_TEXT
 
     original_run = PoolingEngine.run
     slow_s = float(_ENV.get("POOLQ_FAULT_SLOW_S", "0"))
@@ -146,7 +146,7 @@ def _patch_commit() -> None:
 
 def _patch_deliveries() -> None:
     """Record each delivery of a shard task and what it returned (None: no commit by this delivery)."""
-    from poolq.jobs.worker import tasks
+    from poolq.worker import celery_tasks as tasks
 
     original_run_shard = tasks.run_shard
 
@@ -228,7 +228,7 @@ def _patch_s3() -> None:
 
 
 def _patch_broker() -> None:
-    from poolq.jobs.worker import worker_startup
+    from poolq.worker import worker_startup
 
     visibility_s = _ENV.get("POOLQ_FAULT_BROKER_VISIBILITY_S")
     restore_s = _ENV.get("POOLQ_FAULT_RESTORE_INTERVAL_S")
@@ -326,7 +326,7 @@ def main() -> None:
 
     import poolq.engine.loading.model_loader  # noqa: F401
     import poolq.jobs.settings  # noqa: F401
-    import poolq.jobs.worker.worker_startup  # noqa: F401
+    import poolq.worker.worker_startup  # noqa: F401
 
     if sys.argv[1:2] == ["--fork-server"]:
         _serve_forks(Path(sys.argv[2]))
@@ -336,7 +336,7 @@ def main() -> None:
 
 def _run_worker() -> None:
     from poolq.jobs.settings import Settings
-    from poolq.jobs.worker.worker_startup import WorkerOptions, run_worker
+    from poolq.worker.worker_startup import WorkerOptions, run_worker
 
     _patch_engine()
     _patch_planning()

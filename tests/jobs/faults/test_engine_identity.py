@@ -10,7 +10,7 @@ import pytest
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.engine_claim import claim_engine
-from poolq.jobs.model.engine_identity import EngineIdentity
+from poolq.jobs.spec.engine_identity import EngineIdentity
 
 pytestmark = pytest.mark.integration
 MODEL = "all-MiniLM-L6-v2"

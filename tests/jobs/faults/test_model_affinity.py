@@ -26,8 +26,8 @@ def tiny_model(tmp_path_factory):
 def tiny_reference(tiny_model, sample_documents):
     """Each sample document's vector from a clean engine run of the tiny model (truncating, as the jobs)."""
     from poolq.engine import PoolingEngine, PoolingRequest, PoolingTask
-    from poolq.jobs.model.job_spec import LongDocuments
     from poolq.jobs.settings import Settings
+    from poolq.jobs.spec.job_spec import LongDocuments
 
     engine = PoolingEngine.from_pretrained(str(tiny_model), config=Settings().engine_config(), dtype="float32")
     requests = (PoolingRequest(key=d["id"], text=d["text"], task=PoolingTask.EMBED) for d in sample_documents)
@@ -39,10 +39,10 @@ def tiny_reference(tiny_model, sample_documents):
 def fleet(deployment, tiny_model):
     """The deployment, its settings for a worker (the tiny model registered), and a submitter that
     knows the tiny model too."""
-    from poolq.jobs.model.job_spec import JobSpec
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.jobs.steps.submit import submit_job
-    from poolq.jobs.worker.celery_app import create_celery_app
-    from poolq.jobs.worker.tasks import build_worker_context
+    from poolq.worker.celery_app import create_celery_app
+    from poolq.worker.celery_tasks import build_worker_context
 
     models = {TINY: str(tiny_model)}
     settings = deployment.settings.model_copy(update={"models": models})

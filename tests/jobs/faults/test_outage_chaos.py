@@ -80,7 +80,7 @@ OVERRIDES = {
     # parent blocks while it reconnects to a lost broker; a soft limit that fires meanwhile, on a
     # task that already finished, tears the result message it then reads and stops the worker
     # (seen with the fault suite's 5 s limit and a 4 s Redis outage). The worker now exits
-    # non-zero on that (jobs/worker/worker_startup.py), so a supervisor restarts it.
+    # non-zero on that (worker/worker_startup.py), so a supervisor restarts it.
     "task_soft_time_limit_s": 20,
     "task_time_limit_s": 25,
     "visibility_timeout_s": 60,  # above twice the hard limit, as Settings requires

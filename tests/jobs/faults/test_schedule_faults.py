@@ -43,12 +43,12 @@ from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.ledger.job_ledger import Plan
 from poolq.jobs.ledger.layout import ServiceLayout
-from poolq.jobs.schedules.beat_entries import entry_name
-from poolq.jobs.schedules.schedule_store import ScheduleStore
 from poolq.jobs.settings import Settings
 from poolq.jobs.tenancy.api_keys import ApiKeyStore
-from poolq.jobs.worker.celery_app import create_celery_app
+from poolq.products.schedules.beat_entries import entry_name
+from poolq.products.schedules.schedule_store import ScheduleStore
 from poolq.storage import read_embeddings
+from poolq.worker.celery_app import create_celery_app
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[3]

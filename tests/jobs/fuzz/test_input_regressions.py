@@ -11,10 +11,10 @@ import pytest
 from jsonl_strategies import TrickleStream, nested
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import JsonlObject, read_embeddings, read_jsonl
+from poolq.worker.local_runner import run_job_locally
 
 BOM = b"\xef\xbb\xbf"
 

@@ -30,11 +30,11 @@ from jsonl_strategies import (
 )
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import local_context, run_job_locally
 
 # What the engine may say of a record the planner accepted whose text is not ordinary words.
 ENGINE_CODES = {"empty_after_tokenization", "document_too_long"}

@@ -21,9 +21,9 @@ from poolq.jobs.inputs.included_fields import (
     types_to_check,
 )
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
+from poolq.worker.local_runner import run_job_locally
 
 INCLUDED = ["title", "year", "rating", "tags", "absent"]
 

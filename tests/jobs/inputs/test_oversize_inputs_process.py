@@ -32,8 +32,8 @@ import json, sys
 from pathlib import Path
 from poolq.engine import PoolingEngine
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.worker.local_runner import local_context, run_job_locally
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.settings import Settings
 from poolq.storage import read_embeddings
 

@@ -12,10 +12,10 @@ from support.oversize_inputs import MIB, jsonl, long_line_chunks, write_chunks
 
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 MAX_CHARS = 1000  # a record may take 6 × 1000 + 1 MiB bytes as read
 BEFORE = [{"id": "a", "text": "alpha"}]

@@ -6,12 +6,12 @@ from support.job_doubles import RecordingEnqueuer
 
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context, run_job_locally
 
 LINES = [
     '{"id": "a", "text": "alpha document"}',

@@ -15,7 +15,7 @@ from poolq.jobs.lane.embedding_lane import LaneTimeout, TakenRequest
 from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest, InputError
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
 from poolq.jobs.lane.redis_lane import RedisEmbeddingLane
-from poolq.jobs.model.job_spec import LongDocuments
+from poolq.jobs.spec.job_spec import LongDocuments
 
 WAIT_S = 30  # long enough never to be reached by a lane that works
 SHORT_S = 0.2  # a deadline meant to pass

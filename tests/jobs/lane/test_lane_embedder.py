@@ -13,9 +13,9 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.lane.embedding_lane import TakenRequest
 from poolq.jobs.lane.lane_embedder import embed_taken
 from poolq.jobs.lane.lane_messages import EmbeddingRequest
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import run_job_locally
 
 MODEL = "all-MiniLM-L6-v2"
 

@@ -7,7 +7,7 @@ import pytest
 from poolq.jobs.ledger.job_ledger import CarriedPart, JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.jobs.ledger.manifest import JobManifest, ManifestCounts, ManifestErrors, ManifestShards, ManifestUsage
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_state import JobState
 from poolq.storage import LocalObjectStore
 
 

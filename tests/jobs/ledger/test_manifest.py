@@ -4,9 +4,9 @@ import json
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import JobLayout, ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import MANIFEST_VERSION, JobManifest
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.worker.local_runner import run_job_locally
 
 # A manifest exactly as poolq wrote it before the manifest was a model (version 2, int8 output).
 WRITTEN_BY_V2 = {

@@ -3,9 +3,9 @@ committed, finished; one JSON line each, every one with the job's id and tenant 
 step counts. Run in-process (the local runner runs the same steps the workers do)."""
 
 
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_status import LOCAL_TENANT
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_status import LOCAL_TENANT
+from poolq.worker.local_runner import run_job_locally
 
 
 def test_a_jobs_lines_tell_its_story_from_submit_to_finish(local_ctx, json_lines):

@@ -1,9 +1,9 @@
 """The pace a status shows: over the running time so far, running shards' progress included."""
 from datetime import datetime, timedelta, timezone
 
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobCounts, JobEstimate, JobProgress, JobStatus, JobUsage
 from poolq.jobs.observability.job_rates import job_rates
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobCounts, JobEstimate, JobProgress, JobStatus, JobUsage
 
 START = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
 

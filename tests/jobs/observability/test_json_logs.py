@@ -16,7 +16,7 @@ from support.job_doubles import bindable_context
 from poolq.jobs.coordination.enqueuer import PLAN_TASK, SHARD_TASK
 from poolq.jobs.observability.log_format import JsonFormatter, configure_logging, log_context, use_celery_logging
 from poolq.jobs.settings import Settings
-from poolq.jobs.worker import tasks as tasks_module
+from poolq.worker import celery_tasks as tasks_module
 
 LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "celery")
 

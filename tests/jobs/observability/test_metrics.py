@@ -13,17 +13,17 @@ from poolq.jobs.coordination.leases import InMemoryLeaseStore, RedisLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import JobStatus
 from poolq.jobs.observability.gauges import InMemorySystemGauges, RedisSystemGauges, gauges_for
 from poolq.jobs.observability.job_metrics import LATENCY_BUCKETS_S, InMemoryJobMetrics, RedisJobMetrics, bucket_index
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context, run_job_locally
 
 MODEL = "all-MiniLM-L6-v2"
 METRICS_DB = 9  # a database of its own: the metrics and gauge keys are global
@@ -156,12 +156,13 @@ def test_unfinished_jobs_by_state_and_shards_in_flight(stores):
 
 
 def test_in_memory_queues_are_always_empty():
-    assert InMemorySystemGauges(InMemoryJobStatusStore(), InMemoryLeaseStore()).queue_depths() == {"control": 0, "gpu": 0, "webhooks": 0}
+    assert InMemorySystemGauges(InMemoryJobStatusStore(), InMemoryLeaseStore()).queue_depths() == {
+        "control": 0, "gpu": 0, "webhooks": 0}
 
 
 @pytest.mark.integration
 def test_queue_depth_counts_kombu_lists_and_their_priority_lists(metrics_redis, redis_url):
-    from poolq.jobs.worker.celery_app import create_celery_app
+    from poolq.worker.celery_app import create_celery_app
 
     app = create_celery_app(Settings(redis_url=redis_url.rsplit("/", 1)[0] + f"/{METRICS_DB}"))
     app.send_task("poolq.run_shard", args=["x" * 32, 0], queue="gpu")

@@ -7,12 +7,12 @@ from support.job_doubles import PLANNING, RecordingEnqueuer, drain
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.planning import id_partitions
 from poolq.jobs.planning.id_partitions import IdPartitions
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 
 @pytest.mark.parametrize("partitions", [1, 7, 64])

@@ -11,14 +11,14 @@ from support.engine_doubles import CountingEngine
 from poolq.engine.loading.registry import PACKAGED_MODELS
 from poolq.jobs.inputs.content_hash import content_hash
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.planning.incremental import baseline_manifest
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.job_status import LOCAL_TENANT
 from poolq.jobs.steps.submit import JobRejected
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import local_context, run_job_locally
 
 MODEL = "all-MiniLM-L6-v2"
 

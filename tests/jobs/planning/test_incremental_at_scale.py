@@ -7,11 +7,11 @@ import pytest
 from support.engine_doubles import ConstantVectorEngine
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps import planner as planner_module
+from poolq.worker.local_runner import local_context, run_job_locally
 
 DOCUMENTS = 100_000
 CHANGED = (17, 50_000, 99_998)
@@ -49,7 +49,7 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
 
-    monkeypatch.setattr("poolq.jobs.local_runner.plan_job", measured)
+    monkeypatch.setattr("poolq.worker.local_runner.plan_job", measured)
     second = run_job_locally(JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": first.id}), ctx)
     # Then exactly the 3 were embedded, the rest carried, and every document is in the output once
     assert second.status is JobState.SUCCEEDED

@@ -15,13 +15,13 @@ from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.planning.sections import _object_sections
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import LocalObjectStore, read_part
+from poolq.worker.local_runner import local_context, run_job_locally
 
 
 def _write(path, columns: dict, row_group_size: int) -> None:

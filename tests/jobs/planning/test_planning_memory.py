@@ -17,8 +17,8 @@ PLAN_IN_A_FRESH_PROCESS = r"""
 import json, sys
 from pathlib import Path
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.local_runner import local_context
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.worker.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.submit import submit_job

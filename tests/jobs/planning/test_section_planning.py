@@ -11,12 +11,12 @@ from support.job_doubles import PLANNING, RecordingEnqueuer, drain, run_task
 from poolq.jobs.inputs.shard_input import InputFields, ShardInput, read_shard_records
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps import planner as planner_module
 from poolq.jobs.steps.submit import submit_job
-from poolq.jobs.worker.reconciler import reconcile
+from poolq.worker.local_runner import local_context
+from poolq.worker.reconciler import reconcile
 
 
 def _corpus(folder) -> dict[str, list[str]]:
@@ -192,7 +192,7 @@ def test_a_section_whose_object_changed_fails_the_planning_saying_so(tmp_path):
 
 
 def test_a_finished_job_keeps_its_stage_records_but_not_its_id_spills(tmp_path, minilm_engine):
-    from poolq.jobs.local_runner import run_job_locally
+    from poolq.worker.local_runner import run_job_locally
 
     _corpus(tmp_path / "corpus")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))

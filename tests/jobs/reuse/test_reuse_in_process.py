@@ -10,14 +10,14 @@ from support.job_doubles import RecordingEnqueuer, drain
 
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.reuse.reuse_plan import spill_digits
 from poolq.jobs.settings import Settings
-from poolq.jobs.status.recovery import current_status
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.status.current_status import current_status
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"
 

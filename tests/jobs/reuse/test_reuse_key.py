@@ -3,8 +3,8 @@ so a new option is too), nothing else is, and the engine's identity is."""
 import pytest
 from pydantic import Field
 
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.reuse.reuse_key import REUSE_NEUTRAL, reuse_key, reuse_options, reuse_scope
+from poolq.jobs.spec.job_spec import JobSpec
 
 ENGINE = "sha256:abc/float32"
 BASE = {"input": {"documents": [{"id": "a", "text": "x"}]}}

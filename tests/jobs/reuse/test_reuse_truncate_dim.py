@@ -12,12 +12,12 @@ from support.hub_cache import offline_hub, publish
 from support.matryoshka_model import matryoshka_st_bert
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.reuse.reuse_key import reuse_scope
 from poolq.jobs.reuse.reuse_scope import JobReuse, engine_scope
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 MATRYOSHKA, PLAIN = "test-org/tiny-matryoshka", "test-org/tiny-plain"
 

@@ -5,8 +5,8 @@ from support.job_doubles import RecordingEnqueuer
 from support.job_doubles import drain as _drain
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cancel import JobAlreadyFinished, JobNotFound, cancel_job
 from poolq.jobs.steps.submit import IdempotencyConflict, submit_job
 from poolq.storage import LocalObjectStore, StorageError

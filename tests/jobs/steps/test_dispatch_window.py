@@ -4,14 +4,14 @@ import pytest
 from support.job_doubles import RecordingEnqueuer, run_task
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 WINDOW = 4
 SHARDS = 2000  # one document per shard

@@ -10,8 +10,8 @@ from support.job_doubles import drain as _drain
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.engine_claim import claim_engine, claimed_engine, job_engine
-from poolq.jobs.model.engine_identity import EngineMismatch
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.engine_identity import EngineMismatch
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.failures import is_retryable
 from poolq.jobs.steps.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job

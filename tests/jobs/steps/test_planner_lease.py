@@ -8,11 +8,11 @@ from poolq.jobs.coordination.work_units import PLAN_UNIT
 from poolq.jobs.inputs.shard_input import ShardInput
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SectionStage
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps import planner as planner_module
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 
 def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatch):

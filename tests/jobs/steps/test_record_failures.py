@@ -9,11 +9,11 @@ from support.engine_doubles import ConstantVectorEngine
 
 from poolq.engine import EngineConfig, MultiOutput, PoolingEngine, PoolingOutput, PoolingTask, SparseVector
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.tasks.finite_results import NON_FINITE_CODE, non_finite_error
 from poolq.storage import read_embeddings
+from poolq.worker.local_runner import run_job_locally
 
 MODEL = "all-MiniLM-L6-v2"
 

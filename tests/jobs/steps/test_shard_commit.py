@@ -15,8 +15,8 @@ from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.work_units import shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, run_shard
 from poolq.jobs.steps.submit import submit_job

@@ -11,13 +11,13 @@ from support.job_doubles import QueueRecordingEnqueuer
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, MODEL_QUEUE_PREFIX, model_queue
 from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.observability.job_metrics import RedisJobMetrics
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.planner import plan_job
 from poolq.jobs.steps.shard_routing import AFFINITY, GENERAL, ShardRouter, affinity_queue, shard_queue
 from poolq.jobs.steps.submit import submit_job
+from poolq.worker.local_runner import local_context
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -155,7 +155,7 @@ def test_routes_are_counted_in_redis(redis_url):
 def test_celery_sends_a_routed_shard_to_the_model_queue(redis_url):
     from poolq.jobs.coordination.enqueuer import CeleryEnqueuer
     from poolq.jobs.settings import Settings
-    from poolq.jobs.worker.celery_app import create_celery_app
+    from poolq.worker.celery_app import create_celery_app
 
     enqueuer = CeleryEnqueuer(create_celery_app(Settings(redis_url=redis_url)))
     queue = model_queue(f"model-{uuid.uuid4().hex}")

@@ -2,7 +2,7 @@
 def test_a_job_for_a_task_its_model_lacks_is_rejected_naming_the_models_tasks(local_ctx):
     import pytest
 
-    from poolq.jobs.model.job_spec import JobSpec
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.jobs.steps.submit import JobRejected, submit_job
 
     spec = JobSpec.model_validate({"model": "splade-tiny", "input": {"documents": [{"id": "a", "text": "x"}]}})

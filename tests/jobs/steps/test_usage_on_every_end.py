@@ -5,9 +5,9 @@ from support.job_doubles import RecordingEnqueuer, drain
 
 from poolq.engine import EngineConfig, PoolingEngine
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
-from poolq.jobs.status.recovery import status_from_ledger
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.status.current_status import status_from_ledger
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.submit import submit_job
 

@@ -1,8 +1,8 @@
 """Jobs of every task, run in process on real or random-weight models saved to disk."""
 import pytest
 
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 
 @pytest.fixture

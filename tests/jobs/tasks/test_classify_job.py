@@ -72,7 +72,7 @@ def test_chunked_long_documents_average_logits_over_windows(task_ctx, random_mod
 @pytest.mark.parametrize("output, field", [({"dimensions": 8}, "output.dimensions"), ({"dtype": "int8"}, "output.dtype"),
                                            ({"sparse_top_k": 3}, "output.sparse_top_k")])
 def test_options_of_other_tasks_are_rejected_naming_the_field(task_ctx, output, field):
-    from poolq.jobs.model.job_spec import JobSpec
+    from poolq.jobs.spec.job_spec import JobSpec
     from poolq.jobs.steps.submit import JobRejected, validate_spec
 
     spec = JobSpec.model_validate({"model": "sentiment", "task": "classify", "output": output,

@@ -3,7 +3,7 @@ engine computes, tests/engine/test_truncate_dim.py), also in the schema of a job
 import json
 
 from poolq.engine import read_model_spec
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.tasks import job_task
 from poolq.jobs.tasks.embed_task import default_output_dimensions
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from support.task_jobs import run_task_job
 
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 
 TEXTS = ["George Orwell wrote Animal Farm.", "Foxes eat rodents, rabbits and berries, and foxes eat eggs."]

@@ -9,12 +9,12 @@ import pytest
 from support.api_client import authed_client
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context, run_job_locally
-from poolq.jobs.model.job_spec import JobSpec
-from poolq.jobs.model.job_state import JobState
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 from poolq.storage import codec_for, read_embeddings, type_name
+from poolq.worker.local_runner import local_context, run_job_locally
 
 MODEL = "all-MiniLM-L6-v2"
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from support.task_jobs import run_task_job
 
-from poolq.jobs.model.job_spec import JobSpec
+from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 
 QUERIES = ["what do foxes eat", "who wrote animal farm", "what do foxes eat"]
@@ -58,7 +58,7 @@ def test_bad_pairs_are_per_record_errors_and_truncation_cuts_the_text_only(task_
     long_text = "rivers and mills " * 200
     records = [*PAIRS, {"id": "no-query", "text": "x"}, {"id": "long", "query": "which river", "text": long_text}]
     spec = JobSpec.model_validate({"model": "reranker", "task": "score", "input": {"documents": records}})
-    from poolq.jobs.local_runner import run_job_locally
+    from poolq.worker.local_runner import run_job_locally
 
     status = run_job_locally(spec, task_ctx)
     assert status.errors_by_code == {"missing_query": 1, "document_too_long": 1}, status.error_samples
@@ -107,7 +107,7 @@ def test_a_rerank_job_ranks_each_querys_pairs_even_past_the_shard_size(task_ctx)
 
 
 def test_a_query_whose_pairs_are_not_consecutive_fails_its_later_pairs(task_ctx):
-    from poolq.jobs.local_runner import run_job_locally
+    from poolq.worker.local_runner import run_job_locally
 
     pairs = _rerank_pairs(["alpha"], 2) + _rerank_pairs(["beta"], 2) + [{**_rerank_pairs(["alpha"], 3)[2]}]
     spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"documents": pairs}})
@@ -120,7 +120,7 @@ def test_runs_of_one_query_in_two_input_objects_are_split_too(task_ctx, tmp_path
     # Given a prefix of two JSONL objects, both holding pairs of query "alpha"
     import json
 
-    from poolq.jobs.local_runner import run_job_locally
+    from poolq.worker.local_runner import run_job_locally
 
     folder = tmp_path / "pairs"
     folder.mkdir()

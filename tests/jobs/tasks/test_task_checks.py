@@ -3,7 +3,7 @@ from typing import get_args
 
 import pytest
 
-from poolq.jobs.model.job_spec import JobSpec, JobTaskName
+from poolq.jobs.spec.job_spec import JobSpec, JobTaskName
 from poolq.jobs.steps.submit import JobRejected, validate_spec
 from poolq.jobs.tasks import JOB_TASKS
 

@@ -5,8 +5,8 @@ import openai
 import pytest
 from support.api_client import InProcessTransport, authed_client
 
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 
 class _ReadingTransport(InProcessTransport):

@@ -15,10 +15,10 @@ from poolq.api.server.app import create_app
 from poolq.api.server.rate_limit import InMemoryRateLimiter
 from poolq.engine import LongDocumentMode, LongDocumentPolicy
 from poolq.jobs.lane.lane_messages import EmbeddingReply
-from poolq.jobs.lane.lane_server import LaneServer
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.lane_server import LaneServer
+from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"
 LIMITS = {"embeddings_max_inputs": 8, "embeddings_max_request_tokens": 2000}

@@ -12,8 +12,8 @@ from support.refusals import GRANTED, REFUSALS, TENANT_A, Refusal
 from support.security_app import holding_context
 
 from poolq.api.server.app import create_app
-from poolq.jobs.estimate import estimator
 from poolq.jobs.settings import Settings
+from poolq.products.estimate import estimator
 
 
 def _client(tmp_path, **overrides) -> TestClient:

@@ -14,16 +14,16 @@ from support.api_client import InProcessTransport, authed_client
 from support.hub_cache import offline_hub
 from support.hub_models import FAMILIES, publish_family, snapshot_dir
 
-from poolq.jobs.batches.batch_advance import advance_batch
-from poolq.jobs.batches.batch_files import create_file, open_file_content
-from poolq.jobs.batches.batches import create_batch, get_batch
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.lane.lane_server import LaneServer
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_status import LOCAL_TENANT
 from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_status import LOCAL_TENANT
+from poolq.products.batches.batch_advance import advance_batch
+from poolq.products.batches.batch_files import create_file, open_file_content
+from poolq.products.batches.batches import create_batch, get_batch
 from poolq.storage import read_part
+from poolq.worker.lane_server import LaneServer
+from poolq.worker.local_runner import local_context
 
 NAMES = ("bert-e5", "modernbert-nomic", "qwen3-embed", "gemma3-embed")
 QUERIES = ["how do rivers form", "tallest mountain in the alps", "what is a fjord", "capital of norway",

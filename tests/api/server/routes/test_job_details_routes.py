@@ -3,7 +3,7 @@ status, on an in-process job context; another tenant's job is a 404 like everywh
 import pytest
 from support.api_client import authed_client
 
-from poolq.jobs.local_runner import local_context
+from poolq.worker.local_runner import local_context
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from poolq.jobs.coordination.enqueuer import Enqueuer
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.engine_pool import EnginePool
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ from support.hub_cache import offline_hub, publish
 from support.matryoshka_model import matryoshka_st_bert
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.lane.lane_server import LaneServer
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.storage import read_part
+from poolq.worker.lane_server import LaneServer
+from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-matryoshka"
 TEXTS = ["rivers and lakes", "mountains", "how tall is the eiffel tower"]

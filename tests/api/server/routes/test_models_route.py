@@ -19,9 +19,9 @@ from support.hub_cache import hf_hub_repo, offline_hub, publish, tiny_st_bert
 from poolq.engine import PoolingEngine
 from poolq.jobs.coordination.worker_model_stats import WorkerModelStats
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
 from poolq.storage import read_part
+from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-bert"
 DOCS = {"documents": [{"id": "a", "text": "rivers and lakes"}, {"id": "b", "text": "mountains"}]}

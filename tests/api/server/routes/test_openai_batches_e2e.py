@@ -137,7 +137,7 @@ def test_cancel_keeps_what_was_done_and_lists_the_rest(client, sample_documents)
     batch = client.batches.create(input_file_id=_upload(client, _many_requests(sample_documents, 300)).id,
                                   endpoint="/v1/embeddings", completion_window="24h")
     # Its input read and its job running: a cancel while it is still validating ends it with no files
-    # (tests/jobs/batches/test_batch_flow.py), which is not what this test is about
+    # (tests/products/batches/test_batch_flow.py), which is not what this test is about
     _wait(client, batch.id, until=("in_progress", *ENDED))
     cancelling = client.batches.cancel(batch.id)
     assert cancelling.status == "cancelling" and cancelling.cancelling_at

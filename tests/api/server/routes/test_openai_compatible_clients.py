@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from support.api_client import InProcessTransport, authed_client
 
-from poolq.jobs.lane.lane_server import LaneServer
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.lane_server import LaneServer
+from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"
 TEXTS = ["how do rivers form", "the tallest mountains on earth", "why is the sea salty"]

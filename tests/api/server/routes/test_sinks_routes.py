@@ -10,10 +10,10 @@ from support.engine_doubles import CountingEngine
 
 from poolq.devtools.devstack.ports import free_port
 from poolq.devtools.devstack.postgres_server import PostgresServer
-from poolq.jobs.local_runner import local_context
-from poolq.jobs.model.job_spec import JobSpec
 from poolq.jobs.settings import Settings
-from poolq.jobs.sinks.sink_access import SinkNotAllowed, check_sink_access
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.products.sinks.sink_access import SinkNotAllowed, check_sink_access
+from poolq.worker.local_runner import local_context
 
 pytestmark = pytest.mark.integration
 PASSWORD = "s3cret-pw-never-shown"

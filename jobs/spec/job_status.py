@@ -1,0 +1,85 @@
+"""What a client polls: a job's status (``GET /v1/jobs/{id}``), with its counts, usage, rates and progress."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from poolq.jobs.spec.dict_access import DictAccessDeprecated
+from poolq.jobs.spec.job_state import JobState
+from poolq.jobs.spec.reuse_counts import ReuseCounts
+from poolq.jobs.spec.sink_config import SinkOutcome
+from poolq.jobs.spec.webhook import WebhookOutcome
+
+
+class JobCounts(BaseModel):
+    total: int | None = None  # known once the input has been read
+    completed: int = 0
+    failed: int = 0
+    not_processed: int = 0  # a cancelled job's records that were neither embedded nor failed
+
+
+class JobUsage(BaseModel):
+    """What the model ran for the job, whatever way it ended (docs/http-api.md#usage): the committed
+    shards' tokens, a cancelled shard's discarded windows included; repeats and reused texts excluded."""
+
+    tokens: int = 0
+
+
+class JobRates(BaseModel):
+    """Throughput since the job started (running shards' progress included) and the time left at
+    that pace; None while unknown (not started, nothing done yet, no total)."""
+
+    tokens_per_s: float | None = None
+    documents_per_s: float | None = None
+    eta_s: float | None = None
+
+
+class JobEstimate(BaseModel):
+    """The job's tokens in all (what its ETA counts), once planned: what the records tokenized so
+    far cost, plus the characters still to go at the characters per token measured on them.
+    ``measured``: some of its text has been tokenized (else it assumes 4 characters a token)."""
+
+    tokens: int | None = None
+    measured: bool = False
+
+
+class JobProgress(BaseModel):
+    """Work the running shards have done and not committed yet (it moves between commits)."""
+
+    documents: int = 0
+    tokens: int = 0
+
+
+class JobResult(BaseModel):
+    manifest_uri: str
+
+
+LOCAL_TENANT = "local"  # the tenant of in-process runs (`poolq embed`), which have no API keys
+
+
+class JobStatus(DictAccessDeprecated, BaseModel):
+    """What ``GET /v1/jobs/{id}`` returns."""
+
+    id: str
+    tenant: str = LOCAL_TENANT
+    status: JobState
+    model: str
+    task: str
+    counts: JobCounts = Field(default_factory=JobCounts)
+    usage: JobUsage = Field(default_factory=JobUsage)
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    result: JobResult | None = None
+    error: str | None = None
+    errors_by_code: dict[str, int] = Field(default_factory=dict)  # failed records by error code
+    error_samples: list[str] = Field(default_factory=list)  # the first few error messages
+    in_progress: JobProgress = Field(default_factory=JobProgress)
+    estimate: JobEstimate = Field(default_factory=JobEstimate)  # done so far: usage.tokens + in_progress.tokens
+    rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})
+    webhook: WebhookOutcome | None = None  # the delivery of its end event, if it names a webhook
+    # What content-addressed reuse saved (docs/reuse.md): so far (its committed shards) while the job runs,
+    # the manifest's once it ended; None until a unit is counted.
+    reuse: ReuseCounts | None = None
+    sinks: list[SinkOutcome] | None = None  # a finished job naming a sink: its load's state (docs/sinks/)

@@ -1,0 +1,103 @@
+"""The estimate's one streaming pass over a job's input: every record read once, as planning
+reads it (same sections, same record checks), never held whole. It counts documents and
+characters, the records planning would refuse (by code), distinct contents, and feeds the
+sample. Past ``estimate_max_seconds`` it stops (inside a section where the share read is known,
+else at its end) and says which part of the input's bytes it read, so the estimate can scale
+what it saw."""
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from poolq.jobs.context import JobContext
+from poolq.jobs.inputs.input_format import InputFormat
+from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.inputs.records import InputRecord, RecordError
+from poolq.jobs.inputs.shard_input import InputFields
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.planning.sections import list_sections, section_records
+from poolq.jobs.report.distinct_counter import DistinctCounter
+from poolq.jobs.spec.job_spec import InlineInput, JobSpec
+from poolq.products.estimate.stratified_sample import SampledDocument, StratifiedSample
+from poolq.storage import JsonlProgress
+
+_DEADLINE_EVERY = 1000  # records between two looks at the clock inside a section
+
+
+@dataclass
+class InputScan:
+    sample: StratifiedSample
+    documents: int = 0  # valid records read
+    characters: int = 0
+    invalid: Counter[str] = field(default_factory=Counter)  # records planning would refuse, by code
+    distinct: DistinctCounter = field(default_factory=DistinctCounter)  # contents
+    ids: DistinctCounter = field(default_factory=DistinctCounter)  # ids: a repeated one is planning's duplicate_id
+    bytes_read: int = 0
+    bytes_total: int = 0
+    seconds: float = 0.0
+
+    @property
+    def fraction_read(self) -> float:
+        return 1.0 if not self.bytes_total else min(1.0, self.bytes_read / self.bytes_total)
+
+    def add(self, record: InputRecord) -> None:
+        self.documents += 1
+        self.characters += record.characters
+        self.distinct.add(record.content_hash)
+        self.ids.add(hashlib.sha256(record.id.encode("utf-8")).hexdigest())
+        spans = tuple((int(a), int(b)) for a, b in record.chunk_spans) if record.chunk_spans is not None else None
+        self.sample.add(SampledDocument(record.text, record.content_hash, spans, record.query))
+
+
+def scan_input(spec: JobSpec, ctx: JobContext, tenant: str) -> InputScan:
+    settings = ctx.settings
+    scan = InputScan(StratifiedSample(settings.estimate_sample_per_stratum, settings.estimate_sample_chars))
+    started = time.monotonic()
+    if isinstance(spec.input, InlineInput):
+        for record in _inline_records(spec.input):
+            scan.add(record)
+    else:
+        _scan_sections(scan, JobHandle.unsubmitted(ctx, spec, tenant), started + settings.estimate_max_seconds)
+    scan.seconds = time.monotonic() - started
+    return scan
+
+
+def _inline_records(inline: InlineInput) -> Iterator[InputRecord]:
+    for line, document in enumerate(inline.documents, start=1):
+        spans = [list(span) for span in document.chunk_spans] if document.chunk_spans is not None else None
+        yield InputRecord(document.id, document.text, line, spans, document.query, document.query_id)
+
+
+def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
+    sections = list_sections(job, job.ctx.settings.plan_section_bytes)
+    scan.bytes_total = sum(section.size_bytes for section in sections)
+    fields = InputFields.of(job.spec)
+    for section in sections:
+        if time.monotonic() > deadline and scan.bytes_read:
+            return
+        progress, records = JsonlProgress(), 0
+        for _, record in section_records(section, fields, job.ctx, progress=progress):
+            if isinstance(record, RecordError):
+                scan.invalid[record.code] += 1
+            else:
+                scan.add(record)
+            records += 1
+            if records % _DEADLINE_EVERY == 0 and time.monotonic() > deadline and _cuttable(section):
+                scan.bytes_read += round(section.size_bytes * _fraction(section, progress, records))
+                return
+        scan.bytes_read += section.size_bytes
+
+
+def _cuttable(section: InputSection) -> bool:
+    """Whether the share of a section read so far is known: a plain JSONL range (bytes read) or a
+    Parquet run (rows read); a gzip object's compressed size says nothing of it (read whole)."""
+    return section.format == InputFormat.PARQUET.value or not section.uri.endswith(".gz")
+
+
+def _fraction(section: InputSection, progress: JsonlProgress, records: int) -> float:
+    if section.format == InputFormat.PARQUET.value:
+        return min(1.0, records / max(1, section.end - section.start))
+    return min(1.0, progress.bytes / max(1, section.end - section.start))

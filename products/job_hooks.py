@@ -1,0 +1,41 @@
+"""The products' hooks into the job core (``poolq.jobs.job_hooks``): a job's sink and webhook are
+checked at submission, and a job's end queues its sink loads, then its end event. Every edge (the
+API, the Celery worker, the in-process runner) builds its context with ``ProductHooks()``."""
+from __future__ import annotations
+
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.job_hooks import SubmissionRefused
+from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.settings import Settings
+from poolq.jobs.spec.job_spec import JobSpec
+from poolq.products.sinks.sink_access import SinkNotAllowed, check_sink_access
+from poolq.products.sinks.sink_entries import send_pending_loads
+from poolq.products.webhooks.allow_list import AllowList
+from poolq.products.webhooks.events import announce_job_end
+from poolq.products.webhooks.webhook_url import WebhookRefused
+
+
+class ProductHooks:
+    """``JobHooks`` as the products fill them."""
+
+    def check_spec(self, spec: JobSpec, settings: Settings) -> None:
+        """The webhook's URL is in the operator's allow-list (its host's addresses are checked at
+        delivery, each time: a name may resolve elsewhere by then)."""
+        if spec.webhook is None:
+            return
+        try:
+            AllowList.parse(settings.webhook_allow).entry_for(spec.webhook.url)
+        except WebhookRefused as exc:
+            raise SubmissionRefused("webhook.url", f"webhook URL refused: {exc}") from None
+
+    def check_submission(self, spec: JobSpec, tenant: str, settings: Settings) -> None:
+        """The sink is one ``tenant`` may load into."""
+        try:
+            check_sink_access(spec, tenant, settings)
+        except SinkNotAllowed as exc:
+            raise SubmissionRefused("sink", str(exc)) from None
+
+    def job_ended(self, job: JobHandle, manifest: JobManifest) -> None:
+        send_pending_loads(job, manifest)  # its own step: a sink never holds the job back
+        announce_job_end(job, manifest)
+

@@ -1,0 +1,24 @@
+"""Where a sink load's outcome is recorded, once per load that ends (succeeded or failed): logged, and
+announced to the job's webhook as ``sink.succeeded`` / ``sink.failed`` (docs/webhooks.md).
+
+Nothing may raise out of it into the load: ``send_job_event`` logs what went wrong instead."""
+from __future__ import annotations
+
+import logging
+
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.manifest import ManifestSink
+from poolq.products.webhooks.events import send_job_event
+
+log = logging.getLogger(__name__)
+
+
+def record_sink_outcome(job: JobHandle, outcome: ManifestSink) -> None:
+    """A sink load of ``job`` ended with ``outcome`` (already in the manifest)."""
+    log.info("job %s: sink %s %s (upserted %d, deleted %d, unchanged %d)", job.id, outcome.name, outcome.state,
+             outcome.upserted, outcome.deleted, outcome.unchanged)
+    # One event per load that ends: a retried load (poolq sink retry) ends later, so it is a new event,
+    # while a repeated call for the same end queues the same one (same webhook-id).
+    ended = outcome.finished_at.isoformat() if outcome.finished_at else ""
+    send_job_event(job, f"sink.{outcome.state}", {"job_id": job.id, **outcome.model_dump(mode="json")},
+                   key=f"{outcome.name}:{ended}")
