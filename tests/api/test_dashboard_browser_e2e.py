@@ -1,8 +1,10 @@
 """The jobs dashboard in a real headless browser (Debian's Chromium) against a real `poolq dev up`
 stack: a key entered once, the job list updating live while a long job runs, errors by code and
 per-code samples of a finished job, result download links, cancelling from the page (the API then
-says cancelled), the schedules of an admin key, the models a worker holds, a phone-width layout, and
-no console errors (a CSP refusal would be one). Screenshots are kept as artifacts: their folder is printed."""
+says cancelled), the schedules of an admin key, the models a worker holds, a phone-width layout, the
+pictures (a running job's tokens/s line, errors by code and the data report's histograms as bars) drawn
+from the jobs' data with their text alternatives, no console errors (a CSP refusal would be one) and
+nothing loaded from another host. Screenshots are kept as artifacts: their folder is printed."""
 import os
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 from support.browser import artifacts_dir, headless_chromium, missing_browser, set_viewport
 from support.dev_stack import LIVE_STACK_ENV, dev_stack
+from support.svg_charts import bars, check_bars, check_tokens_line, histogram_bars, other_hosts, sparkline
 
 from poolq.api.client.poolq_client import PoolqClient
 
@@ -50,6 +53,15 @@ def finished_job(client, sample_documents) -> dict:
     documents = [{"id": f"speech-{i}", "text": document["text"]} for i, document in enumerate(sample_documents[:6])]
     documents += [{"id": f"query-{i}", "text": f"a short query {i}"} for i in range(4)]
     job = client.submit({"input": {"documents": documents}})
+    return _wait(client, job["id"], lambda j: j["status"] in TERMINAL)
+
+
+@pytest.fixture(scope="module")
+def chunked_job(client, sample_documents) -> dict:
+    """A small job that embeds its documents' chunks of 3 sentences: its data report has a histogram of chunk lengths."""
+    documents = [{"id": f"speech-{i}", "text": document["text"]} for i, document in enumerate(sample_documents[6:12])]
+    documents += [{"id": f"query-{i}", "text": f"a short query {i}"} for i in range(2)]
+    job = client.submit({"input": {"documents": documents}, "long_documents": {"mode": "naive_chunks", "chunk_by": "sentences"}})
     return _wait(client, job["id"], lambda j: j["status"] in TERMINAL)
 
 
@@ -110,6 +122,11 @@ def _console_errors(driver) -> list[str]:
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+def _line_of(driver, selector: str, points: int):
+    line = sparkline(driver, selector)
+    return line if line and line["points"] >= points else None
+
+
 def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_job, long_text, artifacts):
     assert finished_job["status"] == "partially_succeeded" and finished_job["errors_by_code"], finished_job
     running = client.submit({"input": {"documents": [{"id": "long", "text": long_text}]}, "long_documents": {"mode": "chunked"}})
@@ -122,6 +139,10 @@ def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_jo
         later = _until(driver, lambda d: _tokens_shown(d, running["id"]) > first and _tokens_shown(d, running["id"]),
                        what="the running job's progress never moved on the page")
         assert later > first
+        list_line = _until(driver, lambda d: _line_of(d, f'tr[data-job-id="{running["id"]}"] svg.sparkline', 2),
+                           what="the running job's row drew no tokens/s line")
+        check_tokens_line(list_line)
+        assert sparkline(driver, f'tr[data-job-id="{finished_job["id"]}"] svg.sparkline') is None  # never seen running
         for code in finished_job["errors_by_code"]:
             assert code in _row_text(driver, finished_job["id"])  # errors by code, in the list
         driver.save_screenshot(str(artifacts / "jobs-1280x800.png"))
@@ -140,14 +161,21 @@ def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_jo
         _until(driver, lambda d: _tokens_shown(d, running["id"]) > moved, what="the list stopped updating")
         assert driver.switch_to.active_element.get_attribute("id") == link_id
         driver.switch_to.active_element.send_keys(Keys.ENTER)
-        cancel = _until(driver, lambda d: d.find_elements(By.ID, "cancel-job") and d.find_element(By.ID, "cancel-job"))
+        _until(driver, lambda d: d.find_elements(By.ID, "cancel-job"))
         assert '"mode": "chunked"' in _until(driver, lambda d: d.find_element(By.ID, "options").text)
+        # Its tokens/s over time: the list's readings and the page's own, one more each poll
+        line = _until(driver, lambda d: _line_of(d, "#throughput svg.sparkline", 4), what="the job page drew no tokens/s line")
+        check_tokens_line(line)
         driver.save_screenshot(str(artifacts / "job-running-1280x800.png"))
-        cancel.send_keys(Keys.ENTER)  # a real button: the keyboard works it
+        driver.find_element(By.ID, "progress").screenshot(str(artifacts / "job-throughput.png"))
+        # a real button: the keyboard works it (found again: each poll redraws the page, the line with it)
+        _until(driver, lambda d: d.find_element(By.ID, "cancel-job").send_keys(Keys.ENTER) or True)
         _until(driver, lambda d: _page_status(d) == "cancelled", timeout=120, what="the page never showed the job cancelled")
         assert client.get(running["id"])["status"] == "cancelled"  # the API agrees: it really ended
         assert not driver.find_elements(By.ID, "cancel-job")
+        assert _line_of(driver, "#throughput svg.sparkline", line["points"])  # the line stays after the end
         driver.save_screenshot(str(artifacts / "job-cancelled-1280x800.png"))
+        assert other_hosts(driver) == []
 
         # The finished job's page: samples per error code, and download links for its parts
         driver.get(f"{stack['api_url']}/ui#/jobs/{finished_job['id']}")
@@ -158,6 +186,27 @@ def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_jo
         assert all(code in errors for code in finished_job["errors_by_code"]) and "speech-" in errors, errors
         driver.find_element(By.TAG_NAME, "body").screenshot(str(artifacts / "job-finished.png"))
         assert _console_errors(driver) == []
+
+
+def test_a_finished_jobs_errors_and_data_report_are_drawn_as_bars(stack, client, finished_job, chunked_job, artifacts):
+    by_code = sorted(finished_job["errors_by_code"].items(), key=lambda item: (-item[1], item[0]))
+    with headless_chromium(1280, 800) as driver:
+        _sign_in(driver, stack["api_url"], stack["api_key"])
+        for job, fields in ((finished_job, {"document_tokens": " documents"}),
+                            (chunked_job, {"document_tokens": " documents", "chunk_tokens": " rows"})):
+            driver.get(f"{stack['api_url']}/ui#/jobs/{job['id']}")
+            report = client.results(job["id"]).manifest["report"]
+            for field, unit in fields.items():
+                chart = _until(driver, lambda d: bars(d, f'article[data-job-id="{job["id"]}"] #histogram-{field} figure'),
+                               what=f"no {field} histogram drawn")
+                what = "documents" if field == "document_tokens" else "chunk rows"
+                check_bars(chart, histogram_bars(report, field, unit), f"{what} by length in tokens")
+            assert other_hosts(driver) == [] and _console_errors(driver) == []
+        driver.find_element(By.ID, "block-report").screenshot(str(artifacts / "job-report.png"))
+        driver.get(f"{stack['api_url']}/ui#/jobs/{finished_job['id']}")
+        chart = _until(driver, lambda d: bars(d, f'article[data-job-id="{finished_job["id"]}"] #errors figure'))
+        check_bars(chart, [f"{code}: {count:,} records" for code, count in by_code], "failed records by error code")
+        assert other_hosts(driver) == [] and _console_errors(driver) == []
 
 
 def test_the_list_pages_back_through_older_jobs(stack, client, finished_job):

@@ -1,5 +1,6 @@
 // Blocks a job's status or manifest may carry (each added by its own feature): rendered when
 // present, generically enough that a new field shows without a change here.
+import { bars } from "./charts.js";
 import { el, number } from "./dom.js";
 
 export const EXTRA_BLOCKS = [
@@ -13,9 +14,26 @@ function scalar(value) {
   return String(value);
 }
 
+// What the data report's histograms count (the manifest's report: jobs/report/data_report.py).
+const COUNTED = { document_tokens: ["documents by length in tokens", " documents"], chunk_tokens: ["chunk rows by length in tokens", " rows"] };
+
+// A histogram ({edges, counts}, the last bucket open) as bars from its first non-empty bucket to its
+// last, labelled like `poolq results JOB --report` labels them: 16-31, ..., 65536+.
+function histogram(name, { edges, counts }) {
+  const filled = counts.flatMap((count, index) => (count ? [index] : []));
+  if (!filled.length) return "none";
+  const shown = counts.map((_, index) => index).slice(filled[0], filled.at(-1) + 1);
+  const labels = shown.map((index) => (index + 1 < edges.length ? `${edges[index]}-${edges[index + 1] - 1}` : `${edges[index]}+`));
+  const [title, unit] = COUNTED[name] || [`${name.replaceAll("_", " ")} by range`, ""];
+  return bars(labels, shown.map((index) => counts[index]), { title, unit });
+}
+
+const isHistogram = (value) => Boolean(value) && Array.isArray(value.edges) && Array.isArray(value.counts);
+
 export function facts(object) {
-  return el("dl", { class: "facts" },
-    Object.entries(object).flatMap(([name, value]) => [el("dt", {}, name.replaceAll("_", " ")), el("dd", {}, scalar(value))]));
+  return el("dl", { class: "facts" }, Object.entries(object).flatMap(([name, value]) => [
+    el("dt", {}, name.replaceAll("_", " ")), el("dd", { id: isHistogram(value) ? `histogram-${name}` : null },
+      isHistogram(value) ? histogram(name, value) : scalar(value))]));
 }
 
 // A list of objects (the sinks) as a table of their union of fields; anything else as facts.

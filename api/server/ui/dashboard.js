@@ -6,6 +6,7 @@ import { jobList } from "./job_list.js";
 import { jobPage } from "./job_page.js";
 import { modelList } from "./models.js";
 import { scheduleList } from "./schedules.js";
+import { record, tokensPerSecond } from "./throughput.js";
 
 const POLL_MS = 2000;
 const $ = (id) => document.getElementById(id);
@@ -41,6 +42,7 @@ function askForKey(message = "") {
 
 async function jobView(id) {
   const status = await api.job(id);
+  record(status);
   const known = details.get(id) || {};
   if (!known.spec) known.spec = await api.spec(id);
   if (TERMINAL.has(status.status) && status.result) {
@@ -49,7 +51,7 @@ async function jobView(id) {
     if (!known.samples) known.samples = await api.errorSamples(id);
   }
   details.set(id, known);
-  const view = { status, ...known };
+  const view = { status, ...known, throughput: tokensPerSecond(id) };
   return [jobPage(view, () => cancel(id)), view];
 }
 
@@ -80,7 +82,15 @@ function route() {
   }
   $("nav-jobs").setAttribute("aria-current", "page");
   const page = listPage(hash);
-  return { load: async () => { const list = await api.jobs(page.limit, page.before); return [jobList(list, page), list]; } };
+  return { load: () => listView(page) };
+}
+
+// The list, and each job's tokens/s line from this tab's polls (part of what is shown: a new reading redraws).
+async function listView(page) {
+  const list = await api.jobs(page.limit, page.before);
+  for (const job of list.jobs) record(job);
+  const lines = Object.fromEntries(list.jobs.map((job) => [job.id, tokensPerSecond(job.id)]));
+  return [jobList(list, page, lines), { list, lines }];
 }
 
 // #/?limit=N&before=ID: a page of the list (N jobs, older than job ID); anything else: the newest 50.

@@ -1,4 +1,5 @@
 // The tenant's jobs, newest first: one row each, with what a watcher wants at a glance.
+import { sparkline } from "./charts.js";
 import { TERMINAL, badge, counts, duration, el, errorsByCode, number, progressBar, rate, tokensDone, when } from "./dom.js";
 
 const COLUMNS = ["Job", "Status", "Progress", "Tokens", "Tokens/s", "ETA", "Records", "Errors by code"];
@@ -7,7 +8,9 @@ function cell(label, content, extra = {}) {
   return el("td", { "data-label": label, ...extra }, content);
 }
 
-function row(job) {
+// lines: job id -> its tokens/s between this tab's polls (throughput.js): a small line for each job
+// the tab has watched running, kept after it ends; none for a job never seen running.
+function row(job, lines) {
   // an id per link: the list is redrawn as it updates, and the focus comes back to the same link
   const link = el("a", { href: `#/jobs/${job.id}`, class: "job-link", id: `link-${job.id}`, "aria-label": `job ${job.id}` },
     el("code", {}, job.id.slice(0, 12)));
@@ -16,7 +19,9 @@ function row(job) {
     cell("Status", badge(job.status), { class: "status" }),
     cell("Progress", progressBar(job, `progress-${job.id}`)),
     cell("Tokens", number(tokensDone(job)), { class: "num tokens-done", "data-tokens": tokensDone(job) }),
-    cell("Tokens/s", rate(job.rates.tokens_per_s), { class: "num" }),
+    cell("Tokens/s", [rate(job.rates.tokens_per_s),
+      sparkline(lines[job.id], { what: "tokens per second", format: rate, width: 96, height: 24, className: "sparkline small" })],
+    { class: "num" }),
     cell("ETA", TERMINAL.has(job.status) ? "–" : duration(job.rates.eta_s), { class: "num" }),
     cell("Records", counts(job)),
     cell("Errors by code", errorsByCode(job.errors_by_code)),
@@ -32,7 +37,7 @@ function pager(list, page) {
   return newest || older ? el("nav", { class: "pager", "aria-label": "Pages of jobs" }, newest, older) : null;
 }
 
-export function jobList(list, page = { limit: 50, before: null }) {
+export function jobList(list, page = { limit: 50, before: null }, lines = {}) {
   if (!list.jobs.length) {
     const none = page.before ? "No older jobs." : "No jobs yet for this key's tenant.";
     return el("section", {}, el("h2", {}, "Jobs"), el("p", { class: "muted" }, none), pager(list, page));
@@ -43,7 +48,7 @@ export function jobList(list, page = { limit: 50, before: null }) {
     el("p", { class: "muted" }, `${which}, updating live.`),
     el("table", { class: "cards", id: "jobs", "aria-label": "Jobs" },
       el("thead", {}, el("tr", {}, COLUMNS.map((name) => el("th", { scope: "col", class: /Tokens|ETA/.test(name) ? "num" : null }, name)))),
-      el("tbody", {}, list.jobs.map(row)),
+      el("tbody", {}, list.jobs.map((job) => row(job, lines))),
     ),
     pager(list, page),
   );

@@ -1,9 +1,20 @@
 // One job: its progress (live), options, errors with samples per code, results with download
 // links, the blocks other features add (sinks, report, ...), and a cancel button while it runs.
 import { extraBlocks, facts, readableSpec } from "./blocks.js";
+import { bars, sparkline } from "./charts.js";
 import { TERMINAL, badge, counts, duration, el, errorsByCode, number, progressBar, rate, tokensDone, when } from "./dom.js";
 
-function progress(job) {
+// Tokens/s between this page's polls while the job runs (kept after it ends; none for a job this tab
+// never watched running).
+function throughputLine(job, points) {
+  const line = sparkline(points, { what: "tokens per second", format: rate });
+  if (!line && TERMINAL.has(job.status)) return null;
+  return el("figure", { class: "chart", id: "throughput" },
+    el("figcaption", { class: "muted" }, "Tokens/s over time, as this page saw it"),
+    line || el("p", { class: "muted" }, "Drawn after a few updates."));
+}
+
+function progress(job, points) {
   return el("section", { class: "card", id: "progress" },
     el("h3", {}, "Progress"),
     progressBar(job, "job-progress"),
@@ -18,6 +29,7 @@ function progress(job) {
       el("dt", {}, "started"), el("dd", {}, when(job.started_at)),
       el("dt", {}, "finished"), el("dd", {}, when(job.finished_at)),
     ),
+    throughputLine(job, points),
     job.error ? el("p", { class: "error" }, job.error) : null,
   );
 }
@@ -35,7 +47,10 @@ function errors(job, samples) {
     ? codes.map((code) => [el("h4", {}, el("code", {}, code), ` · ${number(job.errors_by_code[code])}`), sampleList(samples.samples[code] || [])])
     : [errorsByCode(job.errors_by_code), el("p", { class: "muted" }, "First messages (samples per code come when the job ends):"),
       sampleList(job.error_samples.map((message) => ({ message })))];
-  return el("section", { class: "card", id: "errors" }, el("h3", {}, "Errors by code"), perCode);
+  const ranked = [...codes].sort((a, b) => job.errors_by_code[b] - job.errors_by_code[a] || a.localeCompare(b));
+  const chart = bars(ranked, ranked.map((code) => job.errors_by_code[code]),
+    { title: "failed records by error code", unit: " records", className: "bars bad" });
+  return el("section", { class: "card", id: "errors" }, el("h3", {}, "Errors by code"), chart, perCode);
 }
 
 function results(outcome) {
@@ -70,7 +85,7 @@ export function jobPage(view, onCancel) {
       badge(job.status),
       cancellable ? el("button", { type: "button", class: "danger", id: "cancel-job", onclick: onCancel }, "Cancel job") : null),
     el("p", { class: "muted" }, `${job.task} · ${job.model} · tenant ${job.tenant}`),
-    progress(job),
+    progress(job, view.throughput),
     errors(job, view.samples),
     results(view.results),
     extraBlocks(job, manifest),
