@@ -1,5 +1,4 @@
 """Object stores (S3 and local filesystem) and the formats poolq reads and writes."""
-from poolq.storage.classify_rows import ClassifyRows, classify_schema
 from poolq.storage.conditional_probe import ConditionalWritesUnsupported, verify_conditional_writes
 from poolq.storage.embedding_codec import CODECS, EmbeddingCodec, codec_for
 from poolq.storage.jsonl import (
@@ -12,7 +11,6 @@ from poolq.storage.jsonl import (
     read_jsonl,
 )
 from poolq.storage.local_store import LocalObjectStore
-from poolq.storage.multi_rows import MultiRows
 from poolq.storage.object_keys import InvalidKeyError, join_key, validate_key
 from poolq.storage.object_store import (
     ObjectExistsError,
@@ -23,35 +21,24 @@ from poolq.storage.object_store import (
     StorageError,
     UnsupportedOperation,
 )
-from poolq.storage.parquet import EmbeddingRows, embedding_schema, read_embeddings, write_embeddings
-from poolq.storage.row_columns import RowColumns, part_schema, read_part, read_part_schema, type_name, write_part
-from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
-from poolq.storage.score_rows import ScoreRows, score_schema
-from poolq.storage.sparse_rows import SparseRows, sparse_schema
-from poolq.storage.token_rows import (
-    TokenClassifyRows,
-    TokenEmbeddingRows,
-    token_classify_schema,
-    token_embedding_schema,
+from poolq.storage.row_columns import (
+    RowColumns,
+    part_schema,
+    read_embeddings,
+    read_part,
+    read_part_schema,
+    type_name,
+    write_embeddings,
+    write_part,
 )
+from poolq.storage.s3_store import S3Config, S3ObjectStore, make_s3_client
 from poolq.storage.uri import InvalidURIError, ObjectURI, open_uri, parse_uri
 
 __all__ = [
-    "ClassifyRows",
-    "MultiRows",
-    "TokenClassifyRows",
-    "TokenEmbeddingRows",
-    "token_classify_schema",
-    "token_embedding_schema",
-    "ScoreRows",
-    "score_schema",
     "RowColumns",
     "part_schema",
-    "SparseRows",
-    "classify_schema",
     "read_part",
     "read_part_schema",
-    "sparse_schema",
     "type_name",
     "write_part",
     "CODECS",
@@ -60,7 +47,6 @@ __all__ = [
     "ConditionalWritesUnsupported",
     "PendingUpload",
     "verify_conditional_writes",
-    "EmbeddingRows",
     "InvalidKeyError",
     "InvalidURIError",
     "JsonlLineError",
@@ -77,7 +63,6 @@ __all__ = [
     "StorageError",
     "UnsupportedOperation",
     "dump_jsonl",
-    "embedding_schema",
     "join_key",
     "make_s3_client",
     "open_uri",

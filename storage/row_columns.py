@@ -157,3 +157,8 @@ def read_part(data: bytes, columns: list[str] | None = None) -> pa.Table:
     if columns is not None:
         columns = [name for name in columns if name in source.schema_arrow.names]
     return source.read(columns=columns)
+
+
+# Parts of every task are read and written the same way; the embed names came first.
+read_embeddings = read_part
+write_embeddings = write_part

@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
-from poolq.storage import ClassifyRows, RowColumns, classify_schema
+from poolq.jobs.tasks.rows import ClassifyRows, classify_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

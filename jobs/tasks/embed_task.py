@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingParams, PoolingTask
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
-from poolq.storage import EmbeddingRows, RowColumns, embedding_schema
+from poolq.jobs.tasks.rows import EmbeddingRows, embedding_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

@@ -21,7 +21,8 @@ from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource
-from poolq.storage import MultiRows, RowColumns, part_schema
+from poolq.jobs.tasks.rows import MultiRows
+from poolq.storage import RowColumns, part_schema
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

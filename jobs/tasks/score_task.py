@@ -26,7 +26,8 @@ from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
 from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
-from poolq.storage import RowColumns, ScoreRows, score_schema
+from poolq.jobs.tasks.rows import ScoreRows, score_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

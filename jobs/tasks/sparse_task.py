@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask, SparseVector
 from poolq.jobs.tasks.job_task import JobTask, RowSource
-from poolq.storage import RowColumns, SparseRows, sparse_schema
+from poolq.jobs.tasks.rows import SparseRows, sparse_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

@@ -10,7 +10,8 @@ import pyarrow as pa
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask
 from poolq.jobs.tasks.entity_groups import TaggedToken, group_entities
 from poolq.jobs.tasks.job_task import JobTask, RowSource, as_dense, token_fields
-from poolq.storage import RowColumns, TokenClassifyRows, token_classify_schema
+from poolq.jobs.tasks.rows import TokenClassifyRows, token_classify_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

@@ -9,7 +9,8 @@ import pyarrow as pa
 from poolq.engine import ModelSpec, PooledData, PoolingOutput, PoolingTask
 from poolq.jobs.tasks.embed_task import EmbedTask, model_output_dimensions
 from poolq.jobs.tasks.job_task import RowSource, as_dense, token_fields
-from poolq.storage import RowColumns, TokenEmbeddingRows, token_embedding_schema
+from poolq.jobs.tasks.rows import TokenEmbeddingRows, token_embedding_schema
+from poolq.storage import RowColumns
 
 if TYPE_CHECKING:
     from poolq.engine import PoolingEngine

@@ -3,7 +3,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from poolq.storage import CODECS, EmbeddingRows, codec_for, read_embeddings
+from poolq.jobs.tasks.rows import EmbeddingRows
+from poolq.storage import CODECS, codec_for, read_embeddings
 from poolq.storage.embedding_codec import BinaryCodec, Float16Codec, Float32Codec, Int8Codec
 
 

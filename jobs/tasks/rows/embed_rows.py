@@ -9,20 +9,10 @@ import pyarrow as pa
 
 from poolq.storage.embedding_codec import EmbeddingCodec, Float32Codec
 from poolq.storage.row_columns import (
-    CHUNK_COLUMNS,
-    SPLIT_COLUMN,
     ChunkValues,
     RowColumns,
     part_schema,
-    read_part,
-    write_part,
 )
-
-__all__ = ["CHUNK_COLUMNS", "SPLIT_COLUMN", "EmbeddingRows", "embedding_schema", "read_embeddings", "write_embeddings"]
-
-# Parts of every task are read and written the same way; the embed names came first.
-read_embeddings = read_part
-write_embeddings = write_part
 
 
 def embedding_schema(dimensions: int, with_chunks: bool = False, codec: EmbeddingCodec | None = None) -> pa.Schema:

@@ -2,7 +2,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from poolq.storage import EmbeddingRows, read_embeddings
+from poolq.jobs.tasks.rows import EmbeddingRows
+from poolq.storage import read_embeddings
 
 
 def test_writes_the_documented_columns_and_types():
