@@ -26,6 +26,10 @@ class JobHooks(Protocol):
     def check_submission(self, spec: JobSpec, tenant: str, settings: Settings) -> None:
         """SubmissionRefused for what ``tenant`` may not ask for."""
 
+    def check_budget(self, spec: JobSpec, tenant: str, ctx: Any) -> None:
+        """SubmissionRefused on ``limits.max_tokens`` when the job would run more tokens (the estimate's).
+        ``ctx`` is the JobContext (typed Any: jobs/context.py stands above these hooks)."""
+
     def job_ended(self, job: Any, manifest: JobManifest) -> None:
         """Queue what follows the end the manifest records; idempotent (the reconciler may call it
         again). ``job`` is the job's JobHandle: typed Any because jobs/job_handle.py stands above
@@ -41,6 +45,9 @@ class NoProducts:
 
     def check_submission(self, spec: JobSpec, tenant: str, settings: Settings) -> None:
         return None
+
+    def check_budget(self, spec: JobSpec, tenant: str, ctx: Any) -> None:
+        return None  # the running job still stops at its limit (jobs/steps/budget.py)
 
     def job_ended(self, job: Any, manifest: JobManifest) -> None:
         return None

@@ -180,6 +180,15 @@ class Settings(BaseSettings):
     auth_failure_rate_per_s: float = Field(0.2, gt=0, description="invalid-key attempts per second per client address")
     auth_failure_burst: int = Field(20, ge=1)
     max_active_jobs_per_tenant: int = Field(20, ge=1)
+    # Budgets (docs/budgets.md): tokens the model runs for a tenant, by job and by UTC day (reuse costs none).
+    tenant_max_tokens_per_job: int | None = Field(None, ge=1, description="a job's limits.max_tokens when it sets "
+                                                  "none, and the most one may set (more: 422); unset: no limit")
+    tenant_max_tokens_per_day: int | None = Field(None, ge=1, description="tokens a tenant's jobs may run in one UTC "
+                                                  "day; once reached, submissions get 429 with Retry-After until "
+                                                  "midnight UTC; unset: no limit")
+    budget_estimate_margin: float = Field(0.1, ge=0, lt=1, description="an input too large to price whole is refused "
+                                          "at submit only when its estimate, less this share, still exceeds "
+                                          "limits.max_tokens (the running job stops at the limit either way)")
     # tenant -> extra s3://bucket/prefix/ its jobs may read (its own uploads area is always allowed)
     tenant_input_prefixes: dict[str, list[str]] = Field(default_factory=dict)
     # Sinks (docs/sinks/): name -> store URL (or {"url": ..., "table": ...}); credentials stay here, jobs name them.

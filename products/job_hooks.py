@@ -1,13 +1,16 @@
-"""The products' hooks into the job core (``poolq.jobs.job_hooks``): a job's sink and webhook are
-checked at submission, and a job's end queues its sink loads, then its end event. Every edge (the
-API, the Celery worker, the in-process runner) builds its context with ``ProductHooks()``."""
+"""The products' hooks into the job core (``poolq.jobs.job_hooks``): a job's sink, webhook and token
+budget (against its estimate) are checked at submission, and a job's end queues its sink loads, then
+its end event. Every edge (the API, the Celery worker, the in-process runner) builds its context with
+``ProductHooks()``."""
 from __future__ import annotations
 
+from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.job_hooks import SubmissionRefused
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
+from poolq.products.estimate.token_budget import check_token_budget
 from poolq.products.sinks.sink_access import SinkNotAllowed, check_sink_access
 from poolq.products.sinks.sink_entries import send_pending_loads
 from poolq.products.webhooks.allow_list import AllowList
@@ -34,6 +37,10 @@ class ProductHooks:
             check_sink_access(spec, tenant, settings)
         except SinkNotAllowed as exc:
             raise SubmissionRefused("sink", str(exc)) from None
+
+    def check_budget(self, spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+        """The job's estimated tokens are within its ``limits.max_tokens`` (products/estimate/token_budget.py)."""
+        check_token_budget(spec, tenant, ctx)
 
     def job_ended(self, job: JobHandle, manifest: JobManifest) -> None:
         send_pending_loads(job, manifest)  # its own step: a sink never holds the job back

@@ -209,6 +209,15 @@ class PromptOptions(BaseModel):
         return self
 
 
+class JobLimits(_Strict):
+    """What a job may spend (docs/budgets.md). Tokens are those the model runs, the job's ``usage.tokens``:
+    texts copied by reuse or carried from an earlier run cost none."""
+
+    max_tokens: int = Field(gt=0, description="refused at submit (422) when the job's estimated computed tokens "
+                            "exceed it; a running job that reaches it stops as a cancel does, the rest not processed "
+                            "(code budget_exceeded)")
+
+
 class JobSpec(_Strict, PromptOptions):
     """The body of ``POST /v1/jobs``."""
 
@@ -255,6 +264,12 @@ class JobSpec(_Strict, PromptOptions):
         False, description="let each worker embed this job's shards with its own engine (its own dtype unless "
         "compute_dtype pins one, its model files, its device kind); by default all rows come from one engine "
         "identity, the manifest's engine block",
+    )
+    # Left out of dumps while unset, so the spec of a job without limits is what it was before them.
+    limits: JobLimits | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description="what the job may spend: max_tokens (docs/budgets.md); the operator's per-job default and "
+        "ceiling apply when set (POOLQ_TENANT_MAX_TOKENS_PER_JOB)",
     )
 
     @property

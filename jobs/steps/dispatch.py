@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from datetime import datetime, timezone
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.fair_share import Claim
@@ -18,6 +19,7 @@ from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.planning_ledger import SectionStage
+from poolq.jobs.steps.budget import budget_passed, stop_for_budget
 from poolq.jobs.steps.shard_routing import ShardRouter
 
 
@@ -94,19 +96,24 @@ def record_plan(job: JobHandle, plan: Plan) -> None:
 
 
 def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
-    """Count a committed shard once and free its slot for the next shard in line; the count that
-    completes the job sends the finalizer."""
+    """Count a committed shard once (for the job, and for its tenant's day) and free its slot for the
+    next shard in line; the count that completes the job sends the finalizer, and one that brings an
+    unfinished job past its token budget stops it first (before its next shard could go out)."""
     ctx = job.ctx
     counted = ctx.status.count_unit(
         job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors - commit.not_processed,
         not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
         reused_documents=commit.reused_documents, reused_tokens=commit.reused_tokens, errors=commit.errors_summary,
     )
+    ctx.day_usage.add(job.tenant, f"{job.id}/{shard_unit(shard)}", commit.tokens, datetime.now(timezone.utc))
+    expected = ctx.status.field(job.id, "expected_units")
+    complete = expected is not None and counted >= int(expected)
+    if not complete and budget_passed(job):
+        stop_for_budget(job)
     ctx.fair.release(job.id, shard)
     ctx.status.drop_dispatch(job.id, shard_unit(shard))
     dispatch_waiting(ctx)
-    expected = ctx.status.field(job.id, "expected_units")
-    if expected is not None and counted >= int(expected):
+    if complete:
         dispatch_finalize(job)
 
 

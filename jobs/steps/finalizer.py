@@ -33,6 +33,7 @@ from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.spec.reuse_counts import ReuseCounts
 from poolq.jobs.spec.sink_config import sink_outcomes_json
 from poolq.jobs.status.current_status import job_errors, usage_tokens
+from poolq.jobs.steps.budget import budget_error, stopped_by_budget, token_limit
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.steps.job_report import job_report
@@ -126,6 +127,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     failed = error_count - sum(commit.not_processed for commit in commits.values())  # error lines, less the unrun
     state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, failed)
+    not_processed = max(0, plan.total - documents - failed) if cancelled else 0
     errors = job_errors(stored_plan, commits)
     if state is JobState.FAILED and failure is None and failed:  # every record failed: say why
         failure = f"every record failed: {errors.describe()}"
@@ -154,8 +156,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         dimensions=dimensions,
         output=_output_block(spec, dimensions, schema, model_spec),
         counts=ManifestCounts(
-            total=plan.total, completed=documents, failed=failed,
-            not_processed=max(0, plan.total - documents - failed) if cancelled else 0,
+            total=plan.total, completed=documents, failed=failed, not_processed=not_processed,
             carried=plan.carried_records, rows=sum(part.rows for part in parts),
         ),
         shards=ManifestShards(total=plan.num_shards, committed=len(commits),
@@ -169,12 +170,19 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         started_at=status.started_at if status else None,
         finished_at=finished_at,
         timings=_timings(status, finished_at),
-        error=failure,
+        error=failure or _budget_error(job, cancelled, commits, not_processed),
         reuse=ReuseCounts.of(commits.values()),
         sinks=pending_sinks(spec.sink, state),
     )
     manifest.report = job_report(job, stored_plan, commits, manifest)
     return manifest
+
+
+def _budget_error(job: JobHandle, cancelled: bool, commits: dict[int, ShardCommit], not_processed: int) -> str | None:
+    """A job its token budget stopped ends ``cancelled`` with an error saying so (status and end event)."""
+    if not cancelled or not stopped_by_budget(job):
+        return None
+    return budget_error(token_limit(job), usage_tokens(commits), not_processed)
 
 
 def _known_total(spec: JobSpec) -> int:

@@ -24,6 +24,7 @@ from poolq.jobs.report.shard_stats import ShardStats
 from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.shard_reuse import no_copies, publish, sort_out
 from poolq.jobs.spec.engine_identity import EngineIdentity
+from poolq.jobs.steps.budget import unrun_code
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
 from poolq.jobs.steps.engine_choice import choose_engine
@@ -156,13 +157,13 @@ def _embed_on(engine: "PoolingEngine", identity: EngineIdentity, job: JobHandle,
             output.count_tokens(result.processed_tokens, reused)
             output.documents += 1
     except ShardCancelled:
-        message = "the job was cancelled before this record was embedded"
-        output.errors += [RecordError(record.id, record.line, NOT_PROCESSED_CODE, f"{record.place}: {message}")
+        code, message = unrun_code(job)  # a cancel's not_processed, or the budget's budget_exceeded
+        output.errors += [RecordError(record.id, record.line, code, f"{record.place}: {message}")
                           for record in records.values() if record.id not in done]
         for record in records.values():
             if record.id not in done:
-                stats.fail(NOT_PROCESSED_CODE, record.content_hash)
-        log.info("shard %s stopped by a cancel: %d records done, %d not processed (%d tokens run)", shard, len(done),
+                stats.fail(code, record.content_hash)
+        log.info("shard %s stopped (%s): %d records done, %d not processed (%d tokens run)", shard, code, len(done),
                  len(records) - len(done), watch.tokens)
     output.count_model_run(watch.tokens)  # billed: the windows of records a cancel stopped too
     if reuse is not None:

@@ -11,12 +11,13 @@ from poolq.engine import ModelSpecError, PolicyError, UnknownModelError, check_p
 from poolq.engine.loading.hub import HubModelRefused, ModelNameError
 from poolq.engine.model_spec import PromptError, resolve_prompt
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.tenant_day_usage import seconds_to_day_end
 from poolq.jobs.inputs.input_uri import parse_input_uri
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.job_hooks import SubmissionRefused
 from poolq.jobs.observability.job_events import job_submitted
 from poolq.jobs.spec.job_ids import new_job_id
-from poolq.jobs.spec.job_spec import InlineDocument, InlineInput, JobSpec, UriInput
+from poolq.jobs.spec.job_spec import InlineDocument, InlineInput, JobLimits, JobSpec, UriInput
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import LOCAL_TENANT, JobStatus
 from poolq.jobs.status.current_status import current_status
@@ -72,6 +73,19 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
         if target.scheme != "s3" and ctx.settings.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
     _by_products(lambda: ctx.hooks.check_spec(spec, ctx.settings))  # the webhook's URL in the allow-list
+    return with_token_limit(spec, ctx.settings.tenant_max_tokens_per_job)
+
+
+def with_token_limit(spec: JobSpec, ceiling: int | None) -> JobSpec:
+    """The spec with the operator's per-job token limit (``tenant_max_tokens_per_job``): its
+    ``limits.max_tokens`` where it sets none, JobRejected where it sets more."""
+    if ceiling is None:
+        return spec
+    if spec.limits is None:
+        return spec.model_copy(update={"limits": JobLimits(max_tokens=ceiling)})
+    if spec.limits.max_tokens > ceiling:
+        raise JobRejected("limits.max_tokens", f"limits.max_tokens is {spec.limits.max_tokens}; this server allows at "
+                                               f"most {ceiling} tokens per job")
     return spec
 
 
@@ -101,6 +115,27 @@ class TooManyActiveJobs(RuntimeError):
     """The tenant already has its cap of unfinished jobs."""
 
 
+class DailyTokensExhausted(TooManyActiveJobs):
+    """The tenant's jobs ran ``tenant_max_tokens_per_day`` tokens today (UTC): no new job until
+    ``retry_after_s`` from now, midnight UTC."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def check_day_tokens(tenant: str, ctx: JobContext) -> None:
+    """DailyTokensExhausted once ``tenant``'s committed tokens today reach the operator's ceiling."""
+    ceiling = ctx.settings.tenant_max_tokens_per_day
+    if ceiling is None:
+        return
+    now = datetime.now(timezone.utc)
+    used = ctx.day_usage.total(tenant, now)
+    if used >= ceiling:
+        raise DailyTokensExhausted(f"tenant {tenant!r} ran {used} tokens today (UTC), its daily limit is {ceiling}; "
+                                   "new jobs are accepted again at midnight UTC", seconds_to_day_end(now))
+
+
 def submit_job(
     spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None, *, tenant: str = LOCAL_TENANT
 ) -> JobStatus:
@@ -122,23 +157,29 @@ def submit_job(
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
         ):
             return existing
+    check_day_tokens(tenant, ctx)
     _reserve_active_slot(job)
     return _persist_and_queue(job, pinned, pinned.model_dump(mode="json"))
 
 
-def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT) -> JobSpec:
+def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT, *, budget: bool = True) -> JobSpec:
     """Every check of a submission before anything is written, JobRejected naming the field: the
     spec against this server (model, task, options, inline count), then what ``tenant`` may ask
     for (input URIs, document sizes, its own earlier run). ``submit_job`` and ``POST
     /v1/jobs/validate`` both run exactly this; the active-job cap comes after it in both
-    (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot)."""
+    (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot). ``budget=False``
+    leaves out the estimate of ``limits.max_tokens`` (``POST /v1/jobs/estimate``, which is that estimate)."""
     spec = validate_spec(spec, ctx)
     check_submission(spec, tenant, ctx)
+    if budget and spec.limits is not None:  # last: the estimate reads the input, which the checks above let it read
+        _by_products(lambda: ctx.hooks.check_budget(spec, tenant, ctx))
     return spec
 
 
 def check_active_cap(tenant: str, ctx: JobContext) -> None:
-    """TooManyActiveJobs if ``tenant`` has its cap of unfinished jobs now (nothing is reserved)."""
+    """TooManyActiveJobs if ``tenant`` has its cap of unfinished jobs now (nothing is reserved), or
+    DailyTokensExhausted if it has run its tokens of the day."""
+    check_day_tokens(tenant, ctx)
     cap = ctx.settings.max_active_jobs_per_tenant
     states = [ctx.status.field(job_id, "status") for job_id in ctx.status.active_ids(tenant)]
     unfinished = sum(1 for state in states if state is None or not JobState(state).is_terminal)

@@ -22,6 +22,7 @@ from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs.spec.dict_access import DictAccessDeprecated
 from poolq.jobs.spec.job_spec import (
     ComputeDtype,
+    JobLimits,
     JobSpec,
     JobTasks,
     LongDocuments,
@@ -54,6 +55,7 @@ class JobTemplate(PromptOptions):
     compute_dtype: ComputeDtype = "auto"  # pin it where workers' dtypes differ: runs carry rows of one dtype
     allow_mixed_engines: bool = False
     reuse: ReuseMode = "job"  # tenant: every run copies what an earlier run (or job) computed (docs/reuse.md)
+    limits: JobLimits | None = None  # every run's token budget (docs/budgets.md)
 
 
 class ScheduleInput(UriInput):

@@ -32,7 +32,9 @@ async def estimate(spec: JobSpec, request: Request, ctx: Context, principal: Cal
     time on the compute workers alive now (none when no worker has measured its throughput).
     Nothing is submitted. An input that cannot be read is a 422 at ``input.uri``."""
     with submission_refusals():
-        spec = check_job(spec, ctx, principal.tenant)  # a Hub model pinned to its commit, as a submission would
+        # A Hub model pinned to its commit, as a submission would; the budget is not checked (that check is
+        # this estimate, and check_job runs on the event loop).
+        spec = check_job(spec, ctx, principal.tenant, budget=False)
     limiter: anyio.CapacityLimiter = request.app.state.estimates
     return await anyio.to_thread.run_sync(_estimate, spec, ctx, principal.tenant, limiter=limiter)
 

@@ -27,6 +27,7 @@ from poolq.jobs import (
     list_jobs,
     submit_job,
 )
+from poolq.jobs.steps.submit import DailyTokensExhausted
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=StrictJsonRoute, responses=AUTH_RESPONSES)
 _NOT_FOUND: OpenApiResponses = {404: {"model": ErrorBody, "description": "no such job (or another tenant's)"}}
@@ -52,6 +53,9 @@ def _refusals() -> Iterator[None]:
         raise _invalid(("body", *exc.field.split(".")), str(exc)) from None
     except IdempotencyConflict as exc:
         raise _invalid(("header", "idempotency-key"), str(exc)) from None
+    except DailyTokensExhausted as exc:  # the tenant's tokens of the day (UTC): again at midnight
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc),
+                            headers={"Retry-After": str(exc.retry_after_s)}) from None
     except TooManyActiveJobs as exc:
         raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc), headers={"Retry-After": "30"}) from None
 
@@ -61,7 +65,7 @@ submission_refusals = _refusals  # the same answers for POST /v1/jobs/estimate (
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
              responses={413: {"model": ErrorBody, "description": "body too large"},
-                        429: {"model": ErrorBody, "description": "rate or active-job limit"}})
+                        429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
 def create_job(
     spec: JobSpec,
     request: Request,
@@ -78,7 +82,7 @@ def create_job(
 
 
 @router.post("/validate", response_model=SpecValidation,
-             responses={429: {"model": ErrorBody, "description": "rate or active-job limit"}})
+             responses={429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
 def validate(spec: JobSpec, ctx: Context, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
     """Exactly the checks ``POST /v1/jobs`` makes before it writes anything (model, task, options,
     sizes, access to the input URI, the caller's earlier run), then its active-job cap as it stands
