@@ -11,7 +11,7 @@ import functools
 import json
 import sys
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import IntEnum
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -23,7 +23,7 @@ from poolq.api.cli.local_stack import describe_store, running_stack
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
 from poolq.api.client.result_files import DownloadError
 from poolq.jobs.spec.job_state import JobState
-from poolq.jobs.spec.job_status import JobStatus
+from poolq.jobs.spec.job_status import JobPlace, JobStatus
 from poolq.jobs.spec.sink_config import SinkOutcome
 
 if TYPE_CHECKING:
@@ -164,6 +164,8 @@ def job_details(job: JobStatus) -> list[str]:
     for name, at in (("created", job.created_at), ("started", job.started_at), ("finished", job.finished_at)):
         if at:
             lines.append(f"  {name:10} {api_time(at)}")
+    if job.queue:
+        lines.append(place_line(job.queue))
     if job.result:
         lines.append(f"  manifest   {job.result.manifest_uri}")
     for message in job.error_samples:
@@ -174,6 +176,13 @@ def job_details(job: JobStatus) -> list[str]:
                      + (f": {hook.error}" if hook.error else ""))
     lines += [_sink_line(sink) for sink in job.sinks or ()]
     return lines
+
+
+def place_line(place: JobPlace) -> str:
+    """``  place      1 job ahead · your share 50 % · ETA 0:02:05`` (an unknown ETA: ``-:--:--``)."""
+    eta = "-:--:--" if place.eta_s is None else str(timedelta(seconds=round(place.eta_s)))
+    ahead = f"{place.jobs_ahead} job{'' if place.jobs_ahead == 1 else 's'} ahead"
+    return f"  place      {ahead} · your share {place.tenant_share * 100:.0f} % · ETA {eta}"
 
 
 def _sink_line(sink: SinkOutcome) -> str:

@@ -40,6 +40,19 @@ def dtype_of(engine_identity: str | None) -> str:
     return engine_identity.rsplit("/", 1)[-1] if engine_identity and "/" in engine_identity else "unknown"
 
 
+def fleet_tokens_per_s(rates: list[MeasuredRate], alive: set[str]) -> float | None:
+    """The ``alive`` workers' tokens/s summed, each at its latest measured rate (``rates``: one
+    model's); a live worker that has not measured the model counts at the others' mean. None
+    without a live measurement: no rate is made up."""
+    latest: dict[str, MeasuredRate] = {}
+    for rate in sorted(rates, key=lambda rate: rate.reported_at):  # the latest of a worker's dtypes wins
+        if rate.worker in alive and rate.tokens_per_s > 0:
+            latest[rate.worker] = rate
+    if not latest:
+        return None
+    return sum(rate.tokens_per_s for rate in latest.values()) / len(latest) * len(alive)
+
+
 class ThroughputBoard(ABC):
     def record(self, worker: str, model: str, dtype: str, tokens: int, seconds: float, now: float | None = None) -> None:
         """``worker`` ran ``tokens`` of ``model`` at ``dtype`` in ``seconds``."""

@@ -51,6 +51,17 @@ class JobProgress(BaseModel):
     tokens: int = 0
 
 
+class JobPlace(BaseModel):
+    """Where an unfinished job stands in fair share (docs/http-api.md#place), from the status cache.
+    ``eta_s``: the time left with the fleet shared as fair share shares it (None while a figure it
+    needs is unknown: the job is not planned yet, or no live worker has measured its model)."""
+
+    jobs_ahead: int  # its tenant's unfinished jobs submitted before it
+    tenant_share: float  # the tenant's part of the fleet now: 1 / tenants with work to run
+    fleet_tokens_per_s: float | None = None  # the live compute workers' measured rates for its model, summed
+    eta_s: float | None = None
+
+
 class JobResult(BaseModel):
     manifest_uri: str
 
@@ -78,6 +89,7 @@ class JobStatus(DictAccessDeprecated, BaseModel):
     in_progress: JobProgress = Field(default_factory=JobProgress)
     estimate: JobEstimate = Field(default_factory=JobEstimate)  # done so far: usage.tokens + in_progress.tokens
     rates: JobRates = Field(default_factory=JobRates)  # filled in when the status is read (GET /v1/jobs/{id})
+    queue: JobPlace | None = None  # while queued or running: filled in when the status is read
     webhook: WebhookOutcome | None = None  # the delivery of its end event, if it names a webhook
     # What content-addressed reuse saved (docs/reuse.md): so far (its committed shards) while the job runs,
     # the manifest's once it ended; None until a unit is counted.

@@ -13,6 +13,7 @@ from poolq.jobs.ledger.webhook_records import JOB_ENDED, WebhookRecords
 from poolq.jobs.observability.job_rates import job_rates
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobCounts, JobResult, JobStatus, JobUsage
+from poolq.jobs.status.job_place import job_place
 from poolq.storage import ObjectNotFoundError
 
 
@@ -103,8 +104,11 @@ def _created_at(job: JobHandle) -> datetime:
         return datetime.now(timezone.utc)
 
 
-def current_status(job: JobHandle) -> JobStatus | None:
+def current_status(job: JobHandle, *, place: bool = True) -> JobStatus | None:
     """The job's status: the cache's, else rebuilt from the ledger (Redis may have lost it; the
-    ledger has not), with its rates so far. None while it has no spec (a submission under way)."""
+    ledger has not), with its rates so far and, unless ``place`` is False (listings), its place in
+    fair share while queued or running. None while it has no spec (a submission under way)."""
     status = job.ctx.status.get(job.id) or recover_status(job)
-    return None if status is None else status.model_copy(update={"rates": job_rates(status)})
+    if status is None:
+        return None
+    return status.model_copy(update={"rates": job_rates(status), "queue": job_place(job.ctx, status) if place else None})

@@ -14,7 +14,7 @@ def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | No
     ids = sorted((name for name in names if is_job_id(name) and (before is None or name < before)), reverse=True)
     statuses = []
     for job_id in ids:
-        status = current_status(JobHandle.of_tenant(ctx, job_id, tenant))
+        status = current_status(JobHandle.of_tenant(ctx, job_id, tenant), place=False)  # a place per poll, not per row
         if status is not None and status.tenant == tenant:
             statuses.append(status)
         if len(statuses) >= limit:

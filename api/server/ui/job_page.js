@@ -14,10 +14,19 @@ function throughputLine(job, points) {
     line || el("p", { class: "muted" }, "Drawn after a few updates."));
 }
 
+// Where a waiting or running job stands in fair share (docs/http-api.md#place); none once it ended.
+export function placeLine(job) {
+  const place = job.queue;
+  if (!place) return null;
+  const ahead = `${place.jobs_ahead} job${place.jobs_ahead === 1 ? "" : "s"} ahead`;
+  return el("p", { id: "job-place" }, `${ahead} · your share ${Math.round(place.tenant_share * 100)} % · ETA ${duration(place.eta_s)}`);
+}
+
 function progress(job, points) {
   return el("section", { class: "card", id: "progress" },
     el("h3", {}, "Progress"),
     progressBar(job, "job-progress"),
+    placeLine(job),
     el("dl", { class: "facts" },
       el("dt", {}, "records"), el("dd", {}, counts(job)),
       el("dt", {}, "tokens"), el("dd", { id: "job-tokens", "data-tokens": tokensDone(job) },
