@@ -5,13 +5,13 @@ import threading
 from datetime import datetime
 
 from poolq.jobs.coordination.status_store import (
-    COUNTERS,
     ERROR_FIELD,
     PROGRESS_FIELD,
     RESERVATION_GRACE_S,
     SAMPLES_FIELD,
     TERMINAL_STATES,
     JobStatusStore,
+    UnitCounts,
     error_fields,
     flatten_status,
     plain_fields,
@@ -112,16 +112,13 @@ class InMemoryJobStatusStore(JobStatusStore):
             record.update(plain_fields(fields), status=target.value)
             return True
 
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+    def count_unit(self, job_id: str, unit: str, counts: UnitCounts, errors: ErrorSummary | None = None) -> int:
         with self._lock:
             units = self._units.setdefault(job_id, set())
             record = self._jobs.setdefault(job_id, {})
             if unit not in units:
                 units.add(unit)
-                for name, amount in zip(COUNTERS, (completed, failed, not_processed, tokens, characters,
-                                                       reused_documents, reused_tokens)):
+                for name, amount in counts.counters().items():
                     record[name] = str(int(record.get(name, 0)) + amount)
                 for name, count in error_fields(errors).items():
                     record[name] = str(int(record.get(name, 0)) + int(count))
@@ -137,15 +134,12 @@ class InMemoryJobStatusStore(JobStatusStore):
             if record is not None and "status" in record and unit not in self._units.get(job_id, set()):
                 record[PROGRESS_FIELD + unit] = f"{documents},{tokens},{planned_tokens},{planned_chars}"
 
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> None:
+    def set_counts(self, job_id: str, units: list[str], counts: UnitCounts, errors: ErrorSummary | None = None) -> None:
         with self._lock:
             self._units[job_id] = set(units)
             record = self._jobs.setdefault(job_id, {})
             for name in [name for name in record if name.startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]:
                 del record[name]
-            values = (completed, failed, not_processed, tokens, characters, reused_documents, reused_tokens)
-            record.update({name: str(value) for name, value in zip(COUNTERS, values)}, **error_fields(errors))
+            record.update({name: str(value) for name, value in counts.counters().items()}, **error_fields(errors))
             if samples_field(errors):
                 record[SAMPLES_FIELD] = samples_field(errors)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from poolq.jobs.coordination.status_store import (
-    COUNTERS,
     ERROR_FIELD,
     PROGRESS_FIELD,
     RESERVATION_GRACE_S,
     SAMPLES_FIELD,
     TERMINAL_STATES,
     JobStatusStore,
+    UnitCounts,
     error_fields,
     flatten_status,
     plain_fields,
@@ -118,11 +118,9 @@ class RedisJobStatusStore(JobStatusStore):
         args = [target.value, ",".join(_sources(target)), *pairs]
         return bool(self._transition(keys=[self._key(job_id)], args=args))
 
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+    def count_unit(self, job_id: str, unit: str, counts: UnitCounts, errors: ErrorSummary | None = None) -> int:
         keys = [self._key(job_id), self._units_key(job_id)]
-        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters, reused_documents, reused_tokens)))
+        counters = counts.counters()
         pairs = [item for name, count in {**counters, **error_fields(errors)}.items() for item in (name, count)]
         return int(self._count(keys=keys, args=[unit, samples_field(errors), *pairs]))
 
@@ -172,15 +170,13 @@ class RedisJobStatusStore(JobStatusStore):
     def all_active_ids(self) -> list[str]:
         return sorted(member.decode() for member in self.redis.smembers(self._ALL_ACTIVE_KEY))
 
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> None:
+    def set_counts(self, job_id: str, units: list[str], counts: UnitCounts, errors: ErrorSummary | None = None) -> None:
         stale = [name for name in self.redis.hkeys(self._key(job_id))
                  if name.decode().startswith((ERROR_FIELD, PROGRESS_FIELD, SAMPLES_FIELD))]
         pipe = self.redis.pipeline(transaction=True)
         if stale:
             pipe.hdel(self._key(job_id), *stale)
-        counters = dict(zip(COUNTERS, (completed, failed, not_processed, tokens, characters, reused_documents, reused_tokens)))
+        counters = counts.counters()
         mapping = {**counters, **error_fields(errors)}
         if samples_field(errors):
             mapping[SAMPLES_FIELD] = samples_field(errors)

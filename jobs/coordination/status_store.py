@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from pydantic import TypeAdapter
@@ -24,6 +25,25 @@ from poolq.jobs.spec.webhook import WebhookOutcome
 # the model; the characters of the records they took (with tokens: the job's characters per token); and
 # the documents copied by reuse, with the tokens they would have cost.
 COUNTERS = ("completed", "failed", "not_processed", "tokens", "characters", "reused_documents", "reused_tokens")
+
+
+@dataclass(frozen=True)
+class UnitCounts:
+    """The counters (``COUNTERS``) one finished unit adds, or a job's totals read from the ledger."""
+
+    completed: int = 0
+    failed: int = 0
+    not_processed: int = 0
+    tokens: int = 0
+    characters: int = 0
+    reused_documents: int = 0
+    reused_tokens: int = 0
+
+    def counters(self) -> dict[str, int]:
+        """Counter name -> value, in ``COUNTERS``' order."""
+        return asdict(self)
+
+
 # Fields beside the counters: failed records by code, the first messages, a running unit's progress.
 ERROR_FIELD = "error:"  # + code -> records failed with it
 SAMPLES_FIELD = "error_samples"  # JSON list: the first messages (from the first unit that had errors)
@@ -60,16 +80,12 @@ class JobStatusStore(ABC):
         """Move to ``target`` if the current state allows it (and set ``fields``); False otherwise."""
 
     @abstractmethod
-    def count_unit(self, job_id: str, unit: str, *, completed: int = 0, failed: int = 0, tokens: int = 0,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> int:
+    def count_unit(self, job_id: str, unit: str, counts: UnitCounts, errors: ErrorSummary | None = None) -> int:
         """Add a finished unit's counts (and its errors by code) once, however often it is reported,
         and drop its progress; returns units counted."""
 
     @abstractmethod
-    def set_counts(self, job_id: str, units: list[str], *, completed: int, failed: int, tokens: int,
-                   not_processed: int = 0, characters: int = 0, reused_documents: int = 0, reused_tokens: int = 0,
-                   errors: ErrorSummary | None = None) -> None:
+    def set_counts(self, job_id: str, units: list[str], counts: UnitCounts, errors: ErrorSummary | None = None) -> None:
         """Overwrite the counters with totals read from the ledger (recovery, finalization); no
         unit is in progress any more."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
+from poolq.jobs.coordination.status_store import CHARACTERS_FIELD, UnitCounts
 from poolq.jobs.coordination.work_units import PLAN_UNIT, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import ErrorSummary, merge_all
@@ -85,13 +85,12 @@ def recover_status(job: JobHandle) -> JobStatus | None:
         if plan is not None:
             commits = ledger.commits()
             units = [PLAN_UNIT, *(shard_unit(shard) for shard in commits)]
-            ctx.status.set_counts(
-                job.id, units, completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens,
-                not_processed=status.counts.not_processed, characters=sum(c.characters for c in commits.values()),
-                reused_documents=sum(c.reused_documents for c in commits.values()),
-                reused_tokens=sum(c.reused_tokens for c in commits.values()),
-                errors=ErrorSummary(status.errors_by_code, tuple(status.error_samples)),
-            )
+            totals = UnitCounts(completed=status.counts.completed, failed=status.counts.failed, tokens=status.usage.tokens,
+                                not_processed=status.counts.not_processed,
+                                characters=sum(c.characters for c in commits.values()),
+                                reused_documents=sum(c.reused_documents for c in commits.values()),
+                                reused_tokens=sum(c.reused_tokens for c in commits.values()))
+            ctx.status.set_counts(job.id, units, totals, errors=ErrorSummary(status.errors_by_code, tuple(status.error_samples)))
             ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1,
                               **{CHARACTERS_FIELD: plan.characters})
     return ctx.status.get(job.id)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.fair_share import Claim
 from poolq.jobs.coordination.leases import LeaseStore
-from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
+from poolq.jobs.coordination.status_store import CHARACTERS_FIELD, UnitCounts
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section_unit, shard_unit
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
@@ -91,8 +91,8 @@ def record_plan(job: JobHandle, plan: Plan) -> None:
     """Cache the plan's figures in the status (idempotent): shards and totals, what planning counted."""
     job.ctx.status.update(job.id, total=plan.total, num_shards=plan.num_shards, expected_units=plan.num_shards + 1,
                           **{CHARACTERS_FIELD: plan.characters})
-    job.ctx.status.count_unit(job.id, PLAN_UNIT, completed=plan.carried_records, failed=plan.plan_errors,
-                          errors=plan.errors_summary)
+    planned = UnitCounts(completed=plan.carried_records, failed=plan.plan_errors)
+    job.ctx.status.count_unit(job.id, PLAN_UNIT, planned, errors=plan.errors_summary)
 
 
 def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
@@ -100,11 +100,7 @@ def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
     next shard in line; the count that completes the job sends the finalizer, and one that brings an
     unfinished job past its token budget stops it first (before its next shard could go out)."""
     ctx = job.ctx
-    counted = ctx.status.count_unit(
-        job.id, shard_unit(shard), completed=commit.documents, failed=commit.errors - commit.not_processed,
-        not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
-        reused_documents=commit.reused_documents, reused_tokens=commit.reused_tokens, errors=commit.errors_summary,
-    )
+    counted = ctx.status.count_unit(job.id, shard_unit(shard), _counts_of(commit), errors=commit.errors_summary)
     ctx.day_usage.add(job.tenant, f"{job.id}/{shard_unit(shard)}", commit.tokens, datetime.now(timezone.utc))
     expected = ctx.status.field(job.id, "expected_units")
     complete = expected is not None and counted >= int(expected)
@@ -141,3 +137,10 @@ def finalize_if_ready(job: JobHandle) -> bool:
         dispatch_finalize(job)
         return True
     return False
+
+
+def _counts_of(commit: ShardCommit) -> UnitCounts:
+    """What a committed shard adds to its job's counters (its error lines less the records a stop left unrun)."""
+    return UnitCounts(completed=commit.documents, failed=commit.errors - commit.not_processed,
+                      not_processed=commit.not_processed, tokens=commit.tokens, characters=commit.characters,
+                      reused_documents=commit.reused_documents, reused_tokens=commit.reused_tokens)

@@ -9,6 +9,7 @@ import pyarrow as pa
 from poolq.engine import ModelSpecError, UnknownModelError
 from poolq.engine.model_spec import ModelKind, ModelSpec
 from poolq.jobs.context import JobContext
+from poolq.jobs.coordination.status_store import UnitCounts
 from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, shard_unit
 from poolq.jobs.inputs.included_fields import IncludedColumns
 from poolq.jobs.job_handle import JobHandle
@@ -101,9 +102,10 @@ def sync_status(job: JobHandle, manifest: JobManifest) -> None:
     # Keep the committed units marked as counted: a shard task redelivered later must not add them again.
     units = [PLAN_UNIT, *(shard_unit(shard) for shard in job.ledger.committed_shards())]
     reuse = manifest.reuse or ReuseCounts()
-    ctx.status.set_counts(job.id, units, completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
-                          not_processed=counts.not_processed, reused_documents=reuse.reused_documents,
-                          reused_tokens=reuse.reused_tokens, errors=manifest.errors.summary)
+    totals = UnitCounts(completed=counts.completed, failed=counts.failed, tokens=manifest.usage.tokens,
+                        not_processed=counts.not_processed, reused_documents=reuse.reused_documents,
+                        reused_tokens=reuse.reused_tokens)
+    ctx.status.set_counts(job.id, units, totals, errors=manifest.errors.summary)
     ctx.status.update(job.id, total=counts.total, manifest_uri=ctx.store.uri(job.layout.manifest))
     if manifest.reuse is not None:
         ctx.status.update(job.id, reuse=manifest.reuse.model_dump_json())

@@ -8,6 +8,7 @@ import redis
 
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.jobs.coordination.redis_status_store import RedisJobStatusStore
+from poolq.jobs.coordination.status_store import UnitCounts
 from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.spec.job_state import TRANSITIONS, JobState
 from poolq.jobs.spec.job_status import JobStatus
@@ -66,11 +67,12 @@ def test_a_status_keeps_its_sink_loads_created_or_updated(status_store):
 def test_reuse_is_what_the_counted_units_saved_until_the_manifests_counts_are_set(status_store):
     job_id = _new_job(status_store)
     assert status_store.get(job_id).reuse is None  # nothing counted yet
-    status_store.count_unit(job_id, "shard-0", completed=3, tokens=40, reused_documents=2, reused_tokens=30)
-    status_store.count_unit(job_id, "shard-1", completed=2, tokens=25, reused_documents=1, reused_tokens=9)
-    status_store.count_unit(job_id, "shard-1", completed=2, tokens=25, reused_documents=1, reused_tokens=9)  # again
+    status_store.count_unit(job_id, "shard-0", UnitCounts(completed=3, tokens=40, reused_documents=2, reused_tokens=30))
+    status_store.count_unit(job_id, "shard-1", UnitCounts(completed=2, tokens=25, reused_documents=1, reused_tokens=9))
+    status_store.count_unit(job_id, "shard-1", UnitCounts(completed=2, tokens=25, reused_documents=1, reused_tokens=9))  # again
     assert status_store.get(job_id).reuse == ReuseCounts(reused_documents=3, reused_tokens=39, computed_tokens=65)
-    status_store.set_counts(job_id, ["shard-0"], completed=3, failed=0, tokens=40, reused_documents=2, reused_tokens=30)
+    status_store.set_counts(job_id, ["shard-0"],
+                            UnitCounts(completed=3, failed=0, tokens=40, reused_documents=2, reused_tokens=30))
     assert status_store.get(job_id).reuse == ReuseCounts(reused_documents=2, reused_tokens=30, computed_tokens=40)
     final = ReuseCounts(reused_documents=5, reused_tokens=50, computed_tokens=70)
     status_store.update(job_id, reuse=final.model_dump_json())  # the manifest's, once the job ended
@@ -110,7 +112,7 @@ def test_a_unit_counts_once_however_often_it_is_reported(status_store):
     job_id = _new_job(status_store)
     units = [f"shard-{i % 20:05d}" for i in range(200)]  # each unit reported 10 times, concurrently
     with ThreadPoolExecutor(8) as pool:
-        counted = list(pool.map(lambda u: status_store.count_unit(job_id, u, completed=3, failed=1, tokens=7), units))
+        counted = list(pool.map(lambda u: status_store.count_unit(job_id, u, UnitCounts(completed=3, failed=1, tokens=7)), units))
     assert max(counted) == 20
     job = status_store.get(job_id)
     assert (job.counts.completed, job.counts.failed, job.usage.tokens) == (60, 20, 140)
@@ -118,10 +120,10 @@ def test_a_unit_counts_once_however_often_it_is_reported(status_store):
 
 def test_set_counts_replaces_counters_and_counted_units(status_store):
     job_id = _new_job(status_store)
-    status_store.count_unit(job_id, "shard-00000", completed=9)
-    status_store.set_counts(job_id, ["plan", "shard-00001"], completed=4, failed=2, tokens=10)
-    assert status_store.count_unit(job_id, "shard-00001", completed=100) == 2  # already counted
-    assert status_store.count_unit(job_id, "shard-00000", completed=1) == 3
+    status_store.count_unit(job_id, "shard-00000", UnitCounts(completed=9))
+    status_store.set_counts(job_id, ["plan", "shard-00001"], UnitCounts(completed=4, failed=2, tokens=10))
+    assert status_store.count_unit(job_id, "shard-00001", UnitCounts(completed=100)) == 2  # already counted
+    assert status_store.count_unit(job_id, "shard-00000", UnitCounts(completed=1)) == 3
     job = status_store.get(job_id)
     assert (job.counts.completed, job.counts.failed, job.usage.tokens) == (5, 2, 10)
 
@@ -130,14 +132,15 @@ def test_errors_by_code_count_once_per_unit_and_the_first_samples_stay(status_st
     job_id = _new_job(status_store)
     first = ErrorSummary({"missing_text": 2}, ("line 3: no text", "line 9: no text"))
     for _ in range(3):  # a redelivered commit
-        status_store.count_unit(job_id, "shard-00000", failed=2, errors=first)
-    status_store.count_unit(job_id, "shard-00001", failed=1, errors=ErrorSummary({"missing_text": 1, "invalid_json": 1},
-                                                                                 ("line 1: bad",)))
+        status_store.count_unit(job_id, "shard-00000", UnitCounts(failed=2), errors=first)
+    status_store.count_unit(job_id, "shard-00001", UnitCounts(failed=1),
+                            errors=ErrorSummary({"missing_text": 1, "invalid_json": 1}, ("line 1: bad",)))
     job = status_store.get(job_id)
     assert job.errors_by_code == {"missing_text": 3, "invalid_json": 1}
     assert job.error_samples == ["line 3: no text", "line 9: no text"]
     # The ledger's totals replace them (recovery, finalization)
-    status_store.set_counts(job_id, ["plan"], completed=0, failed=1, tokens=0, errors=ErrorSummary({"x": 1}, ("line 2",)))
+    status_store.set_counts(job_id, ["plan"], UnitCounts(completed=0, failed=1, tokens=0),
+                            errors=ErrorSummary({"x": 1}, ("line 2",)))
     job = status_store.get(job_id)
     assert job.errors_by_code == {"x": 1} and job.error_samples == ["line 2"]
 
@@ -148,13 +151,13 @@ def test_a_running_units_progress_shows_until_it_is_counted(status_store):
     status_store.note_progress(job_id, "shard-00001", 2, 20)
     status_store.note_progress(job_id, "shard-00000", 7, 70)  # later reports replace earlier ones
     assert status_store.get(job_id).in_progress.model_dump() == {"documents": 9, "tokens": 90}
-    status_store.count_unit(job_id, "shard-00000", completed=8, tokens=80)
+    status_store.count_unit(job_id, "shard-00000", UnitCounts(completed=8, tokens=80))
     status_store.note_progress(job_id, "shard-00000", 7, 70)  # a late report of a counted unit is ignored
     job = status_store.get(job_id)
     assert job.in_progress.model_dump() == {"documents": 2, "tokens": 20} and job.counts.completed == 8
     status_store.note_progress("f" * 32, "shard-00000", 1, 1)  # a job without a status is never created
     assert status_store.get("f" * 32) is None
-    status_store.set_counts(job_id, ["plan", "shard-00000", "shard-00001"], completed=10, failed=0, tokens=100)
+    status_store.set_counts(job_id, ["plan", "shard-00000", "shard-00001"], UnitCounts(completed=10, failed=0, tokens=100))
     assert status_store.get(job_id).in_progress.documents == 0
 
 
@@ -203,7 +206,7 @@ def test_a_reservation_without_a_status_expires_after_the_grace_period(status_st
 
 def test_a_finished_jobs_cached_state_expires(status_store):
     job_id = _new_job(status_store)
-    status_store.count_unit(job_id, "shard-00000", completed=1)
+    status_store.count_unit(job_id, "shard-00000", UnitCounts(completed=1))
     status_store.note_dispatch(job_id, ["shard-00001"], 1.0)
     status_store.expire(job_id, 60)
     if isinstance(status_store, RedisJobStatusStore):

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
+from poolq.jobs.coordination.status_store import CHARACTERS_FIELD, UnitCounts
 from poolq.jobs.coordination.worker_throughput import MeasuredRate, fleet_tokens_per_s
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
@@ -58,7 +58,7 @@ def test_two_tenants_three_jobs_the_place_of_each(ctx):
 def test_the_eta_counts_what_is_done_and_the_fleet_it_has(ctx):
     job = _job(ctx, 1, "a", characters=8000)  # 2,000 tokens
     ctx.status.note_progress(job, "shard:0", documents=1, tokens=500)
-    ctx.status.count_unit(job, "shard:1", completed=1, tokens=500, characters=2000)
+    ctx.status.count_unit(job, "shard:1", UnitCounts(completed=1, tokens=500, characters=2000))
     place = _place(ctx, job, "a")
     # 2,000 - 500 committed - 500 in progress = 1,000 left, alone on the fleet: all of it
     assert (place.jobs_ahead, place.tenant_share, place.eta_s) == (0, 1.0, 1.0)
