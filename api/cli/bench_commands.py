@@ -1,4 +1,4 @@
-"""`poolq bench`'s suites beyond its default one (main.py): `poolq bench families`."""
+"""`poolq bench`'s suites beyond its default one (main.py): `poolq bench families`, `poolq bench jobpath`."""
 from __future__ import annotations
 
 import json
@@ -66,3 +66,50 @@ def families(names: tuple[str, ...], size: str, modernbert_layers: int | None, q
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     click.echo(render(report, markdown=markdown))
+
+
+def _positive_ints(context: click.Context, parameter: click.Parameter, value: str) -> tuple[int, ...]:
+    numbers = _int_list(context, parameter, value)
+    if not numbers or min(numbers) < 1:
+        raise click.BadParameter(f"positive whole numbers, comma-separated, got {value!r}")
+    return numbers
+
+
+@click.command()
+@click.option("--model", default="all-MiniLM-L6-v2", show_default=True, help="whose tokenizer, shapes and poolers")
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32", show_default=True)
+@click.option("--lengths", default="64,512", show_default=True, callback=_positive_ints,
+              help="tokens per document, specials included, comma-separated")
+@click.option("--tokens-per-run", default=262_144, show_default=True, type=click.IntRange(min=64),
+              help="the large input's tokens per length (the small one: a quarter)")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="medians are reported")
+@click.option("--cores", default="1,2", show_default=True, callback=_positive_ints,
+              help="core counts: one worker pinned to each (and, above one, as many one-core workers at once)")
+@click.option("--requests", default=300, show_default=True, type=click.IntRange(min=1),
+              help="/v1/embeddings requests (and engine calls, /healthz calls) timed one at a time")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1), help="profile lines printed per length")
+@click.option("--profile-out", default=Path("jobpath-profile"), show_default=True, type=click.Path(path_type=Path),
+              help="the profiles go to PROFILE_OUT-<length>.pstats (python -m pstats FILE)")
+@click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="also write the whole report here, as JSON")
+def jobpath(model: str, dtype: str, lengths: tuple[int, ...], tokens_per_run: int, rounds: int, cores: tuple[int, ...],
+            requests: int, top: int, profile_out: Path, json_path: Path | None) -> None:
+    """The whole job path with a stand-in engine (the model's tokenizer, shapes and poolers; no forward):
+    documents/s and tokens/s per core count, a profile, host reads per step, and /v1/embeddings latency
+    (progress on stderr)."""
+    import os
+
+    from poolq.api.cli.jobpath_wiring import JobpathOptions, run_jobpath
+    from poolq.devtools.bench.jobpath_report import render
+
+    usable = len(os.sched_getaffinity(0))
+    if max(cores) > usable:
+        raise click.BadParameter(f"{max(cores)} cores asked for; this process may use {usable}", param_hint="--cores")
+    for path, hint in ((json_path, "--json"), (profile_out, "--profile-out")):
+        if path is not None and not path.resolve().parent.is_dir():  # found out now, not after the run
+            raise click.BadParameter(f"{path.resolve().parent} is not a directory", param_hint=hint)
+    options = JobpathOptions(model, dtype, lengths, tokens_per_run, rounds, cores, requests, top, profile_out)
+    report = run_jobpath(options, progress=lambda line: click.echo(line, err=True))
+    if json_path is not None:
+        json_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    click.echo(render(report))

@@ -159,7 +159,8 @@ def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: i
 
 
 # `poolq bench` alone runs the dtype comparison below; its subcommands are other suites (bench_commands.py).
-@main.group(cls=LazyGroup, lazy_commands={"families": f"{_CLI}.bench_commands:families"}, invoke_without_command=True)
+@main.group(cls=LazyGroup, lazy_commands={"families": f"{_CLI}.bench_commands:families",
+                                          "jobpath": f"{_CLI}.bench_commands:jobpath"}, invoke_without_command=True)
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True)
 @click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")
