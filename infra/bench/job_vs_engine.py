@@ -86,7 +86,7 @@ class LocalJobs:
 
         self.count += 1
         out = self.work / f"job-{self.count}"
-        ctx = local_context(out, Settings(compute_dtype=self.engine.config.dtype))
+        ctx = local_context(out, Settings(dtype=self.engine.config.dtype))
         ctx.engines.use(MODEL, self.engine)
         source = _write_input(records, self.work / f"input-{self.count}.jsonl")
         spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": source.as_uri()}, "long_documents": policy})
