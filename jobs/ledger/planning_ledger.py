@@ -3,6 +3,11 @@
 A stage's record is written after its data objects, so it is the stage's commit point: a section
 whose ``scan.json`` exists has its id spill; one whose ``cut.json`` exists has its shards and
 error lines. Repeating a stage writes the same objects, so the first record written stands.
+
+Since a record never changes once written, a ``PlanningLedger`` keeps each record it read or wrote:
+a task that builds one and hands it down (``jobs/planning/planning_run.py``) reads each record at
+most once, however many stages ask. Which sections have done a stage is asked of the bucket each
+time (``is_done``, ``done``, ``stages_done``): other tasks add to it meanwhile.
 """
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+from typing import Callable, TypeVar, cast
 
 from poolq.jobs.inputs.input_section import InputSection, dump_sections, load_sections
 from poolq.jobs.ledger.error_summary import ErrorSummary
@@ -77,31 +83,41 @@ class SectionCut:
 
 _STAGE_RECORD = re.compile(r"section-(\d{5,})\.(scan|cut)\.json")
 
+_Record = TypeVar("_Record")
+
 
 class PlanningLedger:
-    """Reads and once-only writes of one job's planning records."""
+    """Reads and once-only writes of one job's planning records; each record read at most once."""
 
     def __init__(self, store: ObjectStore, layout: JobLayout) -> None:
         self.store = store
         self.layout = layout
+        self._kept: dict[str, object] = {}  # key -> its record, parsed: written once, so never stale
 
-    def _put_once(self, key: str, body: bytes) -> bytes:
-        """Write ``body`` unless ``key`` exists; returns what is stored (this body or the first one)."""
-        return body if self.store.put_once(key, body) else self.store.get(key)
+    def _write_once(self, key: str, body: bytes, parse: Callable[[bytes], _Record]) -> _Record:
+        """Write ``body`` unless ``key`` exists; returns what is stored (this body or the first one), kept."""
+        stored = body if self.store.put_once(key, body) else self.store.get(key)
+        self._kept[key] = record = parse(stored)
+        return record
 
-    def _get(self, key: str) -> bytes | None:
+    def _read(self, key: str, parse: Callable[[bytes], _Record]) -> _Record:
+        """The record at ``key``, read from the bucket the first time only (ObjectNotFoundError while unwritten)."""
+        if key not in self._kept:
+            self._kept[key] = parse(self.store.get(key))
+        return cast(_Record, self._kept[key])
+
+    def _read_if_written(self, key: str, parse: Callable[[bytes], _Record]) -> _Record | None:
         try:
-            return self.store.get(key)
+            return self._read(key, parse)
         except ObjectNotFoundError:
-            return None
+            return None  # not kept: it may be written later
 
     def sections(self) -> list[InputSection] | None:
-        raw = self._get(self.layout.planning_sections)
-        return None if raw is None else load_sections(raw)
+        return self._read_if_written(self.layout.planning_sections, load_sections)
 
     def write_sections(self, sections: list[InputSection]) -> list[InputSection]:
         """Store the sections unless some are stored (the input may have changed since): returns the stored ones."""
-        return load_sections(self._put_once(self.layout.planning_sections, dump_sections(sections)))
+        return self._write_once(self.layout.planning_sections, dump_sections(sections), load_sections)
 
     def section_key(self, section: int, name: str) -> str:
         return self.layout.section_object(section, name)
@@ -110,35 +126,50 @@ class PlanningLedger:
         return self.layout.stage_record(section, stage.value)
 
     def write_scan(self, section: int, scan: SectionScan) -> SectionScan:
-        return SectionScan(**json.loads(self._put_once(self.stage_key(SectionStage.SCAN, section), _dump(scan))))
+        return self._write_once(self.stage_key(SectionStage.SCAN, section), _dump(scan), _parse_scan)
 
     def scan(self, section: int) -> SectionScan:
-        return SectionScan(**json.loads(self.store.get(self.stage_key(SectionStage.SCAN, section))))
+        return self._read(self.stage_key(SectionStage.SCAN, section), _parse_scan)
 
     def write_cut(self, section: int, cut: SectionCut) -> SectionCut:
-        return SectionCut(**json.loads(self._put_once(self.stage_key(SectionStage.CUT, section), _dump(cut))))
+        return self._write_once(self.stage_key(SectionStage.CUT, section), _dump(cut), _parse_cut)
 
     def cut(self, section: int) -> SectionCut:
-        return SectionCut(**json.loads(self.store.get(self.stage_key(SectionStage.CUT, section))))
+        return self._read(self.stage_key(SectionStage.CUT, section), _parse_cut)
 
     def is_done(self, stage: SectionStage, section: int) -> bool:
         return self.store.exists(self.stage_key(stage, section))
 
     def done(self, stage: SectionStage) -> set[int]:
         """The sections whose ``stage`` is recorded, from one listing of the stage records."""
-        found = set()
+        return self.stages_done()[stage]
+
+    def stages_done(self) -> dict[SectionStage, set[int]]:
+        """For each stage, the sections that have recorded it, from one listing of the stage records."""
+        found: dict[SectionStage, set[int]] = {stage: set() for stage in SectionStage}
         for key in self.store.list(self.layout.planning_stages_prefix):
             match = _STAGE_RECORD.fullmatch(key.rsplit("/", 1)[-1])
-            if match and match.group(2) == stage.value:
-                found.add(int(match.group(1)))
+            if match:
+                found[SectionStage(match.group(2))].add(int(match.group(1)))
         return found
 
     def write_decided(self, decided: Decided) -> Decided:
-        return Decided.from_json(json.loads(self._put_once(self.layout.planning_decided, _dump(decided))))
+        return self._write_once(self.layout.planning_decided, _dump(decided), _parse_decided)
 
     def decided(self) -> Decided | None:
-        raw = self._get(self.layout.planning_decided)
-        return None if raw is None else Decided.from_json(json.loads(raw))
+        return self._read_if_written(self.layout.planning_decided, _parse_decided)
+
+
+def _parse_scan(raw: bytes) -> SectionScan:
+    return SectionScan(**json.loads(raw))
+
+
+def _parse_cut(raw: bytes) -> SectionCut:
+    return SectionCut(**json.loads(raw))
+
+
+def _parse_decided(raw: bytes) -> Decided:
+    return Decided.from_json(json.loads(raw))
 
 
 def _dump(record: object) -> bytes:

@@ -23,6 +23,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, Decided, PlanningLedger, SectionScan
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
 from poolq.jobs.planning.incremental import Baseline
+from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.sections import sections_bytes
 from poolq.jobs.reuse.reuse_plan import plan_reuse
@@ -65,9 +66,11 @@ class SectionSkips:
         return int(self.first_sections[duplicate]), int(self.first_lines[duplicate])
 
 
-def decide(job: JobHandle, sections: list[InputSection]) -> Decided:
+def decide(run: PlanningRun) -> Decided:
+    job = run.job
+    planning = run.ledger
+    sections = run.sections
     ctx = job.ctx
-    planning = PlanningLedger(ctx.store, job.layout)
     scans = [planning.scan(index) for index in range(len(sections))]
     baseline = Baseline.load(job)
     partitions = partitions_for(sections_bytes(sections), ctx.settings.plan_partition_bytes)

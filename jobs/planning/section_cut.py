@@ -18,10 +18,10 @@ from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
-from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
-from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SKIPS_NAME, PlanningLedger, SectionCut
+from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SKIPS_NAME, SectionCut
 from poolq.jobs.planning.decide import SectionSkips
+from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.sections import section_records
 from poolq.jobs.planning.shard_cutter import ShardCutter
 from poolq.storage import JsonlObject
@@ -29,10 +29,11 @@ from poolq.storage import JsonlObject
 _UPLOAD_CHUNK = 1 << 20
 
 
-def cut_section(job: JobHandle, index: int) -> SectionCut:
+def cut_section(run: PlanningRun, index: int) -> SectionCut:
+    job = run.job
+    planning = run.ledger
+    sections = run.sections
     ctx = job.ctx
-    planning = PlanningLedger(ctx.store, job.layout)
-    sections = planning.sections() or []
     section = sections[index]
     decided = planning.decided()
     if decided is None:

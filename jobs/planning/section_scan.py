@@ -7,19 +7,20 @@ from typing import IO, Iterator
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
-from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, SPILL_NAME, PlanningLedger, SectionScan
+from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, SPILL_NAME, SectionScan
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
+from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.sections import section_field_types, section_records
 from poolq.storage import JsonlProgress
 
 _CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects meanwhile)
 
 
-def scan_section(job: JobHandle, section: int) -> SectionScan:
+def scan_section(run: PlanningRun, section: int) -> SectionScan:
     """Scan ``section`` of the job's input: its id spill, then its scan record (the commit point)."""
-    planning = PlanningLedger(job.ctx.store, job.layout)
-    sections = planning.sections() or []
+    job = run.job
+    planning = run.ledger
+    sections = run.sections
     fields = InputFields.of(job.spec)
     progress = JsonlProgress()
     counted = {"valid": 0}

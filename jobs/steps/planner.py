@@ -5,6 +5,9 @@ task of a stage, and by the reconciler while a job has no plan. Under the job's 
 lists the input into sections, sends each section's scan task, decides duplicates and carried
 documents once all are scanned, sends the cut tasks, and commits the plan once all are cut. An
 input of one section is planned in this task alone. A section task that was lost is sent again.
+
+Each run of the task builds one ``PlanningRun`` (the sections and the planning ledger, which keeps
+what it reads) and hands it down to every stage: no stage reads a planning record again.
 """
 from __future__ import annotations
 
@@ -14,16 +17,15 @@ from datetime import datetime, timezone
 
 from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.coordination.work_units import PLAN_UNIT, section_unit
-from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.error_summary import merge_all
 from poolq.jobs.ledger.job_ledger import Plan
-from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, PlanningLedger, SectionStage
+from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SectionStage
 from poolq.jobs.observability.job_events import job_planned
 from poolq.jobs.planning.decide import decide
+from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
-from poolq.jobs.planning.sections import list_sections
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.dispatch import dispatch_finalize, dispatch_section, finalize_if_ready, open_shards, record_plan
 from poolq.jobs.steps.lost_units import LostUnits, QueueDepths
@@ -58,28 +60,28 @@ def plan_job(job: JobHandle) -> Plan | None:
 
 
 def _advance(job: JobHandle) -> Plan | None:
-    planning = PlanningLedger(job.ctx.store, job.layout)
-    sections = planning.sections()
-    if sections is None:
-        listed = list_sections(job, job.ctx.settings.plan_section_bytes)
-        sections = planning.write_sections(listed)
-    if not _stage_done(job, SectionStage.SCAN, sections, planning):
+    run = PlanningRun.for_plan_task(job)  # the sections, listed from the input the first time
+    # Which sections did each stage, listed once: a section task that records its stage after this
+    # listing lists the records itself, and sends the plan task again if it was the last.
+    done = run.ledger.stages_done()
+    if not _stage_done(run, SectionStage.SCAN, done[SectionStage.SCAN]):
         return None
-    if planning.decided() is None:
-        decide(job, sections)
-    if not _stage_done(job, SectionStage.CUT, sections, planning):
+    if run.ledger.decided() is None:
+        decide(run)  # no section is cut before this: the listing's cuts stay right
+    if not _stage_done(run, SectionStage.CUT, done[SectionStage.CUT]):
         return None
-    return _commit(job, len(sections), planning)
+    return _commit(run)
 
 
-def _stage_done(job: JobHandle, stage: SectionStage, sections: list[InputSection], planning: PlanningLedger) -> bool:
-    """True if every section has done ``stage``; else send the tasks of those not done (and not in
-    flight). One section is done here and now: a small input needs no hand-off."""
-    if len(sections) == 1:
-        if not planning.is_done(stage, 0):
-            STAGE_STEPS[stage](job, 0)
+def _stage_done(run: PlanningRun, stage: SectionStage, done: set[int]) -> bool:
+    """True if every section has done ``stage`` (``done``: those that had); else send the tasks of
+    those not done (and not in flight). One section is done here and now: a small input needs no hand-off."""
+    job = run.job
+    if len(run.sections) == 1:
+        if 0 not in done:
+            STAGE_STEPS[stage](run, 0)
         return True
-    missing = sorted(set(range(len(sections))) - planning.done(stage))
+    missing = sorted(set(range(len(run.sections))) - done)
     if not missing:
         return True
     lost = LostUnits(job, time.time(), QueueDepths(job.ctx))
@@ -87,12 +89,14 @@ def _stage_done(job: JobHandle, stage: SectionStage, sections: list[InputSection
     return False
 
 
-def _commit(job: JobHandle, num_sections: int, planning: PlanningLedger) -> Plan:
+def _commit(run: PlanningRun) -> Plan:
     """Concatenate the sections' error lines, then write ``plan.json`` (the commit point)."""
+    job = run.job
+    planning = run.ledger
     decided = planning.decided()
-    if decided is None:  # written by this planner a moment ago: only a store that loses objects gets here
-        raise RuntimeError(f"job {job.id}: the planning decisions just written cannot be read back")
-    cuts = [planning.cut(index) for index in range(num_sections)]
+    if decided is None:  # read or written before the cut stage, and kept by the run's ledger: never None here
+        raise RuntimeError(f"job {job.id}: the plan is committed before its planning decisions were made")
+    cuts = [planning.cut(index) for index in range(len(run.sections))]
     error_keys = [planning.section_key(index, ERRORS_NAME) for index, cut in enumerate(cuts) if cut.errors]
 
     def error_chunks():  # streamed: the error file is never held whole

@@ -1,0 +1,43 @@
+"""A planning run: what one planning task knows of a job's planning, built once and handed down.
+
+The plan task and each section task build one run: the job, its planning ledger (which keeps every
+record it reads or writes: ``jobs/ledger/planning_ledger.py``) and the input's sections. Each stage
+(scan, decide, cut) and the plan's commit is a plain function of the run, so a record one stage
+wrote or read is not fetched again by the next, and no stage opens the ledger on its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from poolq.jobs.inputs.input_section import InputSection
+from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.planning_ledger import PlanningLedger
+from poolq.jobs.planning.sections import list_sections
+
+
+@dataclass(frozen=True)
+class PlanningRun:
+    job: JobHandle
+    ledger: PlanningLedger
+    sections: list[InputSection]  # the input's, in input order, as stored (``planning/sections.json``)
+
+    @classmethod
+    def for_plan_task(cls, job: JobHandle) -> "PlanningRun":
+        """The plan task's run: the stored sections, else the input listed into sections and stored
+        (planning's first stage; another planner's sections, if stored first, are the ones kept)."""
+        ledger = PlanningLedger(job.ctx.store, job.layout)
+        sections = ledger.sections()
+        if sections is None:
+            listed = list_sections(job, job.ctx.settings.plan_section_bytes)
+            sections = ledger.write_sections(listed)
+        return cls(job, ledger, sections)
+
+    @classmethod
+    def for_section_task(cls, job: JobHandle) -> "PlanningRun":
+        """A section task's run: the sections the plan task stored before it sent the task."""
+        ledger = PlanningLedger(job.ctx.store, job.layout)
+        sections = ledger.sections()
+        if sections is None:
+            raise RuntimeError(f"job {job.id}: a section task ran before the input's sections were stored "
+                               f"({job.layout.planning_sections} is missing)")
+        return cls(job, ledger, sections)
