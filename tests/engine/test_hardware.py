@@ -70,8 +70,8 @@ def test_an_explicit_dtype_is_kept_and_unreadable_flags_mean_none():
 
 def test_settings_resolve_auto_once_for_the_engine_and_the_identity(monkeypatch, tmp_path):
     import poolq.engine.hardware as hardware
-    from poolq.jobs.local_runner import local_context
     from poolq.jobs.settings import Settings
+    from poolq.worker.local_runner import local_context
 
     monkeypatch.setattr(hardware, "cpu_flags", lambda cpuinfo=None: frozenset({"avx2"}))
     settings = Settings(dtype="auto")

@@ -16,8 +16,8 @@ from support.hub_cache import hf_hub_repo, offline_hub
 from support.matryoshka_model import matryoshka_st_bert
 
 from poolq.engine.loading import hub, hub_card
-from poolq.jobs.local_runner import local_context
 from poolq.jobs.settings import Settings
+from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-matryoshka"
 
