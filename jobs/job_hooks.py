@@ -47,7 +47,7 @@ class NoProducts:
         return None
 
     def check_budget(self, spec: JobSpec, tenant: str, ctx: Any) -> None:
-        return None  # the running job still stops at its limit (jobs/steps/budget.py)
+        return None  # the running job still stops at its limit (jobs/steps/shards/budget.py)
 
     def job_ended(self, job: Any, manifest: JobManifest) -> None:
         return None

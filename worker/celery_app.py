@@ -38,7 +38,7 @@ def create_celery_app(settings: Settings, role: Role = "worker") -> Celery:
         task_send_sent_event=True,
         # Beat: RedBeat keeps schedule state in Redis and holds a lock, so one beat runs at a time;
         # PoolqBeatScheduler rides out Redis restarts and wipes instead of exiting.
-        beat_scheduler="poolq.worker.beat_scheduler.PoolqBeatScheduler",
+        beat_scheduler="poolq.worker.beat.beat_scheduler.PoolqBeatScheduler",
         redbeat_redis_url=settings.redis_url,
         redbeat_key_prefix="poolq:redbeat:",
         redbeat_redis_options={"health_check_interval": 30, "socket_timeout": settings.redis_worker_timeout_s,

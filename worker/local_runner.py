@@ -15,7 +15,7 @@ from poolq.jobs.steps.failures import fail_job, fail_shard
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.shards.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.products.batches.batch_advance import advance_batch
 from poolq.products.job_hooks import ProductHooks

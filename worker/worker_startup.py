@@ -23,10 +23,10 @@ from poolq.jobs.settings import Settings
 from poolq.worker.celery_app import create_celery_app
 from poolq.worker.celery_tasks import register_tasks
 from poolq.worker.compute_presence import ComputePresence
-from poolq.worker.lane_startup import lane_in_pool_children
+from poolq.worker.fleet.worker_set import WorkerOptions, check_store
+from poolq.worker.lane.lane_startup import lane_in_pool_children
 from poolq.worker.model_queues import FOLLOW_INTERVAL_S, ModelQueues
 from poolq.worker.model_warmup import models_to_warm, warm_models
-from poolq.worker.worker_set import WorkerOptions, check_store
 
 log = logging.getLogger(__name__)
 

@@ -93,7 +93,7 @@ def embeddings_lane(engine: "PoolingEngine", model: str, work: Path) -> Iterator
     from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
     from poolq.jobs.settings import Settings
     from poolq.jobs.spec.job_status import LOCAL_TENANT
-    from poolq.worker.lane_server import LaneServer
+    from poolq.worker.lane.lane_server import LaneServer
     from poolq.worker.local_runner import local_context
 
     # A throwaway signing secret: the one key signed with it lives in this run's scratch store.

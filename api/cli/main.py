@@ -100,7 +100,7 @@ def _checked_gpus(gpus: str) -> list[str]:
     """``--gpus``'s entries, each checked now (before the store is), against this process's CUDA_VISIBLE_DEVICES too."""
     import os
 
-    from poolq.worker.gpu_selection import GpuSelectionError, gpu_slots, split_gpus
+    from poolq.worker.fleet.gpu_selection import GpuSelectionError, gpu_slots, split_gpus
 
     entries = split_gpus(gpus)
     try:

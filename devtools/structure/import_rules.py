@@ -55,11 +55,12 @@ FLOORS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("job_hooks",),  # the products' hooks into the job core (JobContext.hooks)
     ),
     "worker": (
-        # the reconciler's passes, the in-process runner, the lane's server, GPU and queue choices, beat's schedule
-        ("beat_scheduler", "broker_transport", "compute_presence", "gpu_selection", "lane_server", "local_runner",
-         "model_queues", "model_warmup", "reconciler", "worker_supervisor"),
-        ("celery_app", "lane_startup", "worker_set"),  # the Celery app; the lane on compute workers; the worker set
-        ("beat", "celery_tasks"),  # beat; the Celery tasks: deserialize, call the core or a product, record
+        # the reconciler's passes, the in-process runner, the lane's worker side, the worker fleet (its set of
+        # processes, their GPUs), queue choices, model warm-up
+        ("broker_transport", "compute_presence", "fleet", "lane", "local_runner", "model_queues", "model_warmup",
+         "reconciler"),
+        ("celery_app",),  # the Celery app
+        ("beat", "celery_tasks"),  # beat (its process and scheduler); the Celery tasks: deserialize, call, record
         ("worker_startup",),  # a worker process's start
     ),
     "engine": (

@@ -18,7 +18,7 @@ BATCH_TASK = "poolq.advance_batch"  # args [tenant, batch_id]: the batch's next 
 SINK_TASK = "poolq.load_sinks"  # args [job_id]: load a finished job's rows into its sink (products/sinks/)
 WEBHOOK_TASK = "poolq.deliver_webhook"  # args [job_id, event name, attempt]: one event's delivery (products/webhooks/)
 CONTROL_QUEUE = "control"
-# Webhook deliveries, on a worker of their own (a thread pool, worker/worker_set.py): a receiver that
+# Webhook deliveries, on a worker of their own (a thread pool, worker/fleet/worker_set.py): a receiver that
 # trickles or never answers holds one of its threads, never a slot that planning or finalizing needs.
 WEBHOOK_QUEUE = "webhooks"
 GPU_QUEUE = "gpu"  # the general compute queue: every compute worker consumes it

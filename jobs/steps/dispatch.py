@@ -19,8 +19,8 @@ from poolq.jobs.coordination.work_units import FINALIZE_UNIT, PLAN_UNIT, section
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan, ShardCommit
 from poolq.jobs.ledger.planning_ledger import SectionStage
-from poolq.jobs.steps.budget import budget_passed, stop_for_budget
-from poolq.jobs.steps.shard_routing import ShardRouter
+from poolq.jobs.steps.shards.budget import budget_passed, stop_for_budget
+from poolq.jobs.steps.shards.shard_routing import ShardRouter
 
 
 def dispatch_plan(job: JobHandle) -> None:

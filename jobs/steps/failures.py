@@ -65,7 +65,7 @@ def fail_job(job: JobHandle, exc: BaseException) -> None:
 
 def fail_shard(job: JobHandle, shard: int, exc: BaseException) -> None:
     """A shard failed for good: commit its records as errors so the rest of the job can finish."""
-    from poolq.jobs.steps.shard_runner import abandon_shard
+    from poolq.jobs.steps.shards.shard_runner import abandon_shard
 
     try:
         abandon_shard(job, shard, f"shard {shard} failed: {describe(exc)}")

@@ -34,10 +34,10 @@ from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.spec.reuse_counts import ReuseCounts
 from poolq.jobs.spec.sink_config import sink_outcomes_json
 from poolq.jobs.status.current_status import job_errors, usage_tokens
-from poolq.jobs.steps.budget import budget_error, stopped_by_budget, token_limit
 from poolq.jobs.steps.cleanup import clean_finished_job
 from poolq.jobs.steps.dispatch import ready_to_finalize
 from poolq.jobs.steps.job_report import job_report
+from poolq.jobs.steps.shards.budget import budget_error, stopped_by_budget, token_limit
 from poolq.jobs.tasks import job_task
 from poolq.storage import read_part_schema, type_name
 

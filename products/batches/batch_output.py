@@ -19,7 +19,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
-from poolq.jobs.steps.shard_attempt import GAVE_UP_CODE, NOT_PROCESSED_CODE
+from poolq.jobs.steps.shards.shard_attempt import GAVE_UP_CODE, NOT_PROCESSED_CODE
 from poolq.products.batches.batch_files import delete_file, write_file
 from poolq.products.batches.batch_layout import BatchLayout
 from poolq.products.batches.batch_records import BatchRecords, BatchRequest, PreparedInput

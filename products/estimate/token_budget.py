@@ -6,7 +6,7 @@ tenant's reuse store holds already: none of those count). Where its sample is th
 small input: every document tokenized) it is the job's ``usage.tokens`` exactly, and the job is
 refused as soon as it exceeds the limit. Past that it is an extrapolation, refused only when it
 exceeds the limit by more than ``Settings.budget_estimate_margin``, and the message states that
-margin; a job let through still stops at its limit while it runs (``jobs/steps/budget.py``).
+margin; a job let through still stops at its limit while it runs (``jobs/steps/shards/budget.py``).
 The pass over the input is the estimate's own, bounded by ``estimate_max_seconds``.
 """
 from __future__ import annotations

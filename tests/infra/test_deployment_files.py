@@ -520,7 +520,7 @@ class NotInTheImage:  # wraps every finder: a blocked module is found by none of
         return getattr(self.inner, attribute)
 
 sys.meta_path[:] = [NotInTheImage(finder) for finder in sys.meta_path]
-import poolq.api.server.app, poolq.api.cli.main, poolq.worker.beat, redbeat.schedulers
+import poolq.api.server.app, poolq.api.cli.main, poolq.worker.beat.beat_process, redbeat.schedulers
 # the control worker runs from the API image too
 import poolq.worker.worker_startup, poolq.worker.celery_tasks
 import uvicorn.main, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.on, uvicorn.loops.asyncio

@@ -10,7 +10,7 @@ from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.plan_section import plan_section
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.shards.shard_runner import run_shard
 from poolq.products.batches.batch_advance import advance_batch
 from poolq.products.sinks.sink_load import load_sinks
 

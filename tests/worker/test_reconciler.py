@@ -25,7 +25,7 @@ from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.shards.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.reconciler import reconcile
 

@@ -4,8 +4,8 @@ import pytest
 
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_QUEUE, CeleryEnqueuer
 from poolq.jobs.settings import Settings
-from poolq.worker import worker_set
-from poolq.worker.worker_set import WorkerOptions, run_worker_set
+from poolq.worker.fleet import worker_set
+from poolq.worker.fleet.worker_set import WorkerOptions, run_worker_set
 
 
 class SentTasks:

@@ -9,7 +9,7 @@ import pytest
 from support.hub_cache import tiny_st_bert
 
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE, model_queue
-from poolq.jobs.steps.shard_routing import AFFINITY, GENERAL
+from poolq.jobs.steps.shards.shard_routing import AFFINITY, GENERAL
 
 pytestmark = pytest.mark.integration
 

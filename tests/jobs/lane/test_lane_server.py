@@ -8,7 +8,7 @@ import pytest
 from poolq.jobs.lane.embedding_lane import LaneTimeout
 from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 
 MODEL = "all-MiniLM-L6-v2"
 WAIT_S = 120

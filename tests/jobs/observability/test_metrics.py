@@ -21,7 +21,7 @@ from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.steps.finalizer import finalize_job
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard
+from poolq.jobs.steps.shards.shard_runner import GAVE_UP_CODE, _attempt, abandon_shard, run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context, run_job_locally
 

@@ -163,7 +163,7 @@ def test_idempotency_key_header(api):
 
 
 def test_a_cancel_asked_while_the_last_running_shard_commits_whole_still_ends_the_job(queued_ctx, monkeypatch):
-    from poolq.jobs.steps import shard_runner
+    from poolq.jobs.steps.shards import shard_runner
 
     ctx = queued_ctx
     ctx.settings = ctx.settings.model_copy(update={"shard_max_documents": 1})

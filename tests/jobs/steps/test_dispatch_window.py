@@ -9,7 +9,7 @@ from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cancel import cancel_job
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.shards.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context
 

@@ -19,7 +19,7 @@ from test_job_bodies_fuzz import dump, fuzz_settings, json_values, odd_text, sca
 from poolq.api.server.app import create_app
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
 from poolq.jobs.settings import Settings
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"

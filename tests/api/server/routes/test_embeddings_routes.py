@@ -17,7 +17,7 @@ from poolq.engine import LongDocumentMode, LongDocumentPolicy
 from poolq.jobs.lane.lane_messages import EmbeddingReply
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
 from poolq.jobs.settings import Settings
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 from poolq.worker.local_runner import local_context
 
 MODEL = "all-MiniLM-L6-v2"

@@ -22,7 +22,7 @@ from poolq.products.batches.batch_advance import advance_batch
 from poolq.products.batches.batch_files import create_file, open_file_content
 from poolq.products.batches.batches import create_batch, get_batch
 from poolq.storage import read_part
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 from poolq.worker.local_runner import local_context
 
 NAMES = ("bert-e5", "modernbert-nomic", "qwen3-embed", "gemma3-embed")

@@ -19,7 +19,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
 from poolq.jobs.settings import Settings
 from poolq.storage import read_part
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-matryoshka"

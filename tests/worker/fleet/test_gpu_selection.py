@@ -4,8 +4,8 @@ import pytest
 from click.testing import CliRunner
 
 from poolq.api.cli.main import main
-from poolq.worker.gpu_selection import GpuSelectionError, GpuSlot, gpu_slots, split_gpus
-from poolq.worker.worker_set import WorkerOptions, compute_worker_commands
+from poolq.worker.fleet.gpu_selection import GpuSelectionError, GpuSlot, gpu_slots, split_gpus
+from poolq.worker.fleet.worker_set import WorkerOptions, compute_worker_commands
 
 UUID = "GPU-8f3a2c1e-5b7d-4e9f-a0b1-c2d3e4f5a6b7"
 MIG = "MIG-6ff7d9e4-3c1c-5a3c-a4d6-0f3c0e8e58ff"

@@ -24,8 +24,8 @@ from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE, GPU_QUEUE, WEBHOOK_Q
 from poolq.jobs.observability.log_format import configure_logging
 from poolq.jobs.settings import Settings
 from poolq.storage import verify_conditional_writes
-from poolq.worker.gpu_selection import gpu_slots
-from poolq.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
+from poolq.worker.fleet.gpu_selection import gpu_slots
+from poolq.worker.fleet.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from poolq.jobs.ledger.job_ledger import JobLedger
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.cancel import cancel_job
-from poolq.jobs.steps.shard_runner import GAVE_UP_CODE, run_shard
+from poolq.jobs.steps.shards.shard_runner import GAVE_UP_CODE, run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
 

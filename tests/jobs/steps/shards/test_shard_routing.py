@@ -15,7 +15,7 @@ from poolq.jobs.observability.job_metrics import RedisJobMetrics
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.planner import plan_job
-from poolq.jobs.steps.shard_routing import AFFINITY, GENERAL, ShardRouter, affinity_queue, shard_queue
+from poolq.jobs.steps.shards.shard_routing import AFFINITY, GENERAL, ShardRouter, affinity_queue, shard_queue
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context
 

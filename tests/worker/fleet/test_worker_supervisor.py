@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from poolq.worker.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
+from poolq.worker.fleet.worker_supervisor import RestartPolicy, WorkerCommand, WorkerSupervisor
 
 FAST = RestartPolicy(max_restarts=2, window_s=60, first_backoff_s=0.05, max_backoff_s=0.2, poll_s=0.02)
 DIES_ONCE = ("import os, sys\n"

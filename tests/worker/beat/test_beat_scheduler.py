@@ -15,7 +15,7 @@ from poolq.devtools.devstack.ports import ANY_PORT
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.jobs.coordination.enqueuer import CONTROL_QUEUE
 from poolq.jobs.settings import Settings
-from poolq.worker.beat_scheduler import PoolqBeatScheduler
+from poolq.worker.beat.beat_scheduler import PoolqBeatScheduler
 from poolq.worker.celery_app import create_celery_app
 
 pytestmark = pytest.mark.integration

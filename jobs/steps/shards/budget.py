@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.spec.job_state import JobState
-from poolq.jobs.steps.shard_attempt import BUDGET_EXCEEDED_CODE, NOT_PROCESSED_CODE
+from poolq.jobs.steps.shards.shard_attempt import BUDGET_EXCEEDED_CODE, NOT_PROCESSED_CODE
 
 BUDGET_REASON = "budget_exceeded"  # the cancel request's reason when the budget stopped the job
 

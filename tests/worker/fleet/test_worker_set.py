@@ -7,8 +7,9 @@ from click.testing import CliRunner
 from poolq.api.cli.main import main
 from poolq.jobs.settings import Settings
 from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore
-from poolq.worker import worker_set, worker_startup
-from poolq.worker.worker_set import WorkerOptions, check_store, compute_worker_commands, control_worker_command
+from poolq.worker import worker_startup
+from poolq.worker.fleet import worker_set
+from poolq.worker.fleet.worker_set import WorkerOptions, check_store, compute_worker_commands, control_worker_command
 
 
 class IgnoresIfAbsent(LocalObjectStore):

@@ -7,8 +7,8 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from poolq.jobs.lane.embedding_lane import LaneTimeout
 from poolq.jobs.lane.lane_messages import EmbeddingRequest
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
-from poolq.worker import lane_startup
-from poolq.worker.lane_startup import lane_in_pool_children
+from poolq.worker.lane import lane_startup
+from poolq.worker.lane.lane_startup import lane_in_pool_children
 
 REQUEST = EmbeddingRequest(model="all-MiniLM-L6-v2", inputs=["which worker answers?"])
 

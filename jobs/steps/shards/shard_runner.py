@@ -24,11 +24,11 @@ from poolq.jobs.report.shard_stats import ShardStats
 from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.shard_reuse import no_copies, publish, sort_out
 from poolq.jobs.spec.engine_identity import EngineIdentity
-from poolq.jobs.steps.budget import unrun_code
 from poolq.jobs.steps.cleanup import delete_dead_attempts
 from poolq.jobs.steps.dispatch import finalize_if_ready, record_shard, release_shard
-from poolq.jobs.steps.engine_choice import choose_engine
-from poolq.jobs.steps.shard_attempt import (
+from poolq.jobs.steps.shards.budget import unrun_code
+from poolq.jobs.steps.shards.engine_choice import choose_engine
+from poolq.jobs.steps.shards.shard_attempt import (
     GAVE_UP_CODE,
     NOT_PROCESSED_CODE,
     AttemptOutput,
@@ -36,7 +36,7 @@ from poolq.jobs.steps.shard_attempt import (
     record_attempt_metrics,
     write_attempt,
 )
-from poolq.jobs.steps.step_watch import ShardCancelled, StepWatch
+from poolq.jobs.steps.shards.step_watch import ShardCancelled, StepWatch
 from poolq.jobs.tasks import job_task
 from poolq.jobs.tasks.finite_results import finite_results
 

@@ -19,7 +19,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import GPU_QUEUE
 from poolq.jobs.lane.redis_lane import RedisEmbeddingLane
 from poolq.jobs.settings import Settings
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 
 log = logging.getLogger(__name__)
 

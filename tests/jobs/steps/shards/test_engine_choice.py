@@ -13,7 +13,7 @@ from poolq.jobs.ledger.engine_claim import claim_engine, claimed_engine, job_eng
 from poolq.jobs.spec.engine_identity import EngineMismatch
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.failures import is_retryable
-from poolq.jobs.steps.shard_runner import run_shard
+from poolq.jobs.steps.shards.shard_runner import run_shard
 from poolq.jobs.steps.submit import submit_job
 from poolq.storage import read_embeddings
 

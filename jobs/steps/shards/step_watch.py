@@ -15,7 +15,7 @@ import time
 
 from poolq.engine.step import StepOutput
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.steps.budget import budget_passed, stop_for_budget, token_limit
+from poolq.jobs.steps.shards.budget import budget_passed, stop_for_budget, token_limit
 
 log = logging.getLogger(__name__)
 

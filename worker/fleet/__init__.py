@@ -1,0 +1,1 @@
+"""What ``poolq worker`` keeps running: the set of worker processes, their supervisor, and which GPU each sees."""
