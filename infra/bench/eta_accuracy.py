@@ -10,12 +10,13 @@ characters, none truncated, each made unique so that neither the job's duplicate
 any):
 
 - warm-up: a 10-document job (the model loads), then one of half the size, so that the worker has
-  measured its tokens/s (without a measurement there is no ETA);
+  measured its tokens/s (without a measurement there is no ETA) and the model's characters per token;
 - tenant ``dev`` submits jobs a1 (``--documents``) and a2 (half that), tenant ``bench-other`` b1
   (``--documents``), at once; shards of ``--shard-documents`` documents, so fair share interleaves;
 - every 0.25 s it polls the three jobs; for each, the first ETA given (once the job is planned
   and still waits or runs) and the wall time it was given at, the first given once some of its
-  text is tokenized (``estimate.measured``: before, its tokens are its characters at 4 a token),
+  text is tokenized (``estimate.measured``: before, its tokens are its characters at the characters
+  per token the warm-up measured),
   then when the job ended (``finished_at``). Error = (given - actual) / actual, actual = end -
   time given.
 
@@ -27,19 +28,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
+from bench_stack import bench_stack, other_tenant_key
+
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.devtools.bench.machine import machine_facts
 from poolq.devtools.demo.sample_corpus import load_sample_corpus
-from poolq.devtools.devstack.ports import ANY_PORT
-from poolq.devtools.devstack.stack import LocalStack, StackPorts
-from poolq.jobs import ApiKeyStore, Settings
-from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
 TERMINAL = {"succeeded", "partially_succeeded", "failed", "cancelled"}
 GOAL = 0.30
@@ -49,14 +46,6 @@ def _documents(count: int, prefix: str) -> list[dict]:
     paragraphs = [part for document in load_sample_corpus() for part in document["text"].split("\n\n")
                   if 200 <= len(part) <= 1000]
     return [{"id": f"{prefix}-{i:06d}", "text": f"{paragraphs[i % len(paragraphs)]} ({prefix} {i})"} for i in range(count)]
-
-
-def _other_key(state) -> str:
-    config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
-    store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
-                         signing_secret=state.key_signing_secret).create("bench-other")
-    return key
 
 
 def _upload_job(client: PoolqClient, documents: list[dict]) -> str:
@@ -99,7 +88,7 @@ def _watch(jobs: dict[str, tuple[PoolqClient, str]], timeout: float = 3600) -> d
 
 
 def measure(state, documents: int) -> dict:
-    other_key = _other_key(state)
+    other_key = other_tenant_key(state)
     load_before = os.getloadavg()
     with PoolqClient(state.api_url, state.api_key) as mine, PoolqClient(state.api_url, other_key) as other:
         _run_to_end(mine, _upload_job(mine, _documents(10, "load")))
@@ -149,13 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", type=Path, default=None, help="also write the raw figures here")
     args = parser.parse_args(argv)
     os.environ["POOLQ_SHARD_MAX_DOCUMENTS"] = str(args.shard_documents)  # the stack's processes inherit it
-    root = args.state_dir or Path(tempfile.mkdtemp(prefix="poolq-eta-"))
-    stack = LocalStack(root, StackPorts(redis=ANY_PORT, s3=ANY_PORT, api=ANY_PORT))
-    state, started = stack.up(log=lambda line: print(line, file=sys.stderr))
-    try:
+    with bench_stack(args.state_dir, "poolq-eta-") as state:
         results = measure(state, args.documents)
-    finally:
-        stack.down(only=started)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -24,21 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
 import httpx
+from bench_stack import bench_stack, other_tenant_key
 
 from poolq.api.client.poolq_client import PoolqClient
 from poolq.devtools.bench.machine import machine_facts
 from poolq.devtools.demo.sample_corpus import load_sample_corpus
-from poolq.devtools.devstack.ports import ANY_PORT
-from poolq.devtools.devstack.stack import LocalStack, StackPorts
-from poolq.jobs import ApiKeyStore, Settings
-from poolq.storage import S3Config, S3ObjectStore, make_s3_client
 
 TERMINAL = {"succeeded", "partially_succeeded", "failed", "cancelled"}
 QUERY = "how do vaccines train the immune system"  # about 10 tokens with MiniLM's specials
@@ -67,14 +62,6 @@ def _documents(count: int, prefix: str) -> list[dict]:
 def _long_text(chars: int = 1_500_000) -> str:
     text = "\n\n".join(document["text"] for document in load_sample_corpus())
     return (text * (1 + chars // len(text)))[:chars]
-
-
-def _other_key(state) -> str:
-    config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
-    store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
-                         signing_secret=state.key_signing_secret).create("bench-other")
-    return key
 
 
 def _submit(client: PoolqClient, documents: list[dict], mode: str = "truncate") -> str:
@@ -147,7 +134,7 @@ def _percentiles(values: list[float] | None) -> str:
 
 def measure(state, large_documents: int) -> dict:
     results: dict = {}
-    other_key = _other_key(state)
+    other_key = other_tenant_key(state)
     with PoolqClient(state.api_url, state.api_key) as mine, PoolqClient(state.api_url, other_key) as other:
         results["embeddings_idle_s"] = _embedding_latencies(state.api_url, state.api_key)
         results["small_idle_s"] = _small_job(other, "idle")
@@ -198,13 +185,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--state-dir", type=Path, default=None, help="the stack's directory (default: a temporary one)")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw figures here")
     args = parser.parse_args(argv)
-    root = args.state_dir or Path(tempfile.mkdtemp(prefix="poolq-live-"))
-    stack = LocalStack(root, StackPorts(redis=ANY_PORT, s3=ANY_PORT, api=ANY_PORT))
-    state, started = stack.up(log=lambda line: print(line, file=sys.stderr))
-    try:
+    with bench_stack(args.state_dir, "poolq-live-") as state:
         results = measure(state, args.large_documents)
-    finally:
-        stack.down(only=started)
     print(report(results, args.large_documents))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -4,6 +4,16 @@ included: what a job's shard costs). Estimates divide a job's tokens by it (``pr
 
 Each report folds into a decayed sum (``DECAY`` per report), so a worker's rate follows its recent
 shards without one odd shard swinging it. Only the worker's own process writes its entries.
+
+A worker that goes from one shard straight to the next also pays the gap between them (the last
+commit's bookkeeping, the next task's dispatch and start) on every shard of a backlog, so that gap
+counts in its seconds (the ETA benchmark's fleet once delivered 335 tokens/s against the 437 its
+worker measured without it: docs/benchmarks.md#eta-accuracy). A longer gap is a wait for work, which
+a backlog does not pay.
+
+Each report also carries the characters of the records it ran: over a model's reports, the
+characters per token this deployment's text has under that model's tokenizer, the prior an
+unmeasured job's tokens are estimated with (``jobs/status/token_prior.py``).
 """
 from __future__ import annotations
 
@@ -15,6 +25,10 @@ from dataclasses import asdict, dataclass
 
 _THROUGHPUT_KEY = "poolq:compute:throughput:"  # hash per model: "<worker>\t<dtype>" -> MeasuredRate JSON
 DECAY = 0.8
+# A gap between the previous report and this shard's start counts when it is at most this share of
+# the shard's own seconds: dispatch and a task's start take a moment; a worker that waited for work
+# (or ran another model's shard meanwhile) shows a gap as long as a shard or longer.
+MAX_GAP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -25,14 +39,22 @@ class MeasuredRate:
     tokens: float  # decayed sums of the reports
     seconds: float
     reported_at: float
+    characters: float = 0.0  # decayed sum too; 0 in entries written before it was kept
 
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
-    def folded(self, tokens: int, seconds: float, now: float) -> "MeasuredRate":
+    def folded(self, tokens: int, seconds: float, now: float, characters: int = 0) -> "MeasuredRate":
         return MeasuredRate(self.worker, self.model, self.dtype, self.tokens * DECAY + tokens,
-                            self.seconds * DECAY + seconds, now)
+                            self.seconds * DECAY + seconds + self.gap_before(seconds, now), now,
+                            self.characters * DECAY + characters)
+
+    def gap_before(self, seconds: float, now: float) -> float:
+        """The time between this entry's last report and a shard of ``seconds`` that ended ``now``,
+        when the worker went straight on to it (see MAX_GAP_SHARE); else 0."""
+        gap = now - seconds - self.reported_at
+        return gap if 0 < gap <= seconds * MAX_GAP_SHARE else 0.0
 
 
 def dtype_of(engine_identity: str | None) -> str:
@@ -53,14 +75,23 @@ def fleet_tokens_per_s(rates: list[MeasuredRate], alive: set[str]) -> float | No
     return sum(rate.tokens_per_s for rate in latest.values()) / len(latest) * len(alive)
 
 
+def chars_per_token(rates: list[MeasuredRate]) -> float | None:
+    """The characters per token of one model's reports (any worker, alive or not: the tokenizer and
+    the text do not change with the worker); None before a report counted characters."""
+    characters = sum(rate.characters for rate in rates if rate.characters > 0)
+    tokens = sum(rate.tokens for rate in rates if rate.characters > 0)
+    return characters / tokens if characters > 0 and tokens > 0 else None
+
+
 class ThroughputBoard(ABC):
-    def record(self, worker: str, model: str, dtype: str, tokens: int, seconds: float, now: float | None = None) -> None:
-        """``worker`` ran ``tokens`` of ``model`` at ``dtype`` in ``seconds``."""
+    def record(self, worker: str, model: str, dtype: str, tokens: int, seconds: float, now: float | None = None,
+               characters: int = 0) -> None:
+        """``worker`` ran ``tokens`` of ``model`` at ``dtype`` in ``seconds`` (the records' ``characters``)."""
         if tokens <= 0 or seconds <= 0:
             return
         now = time.time() if now is None else now
         previous = self._get(model, worker, dtype) or MeasuredRate(worker, model, dtype, 0.0, 0.0, now)
-        self._put(previous.folded(tokens, seconds, now))
+        self._put(previous.folded(tokens, seconds, now, characters))
 
     @abstractmethod
     def rates(self, model: str) -> list[MeasuredRate]:

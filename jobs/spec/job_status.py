@@ -38,7 +38,8 @@ class JobRates(BaseModel):
 class JobEstimate(BaseModel):
     """The job's tokens in all (what its ETA counts), once planned: what the records tokenized so
     far cost, plus the characters still to go at the characters per token measured on them.
-    ``measured``: some of its text has been tokenized (else it assumes 4 characters a token)."""
+    ``measured``: some of its text has been tokenized (else its characters count at the characters per
+    token its model showed on this deployment's earlier shards, 4 before any: jobs/status/token_prior.py)."""
 
     tokens: int | None = None
     measured: bool = False

@@ -16,13 +16,16 @@ MAX_URL_CHARS = 2048
 
 
 class WebhookTarget(BaseModel):
-    """``webhook: {"url": ...}`` of a job or a schedule: poolq POSTs its events there."""
+    """``webhook: {"url": ..., "send_running": false}`` of a job or a schedule: poolq POSTs its events there."""
 
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(min_length=1, max_length=MAX_URL_CHARS,
                      description="http(s) URL the job's events are POSTed to; it must match the operator's "
                                  "allow-list (POOLQ_WEBHOOK_ALLOW)")
+    # Opt-in: receivers written for "one event when the job ends" may take any event for the end.
+    send_running: bool = Field(False, description="also POST job.running once the job is planned: its place in "
+                                                  "fair share (queue: jobs ahead, share, fleet tokens/s, ETA)")
 
 
 class WebhookOutcome(BaseModel):

@@ -14,6 +14,7 @@ from poolq.jobs.observability.job_rates import job_rates
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobCounts, JobResult, JobStatus, JobUsage
 from poolq.jobs.status.job_place import job_place
+from poolq.jobs.status.token_prior import priced
 from poolq.storage import ObjectNotFoundError
 
 
@@ -77,7 +78,7 @@ def recover_status(job: JobHandle) -> JobStatus | None:
         return None
     if ctx.status.create(status):
         if status.status.is_terminal:
-            ctx.status.expire(job.id, ctx.settings.finished_job_ttl_s)  # read back for a while, then again
+            ctx.status.expire(job.id, ctx.settings.reliability.finished_job_ttl_s)  # read back for a while, then again
         else:
             ctx.status.add_active(status.tenant, job.id)  # counts toward its cap and the jobs gauge again
         ledger = job.ledger
@@ -110,4 +111,6 @@ def current_status(job: JobHandle, *, place: bool = True) -> JobStatus | None:
     status = job.ctx.status.get(job.id) or recover_status(job)
     if status is None:
         return None
-    return status.model_copy(update={"rates": job_rates(status), "queue": job_place(job.ctx, status) if place else None})
+    queue = job_place(job.ctx, status) if place else None  # prices every job in line itself (once)
+    # An unmeasured estimate at its model's prior (token_prior.py): the tokens the ETA counts.
+    return priced(job.ctx, status).model_copy(update={"rates": job_rates(status), "queue": queue})
