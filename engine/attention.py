@@ -4,17 +4,20 @@ Sequence ``i`` occupies rows ``cu_seqlens[i]:cu_seqlens[i + 1]`` and attends onl
 No padding token is ever computed.
 
 * CPU: a loop over sequences calling ``F.scaled_dot_product_attention`` on 4D strided views.
-  A 4D ``[1, heads, len, head_dim]`` input dispatches to the CPU flash kernel without a copy;
+  A 4D ``[batch, heads, len, head_dim]`` input dispatches to the CPU flash kernel without a copy;
   3D views fall back to the math kernel, about 4.5x slower (engine notes, section 2). The
-  Python loop costs little next to the kernels at tens of sequences per call.
+  Python loop costs little next to the kernels at tens of sequences per call; consecutive
+  sequences of one length (windows of a long document) go in as one batch.
   In bfloat16 a sequence of up to ``EXPLICIT_MAX_TOKENS`` takes two GEMMs and a softmax
-  instead: oneDNN's bf16 GEMMs (AVX-512-BF16, AMX) beat the flash kernel at BERT's head sizes,
+  instead: oneDNN's bf16 GEMMs (AVX-512-BF16) beat the flash kernel at BERT's head sizes,
   1.9x on a 512-token sequence with 12 heads of 32 and +11% (mixed lengths) to +26% (512-token
   windows) for MiniLM end to end, at the same cosine to float32 (measured on an AVX-512-BF16
   CPU, ``infra/bench/attention_probe.py``). Its ``[heads, len, len]`` scores are materialized,
-  hence the length cap. Only where the CPU has bf16 instructions: with oneDNN emulating bf16
-  (AVX-512 without BF16, AVX2) the GEMMs are 5-20x slower and the flash kernel wins (measured
-  with ``ONEDNN_MAX_CPU_ISA`` capped: 1.3x slower at AVX512_CORE, 24x at AVX2).
+  hence the length cap. Only where the CPU has AVX-512-BF16 and no AMX (hardware.py's
+  ``explicit_bf16_attention``): with oneDNN emulating bf16 (AVX-512 without BF16, AVX2) the GEMMs
+  are 5-20x slower and the flash kernel wins (measured with ``ONEDNN_MAX_CPU_ISA`` capped: 1.3x
+  slower at AVX512_CORE, 24x at AVX2); with AMX the flash kernel runs its blocks on the tiles and
+  wins too (2x per call at 512 tokens, 1.3x MiniLM end to end, Xeon with AMX, 2026-12-05).
 * CUDA with fp16/bf16 and no bias: ``torch.nn.attention.varlen.varlen_attn`` (FlashAttention-2
   varlen). Any other case on CUDA takes the same per-sequence loop, which is exact everywhere.
 
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from poolq.engine.hardware import native_bf16_cpu
+from poolq.engine.device.hardware import explicit_bf16_attention_cpu
 
 _FLASH_DTYPES = (torch.float16, torch.bfloat16)
 # The longest sequence whose bf16 scores are materialized (12 heads: 25 MB); longer ones take SDPA.
@@ -145,23 +148,48 @@ class _Shape:
 
 
 def _per_sequence_sdpa(q, k, v, bounds: list[int], shape: _Shape, position_bias, out: torch.Tensor) -> torch.Tensor:
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        for q_start, q_end, k_start, k_end in shape.blocks(end - start):
-            rows, cols = range(q_start, q_end), range(k_start, k_end)
-            # SDPA's is_causal flag where it is exactly what is wanted: cheaper than a mask.
-            causal_flag = shape.causal and position_bias is None and rows == cols and not shape.windowed(rows, cols)
-            mask = None if causal_flag else _block_mask(shape, rows, cols, position_bias, q)
-            attend = _explicit_attention if explicit_attention_applies(q, max(len(rows), len(cols))) else _sdpa
-            seq_out = attend(
-                q[None, start + q_start:start + q_end].transpose(1, 2),  # [1, heads, rows, head_dim], no copy
-                k[None, start + k_start:start + k_end].transpose(1, 2),  # [1, kv_heads, cols, head_dim]
-                v[None, start + k_start:start + k_end].transpose(1, 2),
-                mask,
-                causal_flag,
-                shape,
-            )  # [1, heads, rows, head_dim]
-            out[start + q_start:start + q_end] = seq_out[0].transpose(0, 1)
+    for start, length, count in equal_length_runs(bounds):
+        # A run of equal lengths is one batched call: the same blocks and masks, one kernel launch
+        # (1.2x on 512-token windows, bit-identical to one call per sequence). The explicit path
+        # keeps one sequence per call, which bounds its materialized scores.
+        batch = 1 if explicit_attention_applies(q, length) else count
+        for first in range(start, start + count * length, batch * length):
+            _attend_run(q, k, v, first, length, batch, shape, position_bias, out)
     return out
+
+
+def equal_length_runs(bounds: list[int]) -> list[tuple[int, int, int]]:
+    """(first token, length, count) of each run of consecutive sequences of one length in ``cu_seqlens``."""
+    runs: list[tuple[int, int, int]] = []
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        if runs and runs[-1][1] == end - start:
+            runs[-1] = (runs[-1][0], end - start, runs[-1][2] + 1)
+        else:
+            runs.append((start, end - start, 1))
+    return runs
+
+
+def _attend_run(q, k, v, start: int, length: int, batch: int, shape: _Shape, position_bias, out: torch.Tensor) -> None:
+    """Attention of ``batch`` sequences of ``length`` lying back to back from token ``start``."""
+    def per_sequence(x: torch.Tensor) -> torch.Tensor:  # [batch, length, heads, head_dim], a view
+        return x[start:start + batch * length].unflatten(0, (batch, length))
+
+    qs, ks, vs, outs = per_sequence(q), per_sequence(k), per_sequence(v), per_sequence(out)
+    for q_start, q_end, k_start, k_end in shape.blocks(length):
+        rows, cols = range(q_start, q_end), range(k_start, k_end)
+        # SDPA's is_causal flag where it is exactly what is wanted: cheaper than a mask.
+        causal_flag = shape.causal and position_bias is None and rows == cols and not shape.windowed(rows, cols)
+        mask = None if causal_flag else _block_mask(shape, rows, cols, position_bias, q)
+        attend = _explicit_attention if explicit_attention_applies(q, max(len(rows), len(cols))) else _sdpa
+        seq_out = attend(
+            qs[:, q_start:q_end].transpose(1, 2),  # [batch, heads, rows, head_dim], no copy
+            ks[:, k_start:k_end].transpose(1, 2),  # [batch, kv_heads, cols, head_dim]
+            vs[:, k_start:k_end].transpose(1, 2),
+            mask,
+            causal_flag,
+            shape,
+        )  # [batch, heads, rows, head_dim]
+        outs[:, q_start:q_end] = seq_out.transpose(1, 2)
 
 
 def _block_mask(shape: _Shape, rows: range, cols: range, position_bias, q: torch.Tensor) -> torch.Tensor | None:
@@ -177,20 +205,21 @@ def _block_mask(shape: _Shape, rows: range, cols: range, position_bias, q: torch
 
 def explicit_attention_applies(q: torch.Tensor, length: int) -> bool:
     """Whether a sequence of ``length`` takes two GEMMs and a softmax rather than SDPA (module
-    docstring): bf16 on a CPU with bf16 instructions, where oneDNN's GEMMs are fast."""
-    return q.dtype == torch.bfloat16 and not q.is_cuda and length <= EXPLICIT_MAX_TOKENS and native_bf16_cpu()
+    docstring): bf16 on a CPU with AVX-512-BF16 and no AMX, where oneDNN's GEMMs beat the flash kernel."""
+    return (q.dtype == torch.bfloat16 and not q.is_cuda and length <= EXPLICIT_MAX_TOKENS
+            and explicit_bf16_attention_cpu())
 
 
-def _sdpa(q, k, v, mask: torch.Tensor | None, causal: bool, shape: _Shape) -> torch.Tensor:  # [1, heads, len, d]
+def _sdpa(q, k, v, mask: torch.Tensor | None, causal: bool, shape: _Shape) -> torch.Tensor:  # [batch, heads, len, d]
     gqa = {"enable_gqa": True} if shape.kv_groups > 1 else {}  # torch >= 2.5; left out otherwise
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, scale=shape.scale, **gqa)
 
 
 def _explicit_attention(q, k, v, mask: torch.Tensor | None, causal: bool, shape: _Shape) -> torch.Tensor:
-    if shape.kv_groups > 1:  # [1, kv_heads, len, d] -> [1, heads, len, d], transformers' repeat_kv
+    if shape.kv_groups > 1:  # [batch, kv_heads, len, d] -> [batch, heads, len, d], transformers' repeat_kv
         k, v = k.repeat_interleave(shape.kv_groups, dim=1), v.repeat_interleave(shape.kv_groups, dim=1)
     scale = 1 / math.sqrt(q.shape[-1]) if shape.scale is None else shape.scale
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)  # [1, heads, rows, cols]
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale)  # [batch, heads, rows, cols]
     if mask is not None and mask.dtype == torch.bool:  # keys out of reach
         scores.masked_fill_(mask.logical_not(), float("-inf"))
     elif mask is not None:  # an additive bias (_block_mask), with -inf where keys are out of reach

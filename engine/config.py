@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 # What the engine computes in. int8 weights are loaded as float32, then quantized and measured.
 COMPUTE_DTYPES = ("float32", "float16", "bfloat16", "int8")
-# What a caller may ask for: a compute dtype, or ``auto`` (engine/hardware.py's resolve_dtype picks it
+# What a caller may ask for: a compute dtype, or ``auto`` (engine/device/hardware.py's resolve_dtype picks it
 # for the device when the model loads: bf16 where the hardware runs it natively, else fp16/fp32).
 REQUESTED_DTYPES = (*COMPUTE_DTYPES, "auto")
 
@@ -37,6 +37,12 @@ class EngineConfig:
     # Experimental: bias + LayerNorm after the dense GEMMs as one inductor-compiled pass (packed
     # encoders; engine/models/fused_norm.py). Off by default: not yet measured on a quiet machine.
     fuse_norms: bool = False
+    # The packed BERT-family layer stack as one inductor graph (engine/models/compiled_encoder.py), on
+    # the CPU. None: where measured faster (bfloat16 on CPUs with AMX); False: never; True: also elsewhere.
+    compile_encoder: bool | None = None
+    # ... compiled once the encoder has run this many tokens eager in this process (the compile costs
+    # 10-40 s once; 0: at the first forward), so short runs, tests and one-off commands never pay it.
+    compile_after_tokens: int = 500_000
 
     def __post_init__(self) -> None:
         if self.max_num_batched_tokens < 1:
@@ -52,5 +58,9 @@ class EngineConfig:
             raise EngineConfigError(f"max_chunks_per_document must be >= 1, got {self.max_chunks_per_document}")
         if self.dtype not in REQUESTED_DTYPES:
             raise EngineConfigError(f"dtype must be one of {', '.join(REQUESTED_DTYPES)}, got {self.dtype!r}")
+        if self.compile_after_tokens < 0:
+            raise EngineConfigError(f"compile_after_tokens must be >= 0, got {self.compile_after_tokens}")
+        if self.compile_encoder and not self.device.startswith("cpu"):
+            raise EngineConfigError(f"compile_encoder compiles for the CPU; on {self.device} leave it None or False")
         if self.dtype == "int8" and not self.device.startswith("cpu"):
             raise EngineConfigError(f"dtype int8 runs on the CPU (fbgemm); on {self.device} use bfloat16 or float16")

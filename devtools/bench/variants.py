@@ -26,14 +26,27 @@ class Variant:
     encode: Encode
 
 
+# DTYPE+OPTION: the engine settings an option changes (auto+eager: the default dtype, layers not compiled).
+POOLQ_OPTIONS: dict[str, dict[str, bool]] = {
+    "": {},
+    "fused": {"fuse_norms": True},  # the experimental fused bias + LayerNorm (its layers are not compiled then)
+    "eager": {"compile_encoder": False},
+    "compiled": {"compile_encoder": True},
+}
+
+
 def poolq_variant(model: str, dtype: str, registry, device: str = "cpu") -> Variant | str:
-    """poolq's engine in ``dtype`` (``auto+fused``: with EngineConfig.fuse_norms); a string saying
-    why not (int8 refused by its quality gate)."""
+    """poolq's engine in ``dtype``, with an option after ``+`` (``POOLQ_OPTIONS``: ``auto+eager``, the
+    default dtype with the layer stack not compiled); a string saying why not (int8 refused by its quality gate)."""
     from poolq.engine import EngineConfig, LongDocumentMode, LongDocumentPolicy, PoolingEngine
     from poolq.engine.models.int8_encoder import Int8Refused
 
     requested, _, option = dtype.partition("+")
-    config = EngineConfig(device=device, dtype=requested, fuse_norms=option == "fused")
+    if option not in POOLQ_OPTIONS:
+        raise ValueError(f"poolq variant {dtype!r}: unknown option {option!r} after '+' "
+                         f"(one of {', '.join(o for o in POOLQ_OPTIONS if o)})")
+    # compiled (where it is) at the warm-up: the rounds measure the steady state a long-running worker reaches
+    config = EngineConfig(device=device, dtype=requested, compile_after_tokens=0, **POOLQ_OPTIONS[option])
     try:
         engine = PoolingEngine.from_pretrained(model, registry=registry, config=config)
     except Int8Refused as refused:

@@ -292,12 +292,12 @@ class PackedBertEncoder(nn.Module):
         """What the layers of one forward over ``hidden`` [num_tokens, hidden] share."""
         return _PackedPass(
             cu_seqlens_cpu, cu_seqlens_cpu.to(hidden.device) if cu_seqlens_dev is None else cu_seqlens_dev, max_seqlen,
-            self._position_bias(max_seqlen, hidden.device),
+            self.position_bias(max_seqlen, hidden.device),
             hidden.new_empty(hidden.shape[0] * self._scratch_width),
             torch.empty_like(hidden),
         )
 
-    def _position_bias(self, max_seqlen: int, device: torch.device) -> torch.Tensor | None:
+    def position_bias(self, max_seqlen: int, device: torch.device) -> torch.Tensor | None:
         """MPNet's relative bias for positions 0..max_seqlen-1; it only depends on key - query,
         so every shorter sequence uses its top-left corner."""
         if self.relative_attention_bias is None:

@@ -23,6 +23,17 @@ def test_rounds_rotate_which_variant_runs_first():
     assert min_cosine(timed[0].vectors, timed[1].vectors) == pytest.approx(2 ** -0.5)
 
 
+def test_a_dtype_option_sets_the_engine_config_and_an_unknown_one_is_refused_by_name():
+    from poolq.devtools.bench.variants import poolq_variant
+    from poolq.engine import ModelRegistry
+
+    registry = ModelRegistry.with_packaged_models()
+    with pytest.raises(ValueError, match="'auto\\+eagr': unknown option 'eagr' after '\\+' \\(one of fused, eager, compiled\\)"):
+        poolq_variant("all-MiniLM-L6-v2", "auto+eagr", registry)
+    variant = poolq_variant("all-MiniLM-L6-v2", "float32+eager", registry)
+    assert isinstance(variant, Variant) and variant.name == "poolq float32+eager" and variant.dtype == "float32"
+
+
 def test_a_backend_that_does_not_import_is_reported_not_run(monkeypatch):
     import importlib.util
 

@@ -14,7 +14,7 @@ from poolq.engine.attention import (
 )
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.models import PackedBertEncoder, supports
-from poolq.engine.packed_runner import PackedRunner
+from poolq.engine.runners.packed_runner import PackedRunner
 
 ATOL = 1e-5
 TINY = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
@@ -56,9 +56,9 @@ def test_varlen_attention_matches_float64_reference(causal, with_bias):
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_reference(causal, with_bias,
                                                                                           monkeypatch):
-    # Given bf16 packed sequences, one of them longer than the explicit path takes, on a CPU with bf16
-    # instructions (the path is chosen by them; its numbers are the same everywhere, only slower)
-    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: True)
+    # Given bf16 packed sequences, one of them longer than the explicit path takes, on a CPU with
+    # AVX-512-BF16 and no AMX (the path is chosen by them; its numbers are the same everywhere, only slower)
+    monkeypatch.setattr("poolq.engine.attention.explicit_bf16_attention_cpu", lambda: True)
     torch.manual_seed(0)
     lengths = [1, 7, 33, EXPLICIT_MAX_TOKENS + 1, 64]
     q, k, v = torch.randn(sum(lengths), 3, 4, 32).to(torch.bfloat16).unbind(1)
@@ -77,12 +77,13 @@ def test_bfloat16_attention_on_the_cpu_takes_two_gemms_and_matches_sdpa_and_the_
     assert out_error <= 3 * sdpa_error, (out_error, sdpa_error)
 
 
-def test_float32_float16_and_cpus_without_bf16_instructions_keep_sdpa(monkeypatch):
+def test_float32_float16_and_cpus_without_bf16_instructions_or_with_amx_keep_sdpa(monkeypatch):
     assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float32), 8)
     assert not explicit_attention_applies(torch.zeros(1, dtype=torch.float16), 8)
-    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: False)  # oneDNN would emulate bf16
+    # no bf16 instructions (oneDNN would emulate bf16), or AMX (the flash kernel runs on its tiles)
+    monkeypatch.setattr("poolq.engine.attention.explicit_bf16_attention_cpu", lambda: False)
     assert not explicit_attention_applies(torch.zeros(1, dtype=torch.bfloat16), 8)
-    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: True)
+    monkeypatch.setattr("poolq.engine.attention.explicit_bf16_attention_cpu", lambda: True)
     assert explicit_attention_applies(torch.zeros(1, dtype=torch.bfloat16), 8)
 
 

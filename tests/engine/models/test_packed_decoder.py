@@ -12,8 +12,8 @@ from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.model_loader import make_runner
 from poolq.engine.models import PackedDecoder, PackedGemma3Decoder, packed_encoder, supports
 from poolq.engine.models.int8_encoder import Int8Refused
-from poolq.engine.packed_runner import PackedRunner
-from poolq.engine.runner import ModelRunner
+from poolq.engine.runners.packed_runner import PackedRunner
+from poolq.engine.runners.runner import ModelRunner
 
 TINY = dict(vocab_size=99, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=512)

@@ -8,8 +8,8 @@ from support.random_models import save_random_model
 
 from poolq.engine import EngineConfig, PoolingEngine
 from poolq.engine.models import PackedModernBertEncoder, packed_encoder
-from poolq.engine.packed_runner import PackedRunner
-from poolq.engine.runner import ModelRunner
+from poolq.engine.runners.packed_runner import PackedRunner
+from poolq.engine.runners.runner import ModelRunner
 
 LOCAL_ATTENTION = 8  # a local layer sees 4 tokens on either side
 LENGTHS = [5, 1, 40, 300, 17]  # 300: past a query block of a local layer (attention.WINDOW_BLOCK)

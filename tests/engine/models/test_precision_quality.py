@@ -75,6 +75,19 @@ def test_splade_vectors_stay_within_the_gate(dtype, texts, splade_float32):
     assert _cosines(found, expected).min() >= GATES[dtype]
 
 
+def test_splade_compiled_bf16_stays_within_the_gate(texts, splade_float32):
+    # The compiled layer stack (the default for bf16 on CPUs with AMX, engine/models/compiled_encoder.py),
+    # compiled here on any CPU: SPLADE-tiny's 2 small layers compile in seconds
+    from poolq.engine import EngineConfig
+    from poolq.engine.models.compiled_encoder import CompiledBertEncoder
+
+    config = EngineConfig(dtype="bfloat16", compile_encoder=True, compile_after_tokens=0)
+    engine = PoolingEngine.from_pretrained("splade-tiny", config=config)
+    found, expected = _dense_pair(engine.encode(texts, PoolingTask.SPARSE_EMBED, policy=TRUNCATE), splade_float32)
+    assert isinstance(engine.runner.encoder, CompiledBertEncoder) and engine.runner.encoder.failed is None
+    assert _cosines(found, expected).min() >= GATES["bfloat16"]
+
+
 def test_int8_is_refused_where_the_gate_fails(monkeypatch):
     from poolq.engine.models import int8_encoder
 
@@ -85,7 +98,7 @@ def test_int8_is_refused_where_the_gate_fails(monkeypatch):
 
 def test_int8_is_refused_for_a_model_without_the_packed_forward():
     from poolq.engine.loading.int8_runner import quantize_runner
-    from poolq.engine.runner import ModelRunner
+    from poolq.engine.runners.runner import ModelRunner
 
     padded = ModelRunner.__new__(ModelRunner)  # the generic path (decoders, other architectures)
     with pytest.raises(Int8Refused, match="BERT-family encoders"):

@@ -53,8 +53,8 @@ def test_a_window_with_mpnet_bias_masks_the_bias_too(causal):
 
 @pytest.mark.parametrize("explicit", [False, True])
 def test_bfloat16_windows_and_grouped_heads_stay_near_the_formula(explicit, monkeypatch):
-    # bf16 takes two GEMMs and a softmax on CPUs with bf16 instructions, SDPA elsewhere: both paths
-    monkeypatch.setattr("poolq.engine.attention.native_bf16_cpu", lambda: explicit)
+    # bf16 takes two GEMMs and a softmax on CPUs with AVX-512-BF16 and no AMX, SDPA elsewhere: both paths
+    monkeypatch.setattr("poolq.engine.attention.explicit_bf16_attention_cpu", lambda: explicit)
     q, k, v = _qkv(4, 2, torch.bfloat16)
     cu = cu_seqlens(LENGTHS)
     for causal, window in [(True, None), (False, 5), (True, 5)]:
