@@ -10,7 +10,7 @@ This file is the repository root's ``__init__.py``: the root installs as the pac
 seven folders as ``poolq.engine``, ``poolq.jobs``, ``poolq.products``, ``poolq.worker``,
 ``poolq.api``, ... (setup.py). Every import of ``poolq.<package>`` runs this file first, so it imports
 nothing itself: each name loads its module on first use, and a worker importing
-``poolq.engine.scheduler`` never pulls in the HTTP client, nor the API torch.
+``poolq.engine.scheduling.scheduler`` never pulls in the HTTP client, nor the API torch.
 """
 from importlib import import_module
 from typing import TYPE_CHECKING

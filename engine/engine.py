@@ -9,14 +9,13 @@ import numpy as np
 import torch
 
 from poolq.engine.config import EngineConfig
+from poolq.engine.device.hardware import resolve_dtype
 from poolq.engine.engine_loop import EngineLoop
-from poolq.engine.hardware import resolve_dtype
 from poolq.engine.loading.hub import HubAccess
 from poolq.engine.loading.model_loader import LoadedModel, load_model
 from poolq.engine.loading.registry import ModelRegistry
 from poolq.engine.long_documents.policy_check import resolve_window
-from poolq.engine.packed_runner import PackedRunner
-from poolq.engine.pooling.classifier_heads import Calibration
+from poolq.engine.pooling.heads.classifier_heads import Calibration
 from poolq.engine.request import (
     ChunkRows,
     EngineResult,
@@ -27,9 +26,10 @@ from poolq.engine.request import (
     PoolingTask,
     RequestError,
 )
-from poolq.engine.scheduler import SchedulingOrder
+from poolq.engine.runners.packed_runner import PackedRunner
+from poolq.engine.scheduling.scheduler import SchedulingOrder
+from poolq.engine.scheduling.step import StepOutput
 from poolq.engine.scoring import cosine_scores, maxsim_scores, score_modes
-from poolq.engine.step import StepOutput
 from poolq.engine.turns import EngineTurns
 
 
@@ -68,7 +68,7 @@ class PoolingEngine:
         """Load a local model directory, a name the registry knows, or a Hugging Face Hub id
         (``org/name[@revision]``, through the Hub cache; docs/models.md). The dtype is
         ``dtype``, else ``config.dtype``, else ``auto``: what a worker's ``auto`` picks on this device
-        (engine/hardware.py: bf16 where the hardware runs it natively, fp16 on older GPUs, else fp32)."""
+        (engine/device/hardware.py: bf16 where the hardware runs it natively, fp16 on older GPUs, else fp32)."""
         config = config or EngineConfig()
         device = device or config.device
         config = replace(config, device=device, dtype=resolve_dtype(dtype or config.dtype, device))

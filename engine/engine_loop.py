@@ -31,9 +31,9 @@ from poolq.engine.request import (
     PoolingTask,
     RequestError,
 )
-from poolq.engine.scheduler import Scheduler, SchedulingOrder
-from poolq.engine.step import RequestProgress, StepOutput
-from poolq.engine.step_retry import OUT_OF_MEMORY_CODE, OutOfMemory, run_in_halves, select_rows
+from poolq.engine.scheduling.scheduler import Scheduler, SchedulingOrder
+from poolq.engine.scheduling.step import RequestProgress, StepOutput
+from poolq.engine.scheduling.step_retry import OUT_OF_MEMORY_CODE, OutOfMemory, run_in_halves, select_rows
 from poolq.engine.turns import EngineTurns
 
 # Requests tokenized per tokenizer call while planning ahead.

@@ -57,7 +57,7 @@ class JobContext:
 
     @property
     def service_layout(self) -> ServiceLayout:
-        return ServiceLayout(self.settings.output_prefix)
+        return ServiceLayout(self.settings.storage.output_prefix)
 
     def register_job(self, job_id: str, tenant: str) -> None:
         """Record the job's tenant (first write of a submission; a repeat keeps the first)."""
@@ -84,16 +84,17 @@ def build_context(settings: Settings, enqueuer: Enqueuer, redis_client: "redis.R
     status cache, leases and counters are shared in Redis; without it (a job run in this process)
     they live in memory. Either way the store is the ledger. ``loads_models=False``: a process that
     must never load a model (a control worker). ``role``: whose deadlines the store's calls have
-    (``Settings.s3_config``). ``hooks``: the products' (``poolq.products.job_hooks.ProductHooks``), which
+    (``Settings.storage.s3_config``). ``hooks``: the products' (``poolq.products.job_hooks.ProductHooks``), which
     every edge passes."""
     # A client's model name is a local directory only where clients may name local files (in-process runs).
-    registry = ModelRegistry.with_packaged_models(settings.models, hub_access=HubAccess.parse(settings.models_allow),
-                                                  local_paths=settings.allow_file_inputs)
-    engines = EnginePool(registry, settings.engine_config(), loads_models, memory_budget=settings.worker_model_memory)
+    serving = settings.serving
+    registry = ModelRegistry.with_packaged_models(serving.models, hub_access=HubAccess.parse(serving.models_allow),
+                                                  local_paths=settings.access.allow_file_inputs)
+    engines = EnginePool(registry, serving.engine_config(), loads_models, memory_budget=serving.worker_model_memory)
     if redis_client is None:
-        return JobContext(settings=settings, store=settings.object_store(role), status=InMemoryJobStatusStore(),
+        return JobContext(settings=settings, store=settings.storage.object_store(role), status=InMemoryJobStatusStore(),
                           leases=InMemoryLeaseStore(), enqueuer=enqueuer, registry=registry, engines=engines, hooks=hooks)
-    return JobContext(settings=settings, store=settings.object_store(role), status=RedisJobStatusStore(redis_client),
+    return JobContext(settings=settings, store=settings.storage.object_store(role), status=RedisJobStatusStore(redis_client),
                       leases=RedisLeaseStore(redis_client), enqueuer=enqueuer, registry=registry, engines=engines,
                       metrics=RedisJobMetrics(redis_client), fair=RedisFairShare(redis_client),
                       workers=RedisWorkerRegistry(redis_client), throughput=RedisThroughputBoard(redis_client), hooks=hooks,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterator
 
 from poolq.engine import EngineConfig, ModelRegistry
-from poolq.engine.hardware import resolve_dtype
+from poolq.engine.device.hardware import resolve_dtype
 from poolq.jobs.spec.engine_identity import EngineIdentity, device_kind
 
 if TYPE_CHECKING:
@@ -62,12 +62,12 @@ class ModelsNotServedHere(RuntimeError):
 
 class EnginePool:
     """Loaded engines by model name and compute dtype, their identities, and the models this process
-    refused to serve. ``config.dtype`` is this worker's own dtype (Settings.dtype, ``auto`` resolved);
+    refused to serve. ``config.dtype`` is this worker's own dtype (Settings.serving.dtype, ``auto`` resolved);
     a job that pins another one gets an engine of its own in that dtype, loaded beside it.
     ``loads_models=False`` (a control worker: planning, finalizing, the reconciler): asking for an
     engine is a bug, refused rather than paying a model's memory and load time.
 
-    ``memory_budget`` (bytes, Settings.worker_model_memory; None: no bound): before a model loads, the
+    ``memory_budget`` (bytes, Settings.serving.worker_model_memory; None: no bound): before a model loads, the
     least recently used engines are unloaded until it fits (its size as measured at an earlier load,
     else its weight files'), and again after, by its measured size. An engine a run holds
     (:meth:`in_use`: a shard's, the lane's on its thread) is never unloaded, nor one handed in by
@@ -169,8 +169,8 @@ class EnginePool:
         """Unload idle engines, least recently used first, until ``loading`` fits the budget beside the
         rest: before its load by its expected size (as measured at an earlier load here, else its weight
         files'), after it by its measured size (it is counted in the pool then)."""
+        from poolq.engine.device.oom import release_cached_memory
         from poolq.engine.loading.resident_memory import checkpoint_bytes
-        from poolq.engine.oom import release_cached_memory
 
         if self.memory_budget is None:
             return

@@ -26,9 +26,13 @@ class JobHooks(Protocol):
     def check_submission(self, spec: JobSpec, tenant: str, settings: Settings) -> None:
         """SubmissionRefused for what ``tenant`` may not ask for."""
 
-    def check_budget(self, spec: JobSpec, tenant: str, ctx: Any) -> None:
+    def check_budget(self, ctx: Any, spec: JobSpec, tenant: str) -> None:
         """SubmissionRefused on ``limits.max_tokens`` when the job would run more tokens (the estimate's).
         ``ctx`` is the JobContext (typed Any: jobs/context.py stands above these hooks)."""
+
+    def job_planned(self, job: Any) -> None:
+        """The job is planned and its shards are out: its place in fair share is known (the webhook's
+        ``job.running``); idempotent (a redelivered plan task calls it again); never raises."""
 
     def job_ended(self, job: Any, manifest: JobManifest) -> None:
         """Queue what follows the end the manifest records; idempotent (the reconciler may call it
@@ -46,8 +50,11 @@ class NoProducts:
     def check_submission(self, spec: JobSpec, tenant: str, settings: Settings) -> None:
         return None
 
-    def check_budget(self, spec: JobSpec, tenant: str, ctx: Any) -> None:
+    def check_budget(self, ctx: Any, spec: JobSpec, tenant: str) -> None:
         return None  # the running job still stops at its limit (jobs/steps/shards/budget.py)
+
+    def job_planned(self, job: Any) -> None:
+        return None
 
     def job_ended(self, job: Any, manifest: JobManifest) -> None:
         return None

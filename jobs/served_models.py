@@ -29,7 +29,7 @@ def served_models(ctx: JobContext) -> ModelList:
     totals = ctx.workers.model_totals()
     loaded = [model for model, counted in totals.items() if counted.loaded_workers]
     names = [*ctx.registry.names(), *_cached_hub_ids(ctx.registry.hub_access)]
-    names += sorted(model for model in loaded if model.split("@", 1)[0] not in names and _allowed_loaded(model, ctx))
+    names += sorted(model for model in loaded if model.split("@", 1)[0] not in names and _allowed_loaded(ctx, model))
     models = []
     for name in dict.fromkeys(names):
         try:
@@ -79,6 +79,6 @@ def _cached_hub_ids(access: HubAccess) -> list[str]:
     return ids
 
 
-def _allowed_loaded(model: str, ctx: JobContext) -> bool:
+def _allowed_loaded(ctx: JobContext, model: str) -> bool:
     """A model a worker loaded is listed if this server would accept it now (the API's own rules)."""
     return model in ctx.registry or ctx.registry.hub_access.allows(model.split("@", 1)[0])

@@ -1,5 +1,5 @@
 """One sink as the operator configures it (``POOLQ_SINKS``' values, docs/sinks/): where rows land and how.
-A job only names one (jobs/spec/sink_config.py); ``Settings.sinks`` holds them by name."""
+A job only names one (jobs/spec/sink_config.py); ``Settings.vector_sinks.sinks`` holds them by name."""
 from __future__ import annotations
 
 from typing import Literal

@@ -15,6 +15,7 @@ from poolq.products.sinks.sink_access import SinkNotAllowed, check_sink_access
 from poolq.products.sinks.sink_entries import send_pending_loads
 from poolq.products.webhooks.allow_list import AllowList
 from poolq.products.webhooks.events import announce_job_end
+from poolq.products.webhooks.running_event import announce_job_running
 from poolq.products.webhooks.webhook_url import WebhookRefused
 
 
@@ -27,7 +28,7 @@ class ProductHooks:
         if spec.webhook is None:
             return
         try:
-            AllowList.parse(settings.webhook_allow).entry_for(spec.webhook.url)
+            AllowList.parse(settings.webhooks.webhook_allow).entry_for(spec.webhook.url)
         except WebhookRefused as exc:
             raise SubmissionRefused("webhook.url", f"webhook URL refused: {exc}") from None
 
@@ -38,9 +39,12 @@ class ProductHooks:
         except SinkNotAllowed as exc:
             raise SubmissionRefused("sink", str(exc)) from None
 
-    def check_budget(self, spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+    def check_budget(self, ctx: JobContext, spec: JobSpec, tenant: str) -> None:
         """The job's estimated tokens are within its ``limits.max_tokens`` (products/estimate/token_budget.py)."""
-        check_token_budget(spec, tenant, ctx)
+        check_token_budget(ctx, spec, tenant)
+
+    def job_planned(self, job: JobHandle) -> None:
+        announce_job_running(job)  # only if its webhook asks for job.running
 
     def job_ended(self, job: JobHandle, manifest: JobManifest) -> None:
         send_pending_loads(job, manifest)  # its own step: a sink never holds the job back

@@ -90,7 +90,7 @@ def test_the_bare_names_import_nothing_outside_the_repository(tmp_path):
 
 
 def test_scheduler_and_request_types_do_not_import_torch():
-    code = ("import sys, poolq.engine.scheduler, poolq.engine.request, poolq.engine.batch, poolq.jobs.spec.job_spec; "
+    code = ("import sys, poolq.engine.scheduling.scheduler, poolq.engine.request, poolq.engine.batch, poolq.jobs.spec.job_spec; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

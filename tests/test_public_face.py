@@ -6,7 +6,7 @@ import pytest
 
 import poolq
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
-from poolq.engine.hardware import resolve_dtype
+from poolq.engine.device.hardware import resolve_dtype
 from poolq.engine.request import PoolingTask
 
 
@@ -25,7 +25,8 @@ def test_an_unknown_name_is_an_attribute_error():
 
 
 def test_importing_a_package_below_the_face_loads_neither_torch_nor_the_http_client():
-    probe = "import sys, poolq.engine.scheduler, poolq.jobs.spec; print('torch' in sys.modules, 'httpx' in sys.modules)"
+    probe = ("import sys, poolq.engine.scheduling.scheduler, poolq.jobs.spec; "
+             "print('torch' in sys.modules, 'httpx' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["False", "False"]
 

@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 
 def build_worker_context(app: Celery, settings: Settings, loads_models: bool = True) -> JobContext:
-    return build_context(settings, CeleryEnqueuer(app), settings.redis_client("worker"), hooks=ProductHooks(),
+    return build_context(settings, CeleryEnqueuer(app), settings.broker.redis_client("worker"), hooks=ProductHooks(),
                          loads_models=loads_models)
 
 
@@ -75,7 +75,7 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
         """The tenants' webhook delivery slots, in Redis (one client per process, made on first use)."""
         with holder_lock:
             if not slots_holder:
-                slots_holder.append(RedisDeliverySlots(settings.redis_client("worker")))
+                slots_holder.append(RedisDeliverySlots(settings.broker.redis_client("worker")))
             return slots_holder[0]
 
     def run(task: Task, step: Callable[[JobContext], object], give_up: Callable[[JobContext, Exception], object],
@@ -106,8 +106,8 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
         except Exception as exc:
             if is_retryable(exc) and task.request.retries < MAX_RETRIES:
                 log.warning("%s %s: %s; retrying", task.name, task.request.args, describe(exc))
-                delay = retry_delay_s(task.request.retries, random.random(), settings.task_retry_backoff_s,
-                                      settings.task_retry_backoff_max_s)
+                delay = retry_delay_s(task.request.retries, random.random(), settings.tasks.task_retry_backoff_s,
+                                      settings.tasks.task_retry_backoff_max_s)
                 if unit is not None:
                     note_retry_sent(ctx, str(job_id), unit)
                 # max_retries: Celery's own default (3) would end the retries before MAX_RETRIES,
@@ -122,13 +122,13 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
             log.error("%s %s failed for good: %s", task.name, task.request.args, describe(exc))
             give_up(ctx, exc)
 
-    @app.task(name=PLAN_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
-              time_limit=settings.plan_time_limit_s)
+    @app.task(name=PLAN_TASK, bind=True, shared=False, soft_time_limit=settings.tasks.plan_soft_time_limit_s,
+              time_limit=settings.tasks.plan_time_limit_s)
     def plan_task(self: Task, job_id: str) -> None:
         run_job(self, job_id, plan_job, fail_job, PLAN_UNIT)
 
-    @app.task(name=PLAN_SECTION_TASK, bind=True, shared=False, soft_time_limit=settings.plan_soft_time_limit_s,
-              time_limit=settings.plan_time_limit_s)
+    @app.task(name=PLAN_SECTION_TASK, bind=True, shared=False, soft_time_limit=settings.tasks.plan_soft_time_limit_s,
+              time_limit=settings.tasks.plan_time_limit_s)
     def plan_section_task(self: Task, job_id: str, stage: str, section: int) -> None:
         planning_stage = SectionStage(stage)
         run_job(self, job_id, lambda job: plan_section(job, planning_stage, section), fail_job,
@@ -146,12 +146,12 @@ def register_tasks(app: Celery, settings: Settings, loads_models: bool = True) -
     @app.task(name=SCHEDULE_TASK, bind=True, shared=False)
     def schedule_task(self: Task, schedule_id: str) -> None:
         # Nothing to fail on giving up: the slot's run record says what happened; the next slot runs anew.
-        run(self, lambda ctx: run_schedule(schedule_id, ctx), lambda ctx, exc: None, schedule_id=schedule_id)
+        run(self, lambda ctx: run_schedule(ctx, schedule_id), lambda ctx, exc: None, schedule_id=schedule_id)
 
     @app.task(name=BATCH_TASK, bind=True, shared=False)
     def batch_task(self: Task, tenant: str, batch_id: str) -> None:
         # Giving up leaves the batch where it was for the reconciler's next pass, unless it keeps failing.
-        run(self, lambda ctx: advance_batch(tenant, batch_id, ctx), lambda ctx, exc: give_up_batch(tenant, batch_id, exc, ctx),
+        run(self, lambda ctx: advance_batch(ctx, tenant, batch_id), lambda ctx, exc: give_up_batch(ctx, tenant, batch_id, exc),
             batch_id=batch_id)
 
     @app.task(name=SINK_TASK, bind=True, shared=False)

@@ -46,7 +46,7 @@ class ComputePresence:
         while not self._stopped.is_set():
             try:
                 ctx = self.context()
-                interval = ctx.settings.worker_heartbeat_s
+                interval = ctx.settings.sharding.worker_heartbeat_s
                 if ctx.workers.heartbeat(self.name, interval * MISSED_BEATS):
                     log.info("compute worker %s is alive; %d shards handed out", self.name, len(dispatch_waiting(ctx)))
                 ctx.workers.report_models(self.name, engine_report(ctx.engines), interval * MISSED_BEATS)

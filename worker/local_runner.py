@@ -25,9 +25,7 @@ from poolq.products.sinks.sink_load import fail_sinks, load_sinks
 def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext:
     """A context whose store is ``out_dir`` and whose steps run inline, in order."""
     base = settings or Settings()
-    settings = base.model_copy(
-        update={"store": "local", "local_store_root": out_dir, "output_prefix": "", "allow_file_inputs": True}
-    )
+    settings = base.with_values(store="local", local_store_root=out_dir, output_prefix="", allow_file_inputs=True)
     enqueuer = InlineEnqueuer()
     ctx = build_context(settings, enqueuer, hooks=ProductHooks())
     enqueuer.bind(
@@ -38,7 +36,7 @@ def local_context(out_dir: Path, settings: Settings | None = None) -> JobContext
             ctx, job_id, lambda job: run_shard(job, shard), lambda job, exc: fail_shard(job, shard, exc)),
         finalize=lambda job_id: _run_bound(ctx, job_id, finalize_job, fail_job),
         # A batch step that fails leaves the batch where it was: the next call takes it on from there.
-        advance_batch=lambda tenant, batch_id: advance_batch(tenant, batch_id, ctx),
+        advance_batch=lambda tenant, batch_id: advance_batch(ctx, tenant, batch_id),
         load_sinks=lambda job_id: _run_bound(ctx, job_id, load_sinks, fail_sinks),
     )
     return ctx
@@ -55,9 +53,9 @@ def _run_bound(ctx: JobContext, job_id: str, step: Callable[[JobHandle], object]
         give_up(job, exc)
 
 
-def run_job_locally(spec: JobSpec, ctx: JobContext) -> JobStatus:
+def run_job_locally(ctx: JobContext, spec: JobSpec) -> JobStatus:
     """Submit and run ``spec`` to completion; returns its final status."""
-    job = submit_job(spec, ctx)
+    job = submit_job(ctx, spec)
     status = ctx.status.get(job.id)
     if status is None:  # pragma: no cover - the in-memory store cannot lose a job it just created
         raise RuntimeError(f"job {job.id} vanished")

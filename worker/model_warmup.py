@@ -27,8 +27,8 @@ WARM_UP_TEXT = "warm-up"
 
 def models_to_warm(settings: Settings) -> list[str]:
     """``warm_models`` (comma-separated, in order, each once), else the default model."""
-    named = [name.strip() for name in settings.warm_models.split(",") if name.strip()]
-    return list(dict.fromkeys(named)) or [settings.default_model]
+    named = [name.strip() for name in settings.serving.warm_models.split(",") if name.strip()]
+    return list(dict.fromkeys(named)) or [settings.serving.default_model]
 
 
 def warm_models(context: Callable[[], JobContext]) -> threading.Thread:

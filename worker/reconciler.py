@@ -135,7 +135,7 @@ def _reconcile_job(job: JobHandle, now: float, queues: QueueDepths, report: Reco
     if ctx.status.get(job.id) is None:
         recover_status(job)
         report.recovered.append(job.id)
-    report.aborted_uploads += abort_stale_uploads(job, ctx.settings.stale_upload_s)
+    report.aborted_uploads += abort_stale_uploads(job, ctx.settings.reliability.stale_upload_s)
     lost = LostUnits(job, now, queues)
 
     # The ledger's verdict lists the job's commits: asked only when the cached counts say every

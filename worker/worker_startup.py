@@ -15,7 +15,7 @@ from typing import Callable
 from celery.signals import worker_process_init, worker_process_shutdown
 from celery.utils.nodenames import default_nodename, host_format
 
-from poolq.engine.hardware import noted_flags
+from poolq.engine.device.hardware import noted_flags
 from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.enqueuer import model_queue
 from poolq.jobs.observability.log_format import configure_logging, use_celery_logging
@@ -37,20 +37,20 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
     check_store(settings)
     # Configured now, not only when Celery starts (setup_logging): the start-up line below would
     # otherwise meet a root logger without handlers, and an INFO line would be dropped.
-    configure_logging(settings.log_format, options.loglevel)
-    use_celery_logging(settings.log_format)
-    log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.device, _said_dtype(settings),
-             settings.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
+    configure_logging(settings.observability.log_format, options.loglevel)
+    use_celery_logging(settings.observability.log_format)
+    log.info("worker: device %s, compute dtype %s (requested %s; cpu flags: %s)", settings.serving.device, _said_dtype(settings),
+             settings.serving.dtype, ", ".join(noted_flags()) or "none of avx2/avx512*/amx*")
     app = create_celery_app(settings)
     context = register_tasks(app, settings, loads_models=options.computes)
     node = host_format(default_nodename(options.hostname))
-    warm = models_to_warm(settings) if options.computes and settings.warm_default_model else []
+    warm = models_to_warm(settings) if options.computes and settings.serving.warm_default_model else []
     warm_queues = frozenset(model_queue(model) for model in warm)
     if options.computes:
         _say_alive_from_each_pool_child(context)
         _follow_models_from_each_pool_child(ModelQueues(
             app.control, node, lambda: context().engines, lambda queue: context().enqueuer.waiting(queue),
-            warm_queues, cancels=options.concurrency == 1, grace_s=settings.worker_heartbeat_s + FOLLOW_INTERVAL_S))
+            warm_queues, cancels=options.concurrency == 1, grace_s=settings.sharding.worker_heartbeat_s + FOLLOW_INTERVAL_S))
         if warm:
             _warm_each_pool_child(context)
     worker = app.Worker(
@@ -73,7 +73,7 @@ def run_worker(settings: Settings, options: WorkerOptions = WorkerOptions()) -> 
 def _said_dtype(settings: Settings) -> str:
     """The compute dtype as this parent knows it: ``auto`` on a CUDA device is left to each pool
     child (asking torch here would initialise CUDA before the fork, and no child could use it)."""
-    dtype = settings.compute_dtype
+    dtype = settings.serving.compute_dtype
     return f"{dtype}, resolved in each worker child" if dtype == "auto" else dtype
 
 

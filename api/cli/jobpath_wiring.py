@@ -1,4 +1,4 @@
-"""What `poolq bench jobpath` runs its measures through (devtools/bench/jobpath.py): the in-process job
+"""What `poolq bench jobpath` runs its measures through (devtools/bench/jobpath/jobpath_run.py): the in-process job
 runner (the worker's) and the ``/v1/embeddings`` app (the API's) on a stand-in engine, and the probe a
 process pinned to some cores runs. It lives at the edge because it binds both; devtools imports neither.
 
@@ -54,15 +54,15 @@ class LocalJobs:
         ctx.engines.use(self.model, self.engine)
         spec = JobSpec.model_validate({"model": self.model, "input": {"uri": source.as_uri()}, "compute_dtype": dtype,
                                        "long_documents": long_documents})
-        return lambda: self._run(spec, ctx)
+        return lambda: self._run(ctx, spec)
 
-    def _run(self, spec, ctx) -> int:
-        from poolq.devtools.bench.stand_in_engine import stand_in_runner
+    def _run(self, ctx, spec) -> int:
+        from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_runner
         from poolq.jobs.spec.job_state import JobState
         from poolq.worker import run_job_locally
 
         steps = stand_in_runner(self.engine).steps
-        status = run_job_locally(spec, ctx)
+        status = run_job_locally(ctx, spec)
         if status.status is not JobState.SUCCEEDED:
             raise RuntimeError(f"the benchmark job ended {status.status.value}: {status.error}")
         if stand_in_runner(self.engine).steps == steps:  # a pool that loaded the real model would time the forward
@@ -102,7 +102,7 @@ def embeddings_lane(engine: "PoolingEngine", model: str, work: Path) -> Iterator
     ctx = local_context(work / "lane-store", settings)
     ctx.engines.use(model, engine)
     lane = InMemoryEmbeddingLane()
-    app = create_app(settings, ctx, lane=lane)
+    app = create_app(ctx, settings, lane=lane)
     key, _ = app.state.keys.create(LOCAL_TENANT)
 
     def embed(text: str) -> None:
@@ -145,9 +145,9 @@ def run_jobpath(options: JobpathOptions, progress: Callable[[str], None]) -> dic
 
     import torch
 
-    from poolq.devtools.bench.jobpath import Sizes, count_syncs, profile_job, tokenizer_alone
+    from poolq.devtools.bench.jobpath.jobpath_run import Sizes, count_syncs, profile_job, tokenizer_alone
+    from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_engine
     from poolq.devtools.bench.machine import machine_facts
-    from poolq.devtools.bench.stand_in_engine import stand_in_engine
 
     report: dict = {"date": datetime.date.today().isoformat(), "machine": machine_facts(), "load_before": os.getloadavg(),
                     "options": {**options.probe(), "cores": list(options.cores), "requests": options.requests},
@@ -192,8 +192,8 @@ def _scaling(options: JobpathOptions, progress: Callable[[str], None]) -> list[d
 
 
 def _lane(engine: "PoolingEngine", options: JobpathOptions, text: str, work: Path) -> dict:
-    from poolq.devtools.bench.jobpath import latency, timed_calls
-    from poolq.devtools.bench.stand_in_engine import stand_in_runner
+    from poolq.devtools.bench.jobpath.jobpath_run import latency, timed_calls
+    from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_runner
 
     alone = latency(timed_calls(lambda: engine.embed([text]), options.requests))
     with embeddings_lane(engine, options.model, work) as calls:
@@ -213,8 +213,8 @@ def run_probe(options: dict) -> list[dict]:
 
     import torch
 
-    from poolq.devtools.bench.jobpath import Sizes, measure
-    from poolq.devtools.bench.stand_in_engine import stand_in_engine
+    from poolq.devtools.bench.jobpath.jobpath_run import Sizes, measure
+    from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_engine
 
     torch.set_num_threads(options["threads"])
     engine = stand_in_engine(options["model"], dtype=options["dtype"])

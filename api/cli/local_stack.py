@@ -140,7 +140,7 @@ def cli_settings(chosen_by: tuple[str, ...] = STORE_SETTINGS, service: str = "se
 
 
 def describe_store(settings: "Settings") -> str:
-    if settings.store == "local":
-        return f"the local store at {settings.local_store_root}"
-    endpoint = settings.s3_endpoint_url or "AWS S3 (no POOLQ_S3_ENDPOINT_URL)"
-    return f"bucket {settings.bucket!r} at {endpoint}"
+    if settings.storage.store == "local":
+        return f"the local store at {settings.storage.local_store_root}"
+    endpoint = settings.storage.s3_endpoint_url or "AWS S3 (no POOLQ_S3_ENDPOINT_URL)"
+    return f"bucket {settings.storage.bucket!r} at {endpoint}"

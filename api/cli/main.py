@@ -10,14 +10,15 @@ import click
 from poolq.api.cli.lazy_group import LazyGroup
 from poolq.api.cli.local_stack import BROKER_SETTINGS, STACK_ENV, STACK_META, cli_settings
 
-_CLI = "poolq.api.cli"
+_COMMANDS = "poolq.api.cli.commands"  # each command group in its own module, imported when it runs
 # Each command's module is imported when the command runs (lazy_group.py says why).
 LAZY_COMMANDS = {
-    "dev": f"{_CLI}.dev_commands:dev", "keys": f"{_CLI}.key_commands:keys", "cache": f"{_CLI}.cache_commands:cache",
-    **{name: f"{_CLI}.job_commands:{name}" for name in ("submit", "status", "wait", "results", "cancel", "jobs")},
-    "schedules": f"{_CLI}.schedule_commands:schedules", "logs": f"{_CLI}.log_command:logs",
-    "embed": f"{_CLI}.embed_command:embed", "sink": f"{_CLI}.sink_commands:sink",
-    "webhooks": f"{_CLI}.webhook_commands:webhooks", "models": f"{_CLI}.model_commands:models",
+    "dev": f"{_COMMANDS}.dev_commands:dev", "keys": f"{_COMMANDS}.key_commands:keys",
+    "cache": f"{_COMMANDS}.cache_commands:cache",
+    **{name: f"{_COMMANDS}.job_commands:{name}" for name in ("submit", "status", "wait", "results", "cancel", "jobs")},
+    "schedules": f"{_COMMANDS}.schedule_commands:schedules", "logs": f"{_COMMANDS}.log_command:logs",
+    "embed": f"{_COMMANDS}.embed_command:embed", "sink": f"{_COMMANDS}.sink_commands:sink",
+    "webhooks": f"{_COMMANDS}.webhook_commands:webhooks", "models": f"{_COMMANDS}.model_commands:models",
 }
 
 
@@ -42,8 +43,8 @@ def serve(host: str, port: int) -> None:
     from poolq.jobs import KeySigner, Settings, SigningSecretMissing, configure_logging
 
     settings = Settings()
-    configure_logging(settings.log_format, "INFO")
-    secret = settings.key_signing_secret
+    configure_logging(settings.observability.log_format, "INFO")
+    secret = settings.access.key_signing_secret
     try:  # refused here in one line, not as a traceback out of the app factory
         KeySigner.from_secret(secret.get_secret_value() if secret else None)
     except SigningSecretMissing as missing:
@@ -51,7 +52,7 @@ def serve(host: str, port: int) -> None:
     # log_config=None: uvicorn keeps the handlers above. Its access log holds the request line
     # (client, method, path, status), never headers: API keys do not reach the log.
     # proxy_headers=False: uvicorn would believe X-Forwarded-For from 127.0.0.1 (any local process,
-    # a sidecar); the app reads it only from POOLQ_TRUSTED_PROXIES (api/server/client_address.py).
+    # a sidecar); the app reads it only from POOLQ_TRUSTED_PROXIES (api/server/guards/client_address.py).
     uvicorn.run("poolq.api.server.app:create_app", factory=True, host=host, port=port, log_level="info", log_config=None,
                 proxy_headers=False)
 
@@ -133,13 +134,13 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
 
     # A running local stack's broker and login, unless the environment names a broker (POOLQ_REDIS_URL).
     settings = cli_settings(BROKER_SETTINGS, service="redis")
-    if settings.flower_basic_auth is None:
+    if settings.access.flower_basic_auth is None:
         click.echo("error: set POOLQ_FLOWER_BASIC_AUTH=user:password (Flower shows every job's tasks; it asks for "
                    "this login), or run it beside a local stack (`poolq dev up`), whose login it uses", err=True)
         sys.exit(2)
-    configure_logging(settings.log_format, "INFO")  # --logging=none: tornado keeps these handlers
+    configure_logging(settings.observability.log_format, "INFO")  # --logging=none: tornado keeps these handlers
     # In this process's own argv list, never on a command line: `ps` shows no password.
-    login = f"--basic-auth={settings.flower_basic_auth.get_secret_value()}"
+    login = f"--basic-auth={settings.access.flower_basic_auth.get_secret_value()}"
     argv = ["flower", f"--port={port}", f"--address={address}", "--logging=none", login, *flower_args]
     sys.exit(create_celery_app(settings).start(argv=argv) or 0)
 
@@ -152,15 +153,15 @@ def flower(port: int, address: str, flower_args: tuple[str, ...]) -> None:
 @click.option("--api-port", default=8000, show_default=True, type=int, help="0: any free port")
 def demo(state_dir: Path, keep: bool, redis_port: int, s3_port: int, api_port: int) -> None:
     """Start a local stack, embed the sample corpus over HTTP, show results, stop the stack."""
-    from poolq.api.cli.demo_command import run_demo
+    from poolq.api.cli.commands.demo_command import run_demo
     from poolq.devtools.devstack.stack import StackPorts
 
     sys.exit(run_demo(state_dir, keep=keep, ports=StackPorts(redis=redis_port, s3=s3_port, api=api_port)))
 
 
 # `poolq bench` alone runs the dtype comparison below; its subcommands are other suites (bench_commands.py).
-@main.group(cls=LazyGroup, lazy_commands={"families": f"{_CLI}.bench_commands:families",
-                                          "jobpath": f"{_CLI}.bench_commands:jobpath"}, invoke_without_command=True)
+@main.group(cls=LazyGroup, lazy_commands={"families": f"{_COMMANDS}.bench_commands:families",
+                                          "jobpath": f"{_COMMANDS}.bench_commands:jobpath"}, invoke_without_command=True)
 @click.option("--model", default="all-MiniLM-L6-v2", show_default=True)
 @click.option("--rounds", default=3, show_default=True, type=int, help="interleaved rounds; medians are reported")
 @click.option("--texts", "num_mixed", default=200, show_default=True, type=int, help="texts in the mixed corpus")

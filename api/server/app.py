@@ -7,26 +7,26 @@ import anyio
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from poolq.api.server.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
-from poolq.api.server.client_address import TrustedProxies, TrustedProxyMiddleware
 from poolq.api.server.dashboard import install_dashboard
-from poolq.api.server.disconnects import install_disconnect_handler
 from poolq.api.server.docs_pages import install_docs_pages
+from poolq.api.server.guards.body_limit import MULTIPART_OVERHEAD_BYTES, BodySizeLimitMiddleware
+from poolq.api.server.guards.client_address import TrustedProxies, TrustedProxyMiddleware
+from poolq.api.server.guards.disconnects import install_disconnect_handler
+from poolq.api.server.guards.rate_limit import InMemoryRateLimiter, RateLimiter
+from poolq.api.server.guards.unavailable import RETRY_AFTER_S, install_unavailable_handlers
 from poolq.api.server.openai_errors import install_error_answers
-from poolq.api.server.rate_limit import InMemoryRateLimiter, RateLimiter
 from poolq.api.server.routes import embeddings, estimates, jobs, models, openai_batches, openai_files, schedules, uploads
 from poolq.api.server.routes import sinks as sink_routes
 from poolq.api.server.routes.job_details import router as job_details_router
 from poolq.api.server.routes.metrics import install_metrics
-from poolq.api.server.unavailable import RETRY_AFTER_S, install_unavailable_handlers
 from poolq.jobs import ApiKeyStore, EmbeddingLane, InMemoryEmbeddingLane, JobContext, Settings, SystemGauges, gauges_for
 
 Check = tuple[str, Callable[[], object]]
 
 
 def create_app(
-    settings: Settings | None = None,
     ctx: JobContext | None = None,
+    settings: Settings | None = None,
     *,
     limiter: RateLimiter | None = None,
     auth_failures: RateLimiter | None = None,
@@ -51,9 +51,9 @@ def create_app(
     install_dashboard(app)
     app.state.ctx = ctx
     app.state.keys = ApiKeyStore.from_settings(ctx.store, settings)
-    app.state.limiter = limiter or InMemoryRateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
-    app.state.auth_failures = auth_failures or InMemoryRateLimiter(settings.auth_failure_rate_per_s,
-                                                                   settings.auth_failure_burst)
+    app.state.limiter = limiter or InMemoryRateLimiter(settings.limits.rate_limit_per_s, settings.limits.rate_limit_burst)
+    app.state.auth_failures = auth_failures or InMemoryRateLimiter(settings.access.auth_failure_rate_per_s,
+                                                                   settings.access.auth_failure_burst)
     readiness = checks if checks is not None else [("store", lambda: ctx.store.exists("_readyz"))]
     app.include_router(jobs.router)
     app.include_router(job_details_router)
@@ -65,13 +65,13 @@ def create_app(
     app.include_router(sink_routes.router)
     app.include_router(estimates.router)
     app.include_router(models.router)
-    app.state.estimates = anyio.CapacityLimiter(settings.estimate_concurrency)
+    app.state.estimates = anyio.CapacityLimiter(settings.estimates.estimate_concurrency)
     app.state.lane = embeddings.LaneAccess(lane or InMemoryEmbeddingLane(),
-                                           anyio.CapacityLimiter(settings.embeddings_max_waiting), settings)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes,
-                       limits={"/v1/files": settings.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
+                                           anyio.CapacityLimiter(settings.lane.embeddings_max_waiting), settings)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.limits.max_request_bytes,
+                       limits={"/v1/files": settings.limits.max_file_bytes + MULTIPART_OVERHEAD_BYTES})
     # The client address every limit keys on: X-Forwarded-For counts only from POOLQ_TRUSTED_PROXIES.
-    app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.trusted_proxies))
+    app.add_middleware(TrustedProxyMiddleware, proxies=TrustedProxies.parse(settings.access.trusted_proxies))
     install_metrics(app, settings, ctx.metrics, gauges or gauges_for(ctx.status, ctx.leases), ctx.workers)
     install_unavailable_handlers(app)
     install_disconnect_handler(app)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 
-from poolq.api.server.security import admin_caller, caller
+from poolq.api.server.guards.security import admin_caller, caller
 from poolq.jobs import JobContext, JobHandle, JobNotFound, Principal
 
 
@@ -23,7 +23,7 @@ AdminCaller = Annotated[Principal, Depends(admin_caller)]
 Context = Annotated[JobContext, Depends(_context)]
 
 
-def _callers_job(job_id: str, ctx: Context, principal: Caller) -> JobHandle:
+def _callers_job(ctx: Context, job_id: str, principal: Caller) -> JobHandle:
     try:
         job = JobHandle.bind(ctx, job_id)
     except JobNotFound:

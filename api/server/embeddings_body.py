@@ -92,9 +92,9 @@ class EmbeddingsBody(PromptOptions):
 def check_limits(inputs: Sequence[LaneInput], settings: Settings) -> None:
     """Empty inputs and inputs too long alone: 422 naming the input; too many inputs or too many
     tokens in all: 413."""
-    if len(inputs) > settings.embeddings_max_inputs:
+    if len(inputs) > settings.lane.embeddings_max_inputs:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
-                            f"{len(inputs)} inputs; at most {settings.embeddings_max_inputs} per request")
+                            f"{len(inputs)} inputs; at most {settings.lane.embeddings_max_inputs} per request")
     budget = settings.embeddings_request_tokens
     problems, total = [], 0
     for index, item in enumerate(inputs):

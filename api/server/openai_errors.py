@@ -19,10 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from poolq.api.server.disconnects import log_if_disconnected
+from poolq.api.server.guards.disconnects import log_if_disconnected
+from poolq.api.server.guards.security import AUTH_RESPONSES
+from poolq.api.server.guards.strict_json import answer_validation_error
 from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
-from poolq.api.server.security import AUTH_RESPONSES
-from poolq.api.server.strict_json import answer_validation_error
 
 # The routes OpenAI's API defines, declared once: their errors are OpenAI's shape.
 OPENAI_PATH_PREFIXES = ("/v1/files", "/v1/batches", "/v1/embeddings", "/v1/models")

@@ -6,7 +6,7 @@ import os
 import platform
 from pathlib import Path
 
-from poolq.engine.hardware import NOTED_FLAGS, cpu_model, noted_flags
+from poolq.engine.device.hardware import NOTED_FLAGS, cpu_model, noted_flags
 
 
 def has_nvidia_device() -> bool:
@@ -53,8 +53,8 @@ def format_machine(facts: dict, args: argparse.Namespace) -> str:
         f"machine: {facts['cpu']}; {facts['logical_cores']} logical cores ({facts['usable_cores']} usable), "
         f"{facts['memory_gb']} GiB RAM; kernel {facts['kernel']}, Python {facts['python']}",
         f"cpu flags: {flags}" + (f"; GPUs: {', '.join(facts['gpus'])}" if facts.get("gpus") else ""),
-        f"model {args.model} on {settings.device}, output {args.output_dtype}; {args.workers} worker(s) x concurrency 1, "
-        f"{args.threads_per_worker} torch thread(s) each; shards <= {settings.shard_max_documents} documents and "
-        f"<= {settings.shard_token_budget} estimated tokens; dispatch window {settings.dispatch_window}"
+        f"model {args.model} on {settings.serving.device}, output {args.output_dtype}; {args.workers} worker(s) x concurrency 1, "
+        f"{args.threads_per_worker} torch thread(s) each; shards <= {settings.sharding.shard_max_documents} documents and "
+        f"<= {settings.shard_token_budget} estimated tokens; dispatch window {settings.sharding.dispatch_window}"
         + (f"; settings {args.settings}" if args.settings else ""),
     ])

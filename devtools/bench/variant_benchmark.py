@@ -21,7 +21,7 @@ def run_variants(model: str = "all-MiniLM-L6-v2", *, dtypes: tuple[str, ...] = (
     import transformers
 
     from poolq.engine import ModelRegistry
-    from poolq.engine.hardware import cpu_flags, cpu_model, noted_flags, resolve_dtype
+    from poolq.engine.device.hardware import cpu_flags, cpu_model, noted_flags, resolve_dtype
     from poolq.engine.tokenizer import TextTokenizer
 
     if threads:

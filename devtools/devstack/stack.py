@@ -155,7 +155,7 @@ class LocalStack:
 
         config = S3Config(state.s3_endpoint, state.access_key_id, state.secret_access_key)
         store = S3ObjectStore(make_s3_client(config), state.bucket, config)
-        prefix = Settings.model_fields["output_prefix"].default
+        prefix = Settings.flat_fields()["output_prefix"].default
         return ApiKeyStore(store, prefix, signing_secret=state.key_signing_secret)
 
     # -- starting each service -------------------------------------------------------------

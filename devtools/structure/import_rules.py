@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
 # Floors, ground first. A room on one floor may import rooms of the floors below it only.
 FLOORS: dict[str, tuple[tuple[str, ...], ...]] = {
     "jobs": (
-        ("sink_settings",),  # one sink as the operator configures it (Settings.sinks' values)
+        ("sink_settings",),  # one sink as the operator configures it (Settings.vector_sinks.sinks' values)
         ("spec", "settings"),  # what a job is (spec, state, status, ids); the service's settings
         ("inputs", "report"),  # records read from an input, shard descriptors, content hashes; the data report's counts
         ("ledger", "tasks"),  # the job's objects in the bucket; each task's engine requests and rows
@@ -64,10 +64,10 @@ FLOORS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("worker_startup",),  # a worker process's start
     ),
     "engine": (
-        ("config", "batch", "hardware", "request", "turns", "st_config", "oom"),
-        ("model_spec", "tokenizer", "scheduler", "kernels", "attention", "step", "step_retry"),
-        ("models", "runner", "scoring"),
-        ("packed_runner",),
+        ("config", "batch", "device", "request", "turns", "st_config"),  # device: CPU features, dtype, OOM
+        ("model_spec", "tokenizer", "scheduling", "kernels", "attention"),  # scheduling: the scheduler, a step, its retry
+        ("models", "scoring"),
+        ("runners",),  # the padded and the packed forward
         ("pooling",),
         ("long_documents",),
         ("loading",),

@@ -8,8 +8,8 @@ import torch
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.models.int8_encoder import Int8Refused, quantize_encoder
 from poolq.engine.models.packed_bert import PackedBertEncoder
-from poolq.engine.packed_runner import PackedRunner
 from poolq.engine.request import TruncationSide
+from poolq.engine.runners.packed_runner import PackedRunner
 from poolq.engine.tokenizer import TextTokenizer
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from poolq.engine.model_spec import ModelSpecError
-from poolq.engine.pooling.activation import load_torch_module
+from poolq.engine.pooling.heads.activation import load_torch_module
 
 
 def load_projector(model_dir: Path, dense_dirs: tuple[str, ...]) -> torch.nn.Sequential | None:

@@ -18,7 +18,7 @@ from poolq.engine.pooling.window_combiners import WindowCombiner
 from poolq.engine.request import ChunkRows, ChunkSpan, PooledData, PoolingOutput, PoolingParams, SparseVector
 
 if TYPE_CHECKING:
-    from poolq.engine.pooling.heads import EmbeddingHead
+    from poolq.engine.pooling.heads.task_heads import EmbeddingHead
 
 
 @dataclass(frozen=True)

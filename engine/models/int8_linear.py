@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from poolq.engine.hardware import cpu_flags
+from poolq.engine.device.hardware import cpu_flags
 
 # Without VNNI, fbgemm's int8 kernels sum pairs of u8 x s8 products in 16 bits, which 8-bit
 # activations can overflow: quantize them to 7 bits there (reduce_range), to 8 bits with VNNI.

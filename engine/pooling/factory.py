@@ -4,17 +4,17 @@ from __future__ import annotations
 import torch
 
 from poolq.engine.model_spec import ModelKind, ModelSpec, PoolingType
-from poolq.engine.pooling.activation import resolve_activation
-from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
-from poolq.engine.pooling.classifiers import masked_lm_head, sequence_classifier, token_classifier
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
-from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
-from poolq.engine.pooling.m3_heads import M3Heads
+from poolq.engine.pooling.heads.activation import resolve_activation
+from poolq.engine.pooling.heads.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
+from poolq.engine.pooling.heads.classifiers import masked_lm_head, sequence_classifier, token_classifier
+from poolq.engine.pooling.heads.m3_heads import M3Heads
+from poolq.engine.pooling.heads.sparse_head import SparseHead
+from poolq.engine.pooling.heads.task_heads import EmbeddingHead, TokenEmbeddingHead
 from poolq.engine.pooling.m3_poolers import AllTokensWithIds, ColbertHead, TokenWeightSparseHead
 from poolq.engine.pooling.methods import AllPool, PoolingMethod, StepPool, pooling_method
 from poolq.engine.pooling.pooler import Pooler
 from poolq.engine.pooling.prompt_excluded import excluding_prompt
-from poolq.engine.pooling.sparse_head import SparseHead
 from poolq.engine.request import PoolingTask
 
 

@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from poolq.engine.hardware import noted_flags
+    from poolq.engine.device.hardware import noted_flags
 
     print("CPU features:", ", ".join(noted_flags()) or "none of note", f"| threads {torch.get_num_threads()}")
     print("| corpus | variant | tok/s | vs SDPA | cos vs float32, min |")

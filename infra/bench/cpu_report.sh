@@ -27,7 +27,7 @@ if [[ "$mode" != "--dry-run" ]]; then
   mkdir -p "$(dirname "$report")"
   printf '# CPU report, %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" > "$report"
 fi
-step "machine" python3 -c "import os; from poolq.engine.hardware import cpu_model, noted_flags, resolve_dtype; \
+step "machine" python3 -c "import os; from poolq.engine.device.hardware import cpu_model, noted_flags, resolve_dtype; \
 print(cpu_model(), '|', os.cpu_count(), 'cores | flags:', ' '.join(noted_flags()), '| auto:', resolve_dtype('auto', 'cpu'))"
 bench=(-m poolq.api bench --dtypes auto,auto+fused,float32,bfloat16,int8 --texts "$texts" --rounds "$rounds")
 step "poolq bench (ST torch)" python3 "${bench[@]}" --baselines torch

@@ -57,7 +57,7 @@ def measure(documents: int, mode: str, chunk_tokens: int, root: Path, skip_job: 
     ctx = local_context(root / "out", Settings(shard_max_documents=5000))
     tracemalloc.start()
     started = time.perf_counter()
-    estimate = estimate_job(spec, ctx, "local")
+    estimate = estimate_job(ctx, spec, "local")
     estimate_s = time.perf_counter() - started
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -69,7 +69,7 @@ def measure(documents: int, mode: str, chunk_tokens: int, root: Path, skip_job: 
     if skip_job:
         return result
     started = time.perf_counter()
-    manifest = JobHandle.bind(ctx, run_job_locally(spec, ctx).id).ledger.manifest()
+    manifest = JobHandle.bind(ctx, run_job_locally(ctx, spec).id).ledger.manifest()
     job_s = time.perf_counter() - started
     if manifest is None:
         raise RuntimeError("the job wrote no manifest")

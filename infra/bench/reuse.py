@@ -40,7 +40,7 @@ def run_job(root: Path, corpus: str, reuse_enabled: bool, tenant: str = "bench",
     spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": corpus}, "reuse": reuse,
                                    "long_documents": {"mode": "truncate"}})
     started = time.perf_counter()
-    job = submit_job(spec, ctx, tenant=tenant)
+    job = submit_job(ctx, spec, tenant=tenant)
     wall = time.perf_counter() - started
     manifest = JobHandle.of_tenant(ctx, job.id, tenant).ledger.manifest()
     if manifest is None or manifest.reuse is None:

@@ -26,9 +26,9 @@ import pyarrow as pa
 from poolq.devtools.bench.machine import machine_facts
 from poolq.devtools.devstack.postgres_server import PostgresServer
 from poolq.jobs.sink_settings import SinkConfig
-from poolq.products.sinks.lancedb_sink import LanceDbSink
-from poolq.products.sinks.pgvector_sink import PgvectorSink
 from poolq.products.sinks.sink import RowOwner, SinkLoad, SinkSchema
+from poolq.products.sinks.stores.lancedb_sink import LanceDbSink
+from poolq.products.sinks.stores.pgvector_sink import PgvectorSink
 
 DIMENSIONS = 384
 BATCH_ROWS = 10_000

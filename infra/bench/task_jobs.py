@@ -79,7 +79,7 @@ def _run_job(records: list[dict], out: Path, models: dict[str, str], **fields) -
     source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     spec = JobSpec.model_validate({"input": {"uri": source.as_uri()}, **fields})
     started = time.perf_counter()
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     elapsed = time.perf_counter() - started
     if status.status.value != "succeeded":
         raise RuntimeError(f"the benchmark job ended {status.status.value}: {status.error}")

@@ -20,7 +20,7 @@ COPY api api
 RUN pip install --no-cache-dir .
 
 # Models load from installed wheels or mounted directories, never from a hub. The compute dtype is
-# auto: bfloat16 on Ampere and later GPUs, float16 before them (engine/hardware.py).
+# auto: bfloat16 on Ampere and later GPUs, float16 before them (engine/device/hardware.py).
 ENV HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     POOLQ_DEVICE=cuda \

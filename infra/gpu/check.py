@@ -103,7 +103,7 @@ def model_dirs() -> tuple[Path | None, Path | None]:
 def read_environment(device: str) -> Environment:
     import torch
 
-    from poolq.engine.hardware import resolve_dtype
+    from poolq.engine.device.hardware import resolve_dtype
 
     triton = importlib.import_module("triton").__version__
     found = (torch.__version__.split("+")[0], str(torch.version.cuda), triton)

@@ -23,5 +23,5 @@ MIN_DRIVER = 580  # CUDA 13.0's minimum NVIDIA driver branch (Linux)
 BASE_IMAGE = f"python:{PYTHON}-slim"
 # The pip line of the worker image: PyPI's Linux wheel of this torch is its CUDA build.
 PIP_INSTALL = f"pip install --no-cache-dir torch=={TORCH} triton=={TRITON}"
-# The compute dtype a GPU worker runs with: bf16 from Ampere on, fp16 before (engine/hardware.py).
+# The compute dtype a GPU worker runs with: bf16 from Ampere on, fp16 before (engine/device/hardware.py).
 DTYPE = "auto"

@@ -1,5 +1,5 @@
 """Tokens each tenant's jobs ran in one UTC day, for the operator's daily ceiling
-(``Settings.tenant_max_tokens_per_day``, docs/budgets.md).
+(``Settings.limits.tenant_max_tokens_per_day``, docs/budgets.md).
 
 A committed shard adds its ``tokens`` (what the model ran: reused and carried rows cost none) to the
 day it is counted on, once however often its commit is reported (a redelivery, a recovery): the

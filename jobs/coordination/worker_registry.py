@@ -106,7 +106,7 @@ class RedisWorkerRegistry(WorkerRegistry):
 
 class InMemoryWorkerRegistry(WorkerRegistry):
     """For in-process runs and unit tests (where no worker ever registers, fair share falls back
-    to ``Settings.dispatch_window``)."""
+    to ``Settings.sharding.dispatch_window``)."""
 
     def __init__(self) -> None:
         self._until: dict[str, float] = {}

@@ -27,10 +27,10 @@ TEXT_TOO_LONG = "text_too_long"
 
 def input_limits(settings: Settings) -> InputLimits:
     """What one uploaded record may take while it is read, with the settings behind it for messages."""
-    return InputLimits(max_record_bytes=BYTES_PER_CHARACTER * settings.max_document_chars + FRAMING_BYTES,
-                       max_compression_ratio=settings.max_input_compression_ratio,
+    return InputLimits(max_record_bytes=BYTES_PER_CHARACTER * settings.limits.max_document_chars + FRAMING_BYTES,
+                       max_compression_ratio=settings.limits.max_input_compression_ratio,
                        origin=f" ({BYTES_PER_CHARACTER} per character of POOLQ_MAX_DOCUMENT_CHARS="
-                              f"{settings.max_document_chars}, plus {FRAMING_BYTES})")
+                              f"{settings.limits.max_document_chars}, plus {FRAMING_BYTES})")
 
 
 def text_too_long(record: InputRecord, max_chars: int) -> RecordError | None:

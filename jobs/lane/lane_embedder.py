@@ -11,7 +11,7 @@ import numpy as np
 
 from poolq.engine import PoolingRequest, RequestError
 from poolq.engine.long_documents.policy_check import ONE_RESULT_MODES, narrow_mode_hint
-from poolq.engine.step import StepOutput
+from poolq.engine.scheduling.step import StepOutput
 from poolq.jobs.engine_pool import EnginePool
 from poolq.jobs.lane.embedding_lane import TakenRequest
 from poolq.jobs.lane.lane_messages import EmbeddingReply, EmbeddingRequest, InputError, LaneInput

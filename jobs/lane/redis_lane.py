@@ -58,7 +58,7 @@ class RedisEmbeddingLane(EmbeddingLane):
     @classmethod
     def from_settings(cls, settings: Settings) -> "RedisEmbeddingLane":
         """A lane with its own connections (a worker's lane thread blocks one while it waits)."""
-        return cls(settings.redis_client("worker"))
+        return cls(settings.broker.redis_client("worker"))
 
     @property
     def queue_key(self) -> str:

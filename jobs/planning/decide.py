@@ -73,7 +73,7 @@ def decide(run: PlanningRun) -> Decided:
     ctx = job.ctx
     scans = [planning.scan(index) for index in range(len(sections))]
     baseline = Baseline.load(job)
-    partitions = partitions_for(sections_bytes(sections), ctx.settings.plan_partition_bytes)
+    partitions = partitions_for(sections_bytes(sections), ctx.settings.sharding.plan_partition_bytes)
     numbers = first_lines(sections, scans)
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
@@ -83,7 +83,7 @@ def decide(run: PlanningRun) -> Decided:
                 # A JSONL section numbers its lines from 1; a Parquet one numbers rows in the object
                 offset = 0 if sections[index].format == InputFormat.PARQUET.value else numbers[index] - 1
                 _spill_section(planning, index, scan, ids, lines, offset)
-        if baseline is not None and not baseline.spill_into(ids, job.ctx):
+        if baseline is not None and not baseline.spill_into(job.ctx, ids):
             baseline = None
         decisions = ids.decide(_object_starts(job, sections, scans))
         split = split_query_runs(planning, scans, partitions, Path(spill_dir) / "queries")

@@ -50,7 +50,7 @@ def comparable_options(options: dict) -> dict:
     return counted_options(options, ROW_COUNTS)
 
 
-def baseline_manifest(spec: JobSpec, tenant: str, ctx: JobContext) -> JobManifest | None:
+def baseline_manifest(ctx: JobContext, spec: JobSpec, tenant: str) -> JobManifest | None:
     """The manifest of ``spec.incremental_from`` (a job of the same tenant, as submission checked)
     if its rows can be carried into a job of ``spec``."""
     if spec.incremental_from is None:
@@ -82,12 +82,12 @@ class Baseline:
     @classmethod
     def load(cls, job: JobHandle) -> "Baseline | None":
         """The baseline of ``job``, or None when it has none (or cannot use it)."""
-        manifest = baseline_manifest(job.spec, job.tenant, job.ctx)
+        manifest = baseline_manifest(job.ctx, job.spec, job.tenant)
         if manifest is None:
             return None
         return cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
 
-    def spill_into(self, partitions: IdPartitions, ctx: JobContext) -> bool:
+    def spill_into(self, ctx: JobContext, partitions: IdPartitions) -> bool:
         """Spill every baseline document's (id, content hash, part) into ``partitions``; False if
         its output is gone (then nothing is carried)."""
         for index, key in enumerate(self.part_keys):

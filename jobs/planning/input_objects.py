@@ -35,10 +35,10 @@ def input_objects(job: JobHandle) -> Iterator[tuple[ObjectStore, str, bool]]:
         return
     uri = spec.input.uri
     if not is_prefix(uri):
-        store, key = open_uri(uri, ctx.settings.s3_config())
+        store, key = open_uri(uri, ctx.settings.storage.s3_config())
         yield store, key, False
         return
-    store, prefix = _open_prefix(uri, ctx.settings.s3_config())
+    store, prefix = _open_prefix(uri, ctx.settings.storage.s3_config())
     keys = [key for key in store.list(prefix) if key.endswith(INPUT_SUFFIXES)]
     if not keys:
         *others, last = ["*" + suffix for suffix in INPUT_SUFFIXES]

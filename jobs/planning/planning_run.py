@@ -28,7 +28,7 @@ class PlanningRun:
         ledger = PlanningLedger(job.ctx.store, job.layout)
         sections = ledger.sections()
         if sections is None:
-            listed = list_sections(job, job.ctx.settings.plan_section_bytes)
+            listed = list_sections(job, job.ctx.settings.sharding.plan_section_bytes)
             sections = ledger.write_sections(listed)
         return cls(job, ledger, sections)
 

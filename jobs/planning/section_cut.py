@@ -49,7 +49,7 @@ def cut_section(run: PlanningRun, index: int) -> SectionCut:
     duplicates, carried, split = _Positions(skips.duplicates), _Positions(skips.carried), _Positions(skips.split_queries)
     superseded = _Positions(skips.superseded)
     with tempfile.TemporaryFile() as errors:
-        for item, record in section_records(section, InputFields.of(job.spec), job.ctx, decided.first_lines[index]):
+        for item, record in section_records(job.ctx, section, InputFields.of(job.spec), decided.first_lines[index]):
             records += 1
             if isinstance(record, InputRecord) and isinstance(item, JsonlObject):
                 if superseded.holds(valid):  # a later object's record with this id is the document: not counted

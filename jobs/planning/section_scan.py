@@ -26,10 +26,10 @@ def scan_section(run: PlanningRun, section: int) -> SectionScan:
     counted = {"valid": 0}
     groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
     # A Parquet section's schema types its carried columns; a JSONL section's first values do.
-    types = section_field_types(sections[section], fields.include_fields, job.ctx)
+    types = section_field_types(job.ctx, sections[section], fields.include_fields)
 
     def spill_lines() -> Iterator[bytes]:
-        for _, record in section_records(sections[section], fields, job.ctx, progress=progress):
+        for _, record in section_records(job.ctx, sections[section], fields, progress=progress):
             if isinstance(record, InputRecord):
                 if groups is not None:
                     groups.add(record.query_id, counted["valid"])

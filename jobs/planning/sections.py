@@ -76,9 +76,9 @@ def _object_sections(store: ObjectStore, key: str, named: bool, section_bytes: i
     return _FORMATS[input_format].sections(store, key, info, name, section_bytes)
 
 
-def _opened(section: InputSection, ctx: JobContext) -> tuple[ObjectStore, str, ObjectInfo]:
+def _opened(ctx: JobContext, section: InputSection) -> tuple[ObjectStore, str, ObjectInfo]:
     """The section's object, checked to be the one that was listed."""
-    store, key = open_uri(section.uri, ctx.settings.s3_config())
+    store, key = open_uri(section.uri, ctx.settings.storage.s3_config())
     info = store.stat(key)
     if info.version != section.version:
         raise InputChanged(f"{section.uri} was replaced while the job was planned (version {section.version} "
@@ -86,35 +86,35 @@ def _opened(section: InputSection, ctx: JobContext) -> tuple[ObjectStore, str, O
     return store, key, info
 
 
-def section_lines(section: InputSection, ctx: JobContext, first_line: int = 1, progress: JsonlProgress | None = None,
+def section_lines(ctx: JobContext, section: InputSection, first_line: int = 1, progress: JsonlProgress | None = None,
                   columns: Iterable[str] | None = None) -> Iterator[JsonlObject | JsonlLineError]:
     """Every line (row) of ``section``; ``first_line`` numbers a JSONL section's first line (unknown
     to a scan: 1); ``columns``: what a Parquet section reads of its rows (None: every column)."""
-    store, key, info = _opened(section, ctx)
+    store, key, info = _opened(ctx, section)
     limits = input_limits(ctx.settings)
     yield from _FORMATS[InputFormat(section.format)].items(section, store, key, info, first_line, progress, columns, limits)
 
 
-def section_field_types(section: InputSection, names: tuple[str, ...], ctx: JobContext) -> dict[str, str]:
+def section_field_types(ctx: JobContext, section: InputSection, names: tuple[str, ...]) -> dict[str, str]:
     """The types the section's own schema gives the carried fields ``names`` (Parquet), else none."""
     if not names:
         return {}
-    store, key, info = _opened(section, ctx)
+    store, key, info = _opened(ctx, section)
     return _FORMATS[InputFormat(section.format)].field_types(store, key, info, names)
 
 
 Line = tuple[JsonlObject | JsonlLineError, InputRecord | RecordError]  # a line and what it holds
 
 
-def section_records(section: InputSection, fields: InputFields, ctx: JobContext, first_line: int = 1,
+def section_records(ctx: JobContext, section: InputSection, fields: InputFields, first_line: int = 1,
                     progress: JsonlProgress | None = None) -> Iterator[Line]:
     """Every non-blank line of ``section`` with what it is: a valid record or the line's error.
 
     A failure that is not one line's (the store, the network) says where reading stopped."""
     last = ""
-    max_chars = ctx.settings.max_document_chars
+    max_chars = ctx.settings.limits.max_document_chars
     try:
-        for item in section_lines(section, ctx, first_line, progress, fields.columns()):
+        for item in section_lines(ctx, section, first_line, progress, fields.columns()):
             last = f"{item.unit} {item.line}"
             yield item, _as_record(item, fields, max_chars)
     except Exception as exc:

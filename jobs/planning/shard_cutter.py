@@ -62,7 +62,8 @@ class ShardCutter:
         shard = ShardInput(uri=self.section.uri, version=self.section.version, source=self.section.name,
                            format=InputFormat(self.section.format),  # the section stores the format's name
                            limits=input_limits(settings))  # what its records were read within, to read them again
-        return _ShardBuffer(settings.shard_max_documents, settings.shard_max_chars, settings.shard_token_budget, shard)
+        sharding = settings.sharding
+        return _ShardBuffer(sharding.shard_max_documents, sharding.shard_max_chars, settings.shard_token_budget, shard)
 
     def add(self, record: InputRecord, item: JsonlObject) -> None:
         # A query's consecutive pairs stay in one shard, which ranks them: its size bends to them.

@@ -69,9 +69,9 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
         reuse = replace(reuse, tenant=None)  # its shards fail with the model's own error; repeats still found
     if reuse.tenant is not None:
         settings = job.ctx.settings
-        reuse.tenant.evict(settings.reuse_ttl_s, settings.reuse_quota_bytes)
+        reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
-        digits = spill_digits(input_bytes, job.ctx.settings.plan_partition_bytes)
+        digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
         spill = SpillFiles(Path(spill_dir), "content", 16 ** digits)
         for section in range(len(valid_counts)):
             _spill_section(planning, section, left_out(section), spill, digits)

@@ -39,7 +39,7 @@ class JobReuse:
     def of(cls, job: JobHandle) -> "JobReuse | None":
         """None for a job whose outputs are never reused (see ``UNREUSABLE_TASKS``)."""
         spec = job.spec
-        if spec.task_label in UNREUSABLE_TASKS or not job.ctx.settings.reuse_enabled:
+        if spec.task_label in UNREUSABLE_TASKS or not job.ctx.settings.reuse.reuse_enabled:
             return None
         ctx = job.ctx
         tenant = ReuseStore(ctx.store, tenant_reuse_root(job)) if spec.reuse == "tenant" else None

@@ -135,7 +135,7 @@ def _wait_for_owners(job: JobHandle, reuse: JobReuse, shard: int, owner_section:
     first = sum(counts[:owner_section])
     pending = set(range(first, min(first + counts[owner_section], shard)))  # owners sit in earlier shards
     settings = job.ctx.settings
-    deadline = time.monotonic() + settings.reuse_wait_s
+    deadline = time.monotonic() + settings.reuse.reuse_wait_s
     found: dict[str, bytes] = {}
     while True:
         for other in sorted(pending):
@@ -147,4 +147,4 @@ def _wait_for_owners(job: JobHandle, reuse: JobReuse, shard: int, owner_section:
         if len(found) == len(wanted) or not pending or time.monotonic() >= deadline:
             return found
         on_wait()
-        time.sleep(settings.reuse_poll_s)
+        time.sleep(settings.reuse.reuse_poll_s)

@@ -146,7 +146,7 @@ class LongDocuments(LongDocumentPolicy):
 
 
 # The compute dtype a job may pin; auto: what the worker that runs its first shard computes in
-# (Settings.dtype, itself auto by default), then every shard in that one (jobs/steps/shards/engine_choice.py).
+# (Settings.serving.dtype, itself auto by default), then every shard in that one (jobs/steps/shards/engine_choice.py).
 ComputeDtype = Literal["auto", "float32", "float16", "bfloat16", "int8"]
 
 # The tasks a job may ask for (each one's output format: poolq.jobs.tasks).

@@ -8,7 +8,7 @@ from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.status.current_status import current_status
 
 
-def list_jobs(tenant: str, ctx: JobContext, *, limit: int = 50, before: str | None = None) -> list[JobStatus]:
+def list_jobs(ctx: JobContext, tenant: str, *, limit: int = 50, before: str | None = None) -> list[JobStatus]:
     """Up to ``limit`` of ``tenant``'s jobs created before job ``before`` (if given), newest first."""
     names = ctx.store.list_prefixes(ctx.service_layout.tenant_jobs(tenant) + "/")
     ids = sorted((name for name in names if is_job_id(name) and (before is None or name < before)), reverse=True)

@@ -83,6 +83,6 @@ def clean_finished_job(job: JobHandle, manifest: JobManifest) -> None:
     abort_stale_uploads(job, older_than_s=0)
     ctx.leases.forget(job.id)
     ctx.status.forget(job.id)
-    ctx.status.expire(job.id, ctx.settings.finished_job_ttl_s)  # the ledger keeps the truth
+    ctx.status.expire(job.id, ctx.settings.reliability.finished_job_ttl_s)  # the ledger keeps the truth
     ctx.fair.forget(job.id)  # its shards never queued free their slots
     ctx.store.delete(ctx.service_layout.active(job.id))

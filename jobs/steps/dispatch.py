@@ -72,7 +72,7 @@ def shard_slots(ctx: JobContext) -> int:
     be free finds its next task waiting, and nothing more queues up); before any worker has said
     it is alive, ``dispatch_window``."""
     live = ctx.workers.live()
-    return live * ctx.settings.shards_per_worker if live else ctx.settings.dispatch_window
+    return live * ctx.settings.sharding.shards_per_worker if live else ctx.settings.sharding.dispatch_window
 
 
 def release_shard(job: JobHandle, shard: int) -> None:

@@ -48,7 +48,7 @@ def finalize_job(job: JobHandle) -> JobState | None:
     ledger = job.ledger
     manifest = ledger.manifest()
     if manifest is None:
-        lease = ctx.leases.acquire(job.id, FINALIZE_UNIT, ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, FINALIZE_UNIT, ctx.settings.reliability.lease_ttl_s)
         if lease is None:
             return None  # another finalizer holds it
         try:

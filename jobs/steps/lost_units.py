@@ -61,7 +61,7 @@ class LostUnits:
         self.started = ctx.leases.last_started(job.id)
         self.running = set(ctx.leases.live_units(job.id))
         self.now, self.queues = now, queues
-        self.requeue_after_s = ctx.settings.requeue_after_s
+        self.requeue_after_s = ctx.settings.reliability.requeue_after_s
         self._job = job
 
     def __call__(self, unit: str) -> bool:

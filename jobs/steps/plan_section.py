@@ -22,11 +22,11 @@ def plan_section(job: JobHandle, stage: SectionStage, section: int) -> None:
         return  # nothing to plan for: the plan task (or the finalizer) sees to the job
     run = PlanningRun.for_section_task(job)
     if not run.ledger.is_done(stage, section):
-        lease = ctx.leases.acquire(job.id, section_unit(stage, section), ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, section_unit(stage, section), ctx.settings.reliability.lease_ttl_s)
         if lease is None:
             return  # another attempt is at it
         try:
-            with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+            with LeaseKeeper(ctx.leases, lease, ctx.settings.reliability.lease_ttl_s):
                 STAGE_STEPS[stage](run, section)
         finally:
             ctx.leases.release(lease)

@@ -43,13 +43,13 @@ def plan_job(job: JobHandle) -> Plan | None:
         return None
     plan = ledger.plan()
     if plan is None:
-        lease = ctx.leases.acquire(job.id, PLAN_UNIT, ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, PLAN_UNIT, ctx.settings.reliability.lease_ttl_s)
         if lease is None:
             return None  # another planner is at it
         try:
             ctx.status.transition(job.id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
             # Renewed while it plans, however long a stage takes: no second planner starts meanwhile.
-            with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+            with LeaseKeeper(ctx.leases, lease, ctx.settings.reliability.lease_ttl_s):
                 plan = _advance(job)
         finally:
             ctx.leases.release(lease)
@@ -126,3 +126,4 @@ def _publish(job: JobHandle, plan: Plan) -> None:
         dispatch_finalize(job)
         return
     open_shards(job, plan)  # the rest follow, by fair share, as shards commit
+    job.ctx.hooks.job_planned(job)  # the products': the webhook's job.running, with the job's place

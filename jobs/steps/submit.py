@@ -35,10 +35,10 @@ class JobRejected(ValueError):
         self.field = field
 
 
-def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
+def validate_spec(ctx: JobContext, spec: JobSpec) -> JobSpec:
     """Checks that need the server's state: known model, window within limits, input URI. Returns the
     spec as a job records it: a Hub model pinned to the commit its revision names now."""
-    spec = spec.model_copy(update={"model": pinned_model(spec.model, ctx)})
+    spec = spec.model_copy(update={"model": pinned_model(ctx, spec.model)})
     try:
         model_spec = ctx.registry.spec(spec.model)  # never loads or converts weights
     except UnknownModelError as exc:
@@ -59,10 +59,10 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
         hint = f"; pick a model that does (known models: {', '.join(ctx.registry.names())})" if exc.field == "task" else ""
         raise JobRejected(exc.field, f"{exc}{hint}") from None
     _check_included_fields(spec, task.schema(model_spec, None).names)
-    if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.max_inline_documents:
+    if isinstance(spec.input, InlineInput) and len(spec.input.documents) > ctx.settings.limits.max_inline_documents:
         raise JobRejected(
             "input.documents",
-            f"{len(spec.input.documents)} inline documents; at most {ctx.settings.max_inline_documents} "
+            f"{len(spec.input.documents)} inline documents; at most {ctx.settings.limits.max_inline_documents} "
             "are accepted inline (upload a JSONL file and pass its s3:// URI)",
         )
     if isinstance(spec.input, UriInput):
@@ -70,10 +70,10 @@ def validate_spec(spec: JobSpec, ctx: JobContext) -> JobSpec:
             target = parse_input_uri(spec.input.uri)
         except InvalidURIError as exc:
             raise JobRejected("input.uri", str(exc)) from None
-        if target.scheme != "s3" and ctx.settings.store == "s3":
+        if target.scheme != "s3" and ctx.settings.storage.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
     _by_products(lambda: ctx.hooks.check_spec(spec, ctx.settings))  # the webhook's URL in the allow-list
-    return with_token_limit(spec, ctx.settings.tenant_max_tokens_per_job)
+    return with_token_limit(spec, ctx.settings.limits.tenant_max_tokens_per_job)
 
 
 def with_token_limit(spec: JobSpec, ceiling: int | None) -> JobSpec:
@@ -89,7 +89,7 @@ def with_token_limit(spec: JobSpec, ceiling: int | None) -> JobSpec:
     return spec
 
 
-def pinned_model(model: str, ctx: JobContext) -> str:
+def pinned_model(ctx: JobContext, model: str) -> str:
     """``model`` as a job records it (``ModelRegistry.canonical``), or JobRejected on ``model`` naming why:
     not a name, unknown, not allowed on this server, or not loadable (pickled weights, custom code).
     A local directory is a model only where clients may name local files (in-process runs)."""
@@ -124,9 +124,9 @@ class DailyTokensExhausted(TooManyActiveJobs):
         self.retry_after_s = retry_after_s
 
 
-def check_day_tokens(tenant: str, ctx: JobContext) -> None:
+def check_day_tokens(ctx: JobContext, tenant: str) -> None:
     """DailyTokensExhausted once ``tenant``'s committed tokens today reach the operator's ceiling."""
-    ceiling = ctx.settings.tenant_max_tokens_per_day
+    ceiling = ctx.settings.limits.tenant_max_tokens_per_day
     if ceiling is None:
         return
     now = datetime.now(timezone.utc)
@@ -137,18 +137,18 @@ def check_day_tokens(tenant: str, ctx: JobContext) -> None:
 
 
 def submit_job(
-    spec: JobSpec, ctx: JobContext, idempotency_key: str | None = None, *, tenant: str = LOCAL_TENANT
+    ctx: JobContext, spec: JobSpec, idempotency_key: str | None = None, *, tenant: str = LOCAL_TENANT
 ) -> JobStatus:
     """Persist ``tenant``'s job and queue it; returns its status (``queued`` when new).
 
     With ``idempotency_key`` the same key returns the same job, however often it is sent, even
     if an earlier submission died half-way (it is completed now). Keys are per tenant.
     """
-    pinned = check_job(spec, ctx, tenant)
+    pinned = check_job(ctx, spec, tenant)
     body = spec.model_dump(mode="json")  # the request as sent: what an Idempotency-Key stands for
     job_id = new_job_id()
     if idempotency_key is not None:
-        job_id = _claim_idempotency_key(f"{tenant}\n{idempotency_key}", body, job_id, ctx)
+        job_id = _claim_idempotency_key(ctx, f"{tenant}\n{idempotency_key}", body, job_id)
     job = JobHandle.of_tenant(ctx, job_id, tenant)
     if idempotency_key is not None:
         existing = current_status(job)
@@ -157,30 +157,30 @@ def submit_job(
             existing.status is not JobState.QUEUED or ctx.store.exists(ctx.service_layout.active(job_id))
         ):
             return existing
-    check_day_tokens(tenant, ctx)
+    check_day_tokens(ctx, tenant)
     _reserve_active_slot(job)
     return _persist_and_queue(job, pinned, pinned.model_dump(mode="json"))
 
 
-def check_job(spec: JobSpec, ctx: JobContext, tenant: str = LOCAL_TENANT, *, budget: bool = True) -> JobSpec:
+def check_job(ctx: JobContext, spec: JobSpec, tenant: str = LOCAL_TENANT, *, budget: bool = True) -> JobSpec:
     """Every check of a submission before anything is written, JobRejected naming the field: the
     spec against this server (model, task, options, inline count), then what ``tenant`` may ask
     for (input URIs, document sizes, its own earlier run). ``submit_job`` and ``POST
     /v1/jobs/validate`` both run exactly this; the active-job cap comes after it in both
     (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot). ``budget=False``
     leaves out the estimate of ``limits.max_tokens`` (``POST /v1/jobs/estimate``, which is that estimate)."""
-    spec = validate_spec(spec, ctx)
-    check_submission(spec, tenant, ctx)
+    spec = validate_spec(ctx, spec)
+    check_submission(ctx, spec, tenant)
     if budget and spec.limits is not None:  # last: the estimate reads the input, which the checks above let it read
-        _by_products(lambda: ctx.hooks.check_budget(spec, tenant, ctx))
+        _by_products(lambda: ctx.hooks.check_budget(ctx, spec, tenant))
     return spec
 
 
-def check_active_cap(tenant: str, ctx: JobContext) -> None:
+def check_active_cap(ctx: JobContext, tenant: str) -> None:
     """TooManyActiveJobs if ``tenant`` has its cap of unfinished jobs now (nothing is reserved), or
     DailyTokensExhausted if it has run its tokens of the day."""
-    check_day_tokens(tenant, ctx)
-    cap = ctx.settings.max_active_jobs_per_tenant
+    check_day_tokens(ctx, tenant)
+    cap = ctx.settings.limits.max_active_jobs_per_tenant
     states = [ctx.status.field(job_id, "status") for job_id in ctx.status.active_ids(tenant)]
     unfinished = sum(1 for state in states if state is None or not JobState(state).is_terminal)
     if unfinished >= cap:
@@ -191,7 +191,7 @@ def _at_cap(tenant: str, active: int) -> str:
     return f"tenant {tenant!r} has {active} unfinished jobs, the most allowed; wait for one to finish or cancel one"
 
 
-def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+def check_submission(ctx: JobContext, spec: JobSpec, tenant: str) -> None:
     """What ``tenant`` may ask for: inputs it may read, documents within limits, its own earlier run."""
     if spec.incremental_from is not None and ctx.tenant_of(spec.incremental_from) != tenant:
         raise JobRejected("incremental_from", f"job {spec.incremental_from!r} not found")
@@ -202,7 +202,7 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
         except (InvalidURIError, InputNotAllowed) as exc:
             raise JobRejected("input.uri", str(exc)) from None
     else:
-        limit = ctx.settings.max_document_chars
+        limit = ctx.settings.limits.max_document_chars
         for index, document in enumerate(spec.input.documents):
             if len(document.text) > limit:
                 raise JobRejected(
@@ -214,13 +214,13 @@ def check_submission(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
 def _reserve_active_slot(job: JobHandle) -> None:
     """Count the job against ``max_active_jobs_per_tenant`` unfinished jobs, atomically (finished
     ones are pruned on the way); TooManyActiveJobs if the tenant is at its cap."""
-    cap = job.ctx.settings.max_active_jobs_per_tenant
+    cap = job.ctx.settings.limits.max_active_jobs_per_tenant
     active = job.ctx.status.reserve_active(job.tenant, job.id, cap, time.time())
     if active is not None:
         raise TooManyActiveJobs(_at_cap(job.tenant, active))
 
 
-def _claim_idempotency_key(key: str, body: dict, job_id: str, ctx: JobContext) -> str:
+def _claim_idempotency_key(ctx: JobContext, key: str, body: dict, job_id: str) -> str:
     """The job id the key stands for: ours if this is its first use, else the first one's."""
     digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
     request_hash = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()

@@ -25,7 +25,7 @@ from poolq.engine import (
     PoolingRequest,
     PoolingTask,
 )
-from poolq.engine.step import StepOutput
+from poolq.engine.scheduling.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.spec.job_spec import JobSpec, OutputOptions
 from poolq.storage import RowColumns

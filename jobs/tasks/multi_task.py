@@ -17,7 +17,7 @@ from poolq.engine import (
     PoolingTask,
     check_multi_task_mode,
 )
-from poolq.engine.step import StepOutput
+from poolq.engine.scheduling.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource

@@ -22,8 +22,8 @@ from poolq.engine import (
     PoolingTask,
     RequestError,
 )
+from poolq.engine.scheduling.step import StepOutput
 from poolq.engine.scoring import SCORE_MODE_TASKS, maxsim, score_modes
-from poolq.engine.step import StepOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.tasks.job_task import JobTask, OptionRejected, RowSource, as_dense
 from poolq.jobs.tasks.rows import ScoreRows, score_schema

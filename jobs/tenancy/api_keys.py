@@ -90,9 +90,9 @@ class ApiKeyStore:
     @classmethod
     def from_settings(cls, store: ObjectStore, settings: Settings, *, cache_s: float | None = None) -> ApiKeyStore:
         """The key store of a deployment: its output prefix, signing secret and cache time."""
-        secret = settings.key_signing_secret.get_secret_value() if settings.key_signing_secret else None
-        return cls(store, settings.output_prefix, signing_secret=secret,
-                   cache_s=settings.api_key_cache_s if cache_s is None else cache_s)
+        secret = settings.access.key_signing_secret.get_secret_value() if settings.access.key_signing_secret else None
+        return cls(store, settings.storage.output_prefix, signing_secret=secret,
+                   cache_s=settings.access.api_key_cache_s if cache_s is None else cache_s)
 
     def _key(self, key_id: str) -> str:
         return join_key(self.prefix, f"{key_id}.json")

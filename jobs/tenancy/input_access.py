@@ -16,8 +16,8 @@ class InputNotAllowed(ValueError):
 
 def allowed_prefixes(tenant: str, settings: Settings) -> list[str]:
     """``s3://bucket/prefix/`` URIs the tenant's inputs may lie under (its uploads area first)."""
-    uploads = "s3://" + join_key(settings.bucket, settings.output_prefix, "tenants", tenant, "uploads") + "/"
-    granted = [uri if uri.endswith("/") else uri + "/" for uri in settings.tenant_input_prefixes.get(tenant, [])]
+    uploads = "s3://" + join_key(settings.storage.bucket, settings.storage.output_prefix, "tenants", tenant, "uploads") + "/"
+    granted = [uri if uri.endswith("/") else uri + "/" for uri in settings.access.tenant_input_prefixes.get(tenant, [])]
     return [uploads, *granted]
 
 
@@ -25,7 +25,7 @@ def check_input_access(uri: str, tenant: str, settings: Settings) -> None:
     """Raise ``InvalidURIError`` (malformed) or ``InputNotAllowed`` (not the tenant's)."""
     target = parse_input_uri(uri)
     if target.scheme == "file":
-        if settings.allow_file_inputs:
+        if settings.access.allow_file_inputs:
             return
         raise InputNotAllowed("file:// inputs are only read by in-process runs; upload the file (POST /v1/uploads)")
     if target.scheme != "s3":  # pragma: no cover - parse_uri knows only s3 and file

@@ -17,7 +17,7 @@ class UploadTicket:
     expires_in_s: int
 
 
-def create_upload(tenant: str, ctx: JobContext, suffix: str = ".jsonl") -> UploadTicket:
+def create_upload(ctx: JobContext, tenant: str, suffix: str = ".jsonl") -> UploadTicket:
     """A fresh key in the tenant's uploads area, ending in ``suffix`` (one of ``INPUT_SUFFIXES``:
     the key keeps the file's format, so it also reads as one under a prefix), and a short-lived PUT URL.
 
@@ -28,6 +28,6 @@ def create_upload(tenant: str, ctx: JobContext, suffix: str = ".jsonl") -> Uploa
         raise ValueError(f"an upload ends in one of {', '.join(INPUT_SUFFIXES)}, not {suffix!r}")
     upload_id = secrets.token_hex(16)
     key = join_key(ctx.service_layout.uploads_prefix(tenant), upload_id + suffix)
-    expires = ctx.settings.upload_expires_s
+    expires = ctx.settings.storage.upload_expires_s
     url = ctx.store.presigned_put_url(key, expires)
-    return UploadTicket(upload_id=upload_id, uri=f"s3://{ctx.settings.bucket}/{key}", url=url, expires_in_s=expires)
+    return UploadTicket(upload_id=upload_id, uri=f"s3://{ctx.settings.storage.bucket}/{key}", url=url, expires_in_s=expires)

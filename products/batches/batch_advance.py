@@ -40,19 +40,19 @@ CANCELLED = ("batch_cancelled", "This request was not executed: the batch was ca
 MAX_STEP_FAILURES = 3
 
 
-def advance_batch(tenant: str, batch_id: str, ctx: JobContext, now: float | None = None) -> BatchOutcome | None:
+def advance_batch(ctx: JobContext, tenant: str, batch_id: str, now: float | None = None) -> BatchOutcome | None:
     """Take the batch one step on; its outcome once it has ended, else None."""
-    lease = ctx.leases.acquire(batch_id, BATCH_UNIT, float(ctx.settings.task_time_limit_s))
+    lease = ctx.leases.acquire(batch_id, BATCH_UNIT, float(ctx.settings.tasks.task_time_limit_s))
     if lease is None:
         return None  # another call is at it
     try:
-        return _advance(BatchLayout(ctx.service_layout, tenant), batch_id, ctx, time.time() if now is None else now)
+        return _advance(ctx, BatchLayout(ctx.service_layout, tenant), batch_id, time.time() if now is None else now)
     finally:
         ctx.leases.release(lease)
 
 
-def _advance(layout: BatchLayout, batch_id: str, ctx: JobContext, now: float) -> BatchOutcome | None:
-    records = BatchRecords(layout, batch_id, ctx)
+def _advance(ctx: JobContext, layout: BatchLayout, batch_id: str, now: float) -> BatchOutcome | None:
+    records = BatchRecords(ctx, layout, batch_id)
     request = records.request()
     outcome = records.outcome()
     if request is None or outcome is not None:
@@ -62,17 +62,17 @@ def _advance(layout: BatchLayout, batch_id: str, ctx: JobContext, now: float) ->
     prepared = records.prepared()
     if prepared is None:
         if cancelled or expired:
-            return _finish(records, layout, request, _unprepared(request), "cancelled" if cancelled else "expired", ctx, now)
+            return _finish(ctx, records, layout, request, _unprepared(request), "cancelled" if cancelled else "expired", now)
         try:
-            prepared = prepare_batch(layout.tenant, batch_id, ctx)
+            prepared = prepare_batch(ctx, layout.tenant, batch_id)
         except FileNotFound:
             failure = BatchError(code="input_file_missing", message=f"input file {request.input_file_id} was deleted "
                                  "before the batch read it", param="input_file_id")
-            return _finish(records, layout, request, _unprepared(request), "failed", ctx, now, [failure])
+            return _finish(ctx, records, layout, request, _unprepared(request), "failed", now, [failure])
         if prepared is None:
             return None  # waiting for a job slot
     if prepared.job_id is None:
-        return _finish(records, layout, request, prepared, "failed", ctx, now, list(prepared.errors))
+        return _finish(ctx, records, layout, request, prepared, "failed", now, list(prepared.errors))
     batch_job = JobHandle.of_tenant(ctx, prepared.job_id, layout.tenant)
     job = current_status(batch_job)
     if job is None:
@@ -81,10 +81,10 @@ def _advance(layout: BatchLayout, batch_id: str, ctx: JobContext, now: float) ->
         if cancelled or expired:
             _stop(batch_job)
         return None
-    return _finish_ran(records, layout, request, prepared, job, cancelled, ctx, now)
+    return _finish_ran(ctx, records, layout, request, prepared, job, cancelled, now)
 
 
-def give_up_batch(tenant: str, batch_id: str, exc: Exception, ctx: JobContext,
+def give_up_batch(ctx: JobContext, tenant: str, batch_id: str, exc: Exception,
                   now: float | None = None) -> BatchOutcome | None:
     """The batch's step failed for good. An outage (a retryable error) leaves it to the next pass;
     any other failure is recorded, and the ``MAX_STEP_FAILURES``-th ends the batch ``failed`` with
@@ -92,7 +92,7 @@ def give_up_batch(tenant: str, batch_id: str, exc: Exception, ctx: JobContext,
     if is_retryable(exc):
         return None
     layout, now = BatchLayout(ctx.service_layout, tenant), time.time() if now is None else now
-    records = BatchRecords(layout, batch_id, ctx)
+    records = BatchRecords(ctx, layout, batch_id)
     records.write_once(f"{STEP_FAILURES}{uuid.uuid4().hex}.json", StepFailure(error=describe(exc), at=int(now)))
     failures = sum(1 for _ in ctx.store.list(records.key(STEP_FAILURES)))
     request = records.request()
@@ -104,21 +104,21 @@ def give_up_batch(tenant: str, batch_id: str, exc: Exception, ctx: JobContext,
         _stop(JobHandle.of_tenant(ctx, prepared.job_id, tenant))
     failure = BatchError(code="internal_error", message=f"the batch could not go on: its step failed {failures} "
                                                         f"times, the last with {describe(exc)}")
-    return _finish(records, layout, request, _unprepared(request), "failed", ctx, now,
+    return _finish(ctx, records, layout, request, _unprepared(request), "failed", now,
                    [*(prepared.errors if prepared else []), failure])
 
 
-def _finish_ran(records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,
-                job: JobStatus, cancelled: bool, ctx: JobContext, now: float) -> BatchOutcome | None:
+def _finish_ran(ctx: JobContext, records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,
+                job: JobStatus, cancelled: bool, now: float) -> BatchOutcome | None:
     """The job has ended: the batch's status follows from how, and from why it was stopped."""
     if job.status is JobState.FAILED:
         failure = BatchError(code="batch_failed", message=f"the batch's job {job.id} failed: {job.error}")
-        return _finish(records, layout, request, prepared, "failed", ctx, now, [*prepared.errors, failure],
+        return _finish(ctx, records, layout, request, prepared, "failed", now, [*prepared.errors, failure],
                        unrun=("batch_failed", f"not executed: the batch's job failed ({job.error})"))
     stopped = job.status is JobState.CANCELLED
     status: FinalState = "cancelled" if cancelled else "expired" if stopped else "completed"
     unrun = (CANCELLED if cancelled else EXPIRED) if stopped else None
-    return _finish(records, layout, request, prepared, status, ctx, now, list(prepared.errors), unrun=unrun,
+    return _finish(ctx, records, layout, request, prepared, status, now, list(prepared.errors), unrun=unrun,
                    finalizing_at=job.finished_at.timestamp() if job.finished_at else now)
 
 
@@ -133,11 +133,11 @@ def _unprepared(request: BatchRequest) -> PreparedInput:
     return PreparedInput(job_id=None, model=None, total=0, invalid=0, records=0, prepared_at=request.created_at)
 
 
-def _finish(records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,
-            status: FinalState, ctx: JobContext, now: float, errors: list[BatchError] | None = None,
+def _finish(ctx: JobContext, records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,
+            status: FinalState, now: float, errors: list[BatchError] | None = None,
             unrun: tuple[str, str] | None = None, finalizing_at: float | None = None) -> BatchOutcome | None:
     if prepared.total:
-        files = write_batch_files(layout.tenant, request, prepared, unrun, ctx)
+        files = write_batch_files(ctx, layout.tenant, request, prepared, unrun)
         output_id, error_id, counts = files.output_file_id, files.error_file_id, files.counts
     else:
         output_id, error_id, counts = None, None, RequestCounts()

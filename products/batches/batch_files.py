@@ -29,11 +29,11 @@ class FileNotFound(LookupError):
     """No such file, or another tenant's."""
 
 
-def _layout(tenant: str, ctx: JobContext) -> BatchLayout:
+def _layout(ctx: JobContext, tenant: str) -> BatchLayout:
     return BatchLayout(ctx.service_layout, tenant)
 
 
-def create_file(tenant: str, filename: str, purpose: FilePurpose, stream: BinaryIO, ctx: JobContext,
+def create_file(ctx: JobContext, tenant: str, filename: str, purpose: FilePurpose, stream: BinaryIO,
                 max_bytes: int, expires_after_s: int | None = None) -> FileObject:
     """Store ``stream`` as a new file of ``tenant``; ``FileTooLarge`` past ``max_bytes``."""
     counted = 0
@@ -46,15 +46,15 @@ def create_file(tenant: str, filename: str, purpose: FilePurpose, stream: Binary
                 raise FileTooLarge(f"the file is larger than {max_bytes} bytes (POOLQ_MAX_FILE_BYTES)")
             yield chunk
 
-    return write_file(tenant, filename, purpose, chunks(), ctx, expires_after_s=expires_after_s)
+    return write_file(ctx, tenant, filename, purpose, chunks(), expires_after_s=expires_after_s)
 
 
-def write_file(tenant: str, filename: str, purpose: FilePurpose, chunks: Iterable[bytes], ctx: JobContext,
+def write_file(ctx: JobContext, tenant: str, filename: str, purpose: FilePurpose, chunks: Iterable[bytes],
                file_id: str | None = None, expires_after_s: int | None = None) -> FileObject:
     """Write a file's content, then its record (``file_id``: a name chosen by the caller, so a step
     that writes it twice writes the same file). ``expires_after_s``: the file expires that long
     after its creation (its expiry marker is written first, so no expiring file goes unswept)."""
-    layout = _layout(tenant, ctx)
+    layout = _layout(ctx, tenant)
     file_id = file_id or new_file_id()
     written = {"bytes": 0}
 
@@ -79,12 +79,12 @@ def clean_filename(filename: str) -> str:
     return _UNPRINTABLE.sub("_", filename)[:MAX_FILENAME] or "upload.jsonl"
 
 
-def get_file(tenant: str, file_id: str, ctx: JobContext) -> FileObject:
+def get_file(ctx: JobContext, tenant: str, file_id: str) -> FileObject:
     """The file's record; ``FileNotFound`` if there is none, or it has expired (and awaits its sweep)."""
     if not FILE_ID.match(file_id):
         raise FileNotFound(file_id)
     try:
-        record = FileObject.model_validate_json(ctx.store.get(_layout(tenant, ctx).file_record(file_id)))
+        record = FileObject.model_validate_json(ctx.store.get(_layout(ctx, tenant).file_record(file_id)))
     except ObjectNotFoundError:
         raise FileNotFound(file_id) from None
     if record.expires_at is not None and record.expires_at <= time.time():
@@ -92,31 +92,31 @@ def get_file(tenant: str, file_id: str, ctx: JobContext) -> FileObject:
     return record
 
 
-def open_file_content(tenant: str, file_id: str, ctx: JobContext) -> BinaryIO:
-    get_file(tenant, file_id, ctx)
+def open_file_content(ctx: JobContext, tenant: str, file_id: str) -> BinaryIO:
+    get_file(ctx, tenant, file_id)
     try:
-        return ctx.store.open(_layout(tenant, ctx).file_content(file_id))
+        return ctx.store.open(_layout(ctx, tenant).file_content(file_id))
     except ObjectNotFoundError:
         raise FileNotFound(file_id) from None
 
 
-def delete_file(tenant: str, file_id: str, ctx: JobContext) -> DeletedFile:
-    get_file(tenant, file_id, ctx)
-    remove_file(_layout(tenant, ctx), file_id, ctx)
+def delete_file(ctx: JobContext, tenant: str, file_id: str) -> DeletedFile:
+    get_file(ctx, tenant, file_id)
+    remove_file(ctx, _layout(ctx, tenant), file_id)
     return DeletedFile(id=file_id)
 
 
-def remove_file(layout: BatchLayout, file_id: str, ctx: JobContext) -> None:
+def remove_file(ctx: JobContext, layout: BatchLayout, file_id: str) -> None:
     """Delete a file's objects, the record first: a half-deleted file no longer exists. (An expiry
     marker left behind finds nothing when it comes due.)"""
     ctx.store.delete(layout.file_record(file_id))
     ctx.store.delete(layout.file_content(file_id))
 
 
-def list_files(tenant: str, ctx: JobContext, *, after: str | None = None, limit: int = 20, order: str = "desc",
+def list_files(ctx: JobContext, tenant: str, *, after: str | None = None, limit: int = 20, order: str = "desc",
                purpose: str | None = None) -> Page[FileObject]:
     """The tenant's files by creation, ``order`` asc or desc, those past ``after`` (a file id)."""
-    prefix = _layout(tenant, ctx).files_prefix
+    prefix = _layout(ctx, tenant).files_prefix
     ids = [key[len(prefix):].removesuffix(".json") for key in ctx.store.list(prefix)]
     ids = sorted(ids, reverse=order == "desc")
     if after is not None:
@@ -124,7 +124,7 @@ def list_files(tenant: str, ctx: JobContext, *, after: str | None = None, limit:
     found: list[FileObject] = []
     for file_id in ids:
         try:
-            record = get_file(tenant, file_id, ctx)
+            record = get_file(ctx, tenant, file_id)
         except FileNotFound:  # deleted while listing
             continue
         if purpose is None or record.purpose == purpose:

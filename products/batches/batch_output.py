@@ -23,10 +23,10 @@ from poolq.jobs.steps.shards.shard_attempt import GAVE_UP_CODE, NOT_PROCESSED_CO
 from poolq.products.batches.batch_files import delete_file, write_file
 from poolq.products.batches.batch_layout import BatchLayout
 from poolq.products.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
-from poolq.products.batches.endpoint_format import EndpointFormat, RecordResult, RequestProblem
-from poolq.products.batches.endpoints import ENDPOINT_FORMATS
+from poolq.products.batches.formats.endpoint_format import EndpointFormat, RecordResult, RequestProblem
+from poolq.products.batches.formats.endpoints import ENDPOINT_FORMATS
+from poolq.products.batches.formats.output_lines import request_error_line, request_id, success_line, unrun_line
 from poolq.products.batches.openai_objects import RequestCounts
-from poolq.products.batches.output_lines import request_error_line, request_id, success_line, unrun_line
 from poolq.storage import JsonlObject, ObjectNotFoundError, read_jsonl, read_part
 
 _CHUNK_BYTES = 1 << 20
@@ -78,31 +78,31 @@ class _Results:
         yield success_line(self.batch_id, line, row["custom_id"], body)
 
 
-def write_batch_files(tenant: str, request: BatchRequest, prepared: PreparedInput,
-                      unrun: tuple[str, str] | None, ctx: JobContext) -> BatchFiles:
+def write_batch_files(ctx: JobContext, tenant: str, request: BatchRequest, prepared: PreparedInput,
+                      unrun: tuple[str, str] | None) -> BatchFiles:
     """Write the batch's output and error files. ``unrun``: (code, message) for requests the job
     never finished (an expired or cancelled batch); None when it ran to its end."""
     layout = BatchLayout(ctx.service_layout, tenant)
     endpoint_format = ENDPOINT_FORMATS[request.endpoint]
     manifest = JobHandle.of_tenant(ctx, prepared.job_id, tenant).ledger.manifest() if prepared.job_id else None
-    results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(manifest, ctx))
+    results = _Results(endpoint_format, request.id, prepared.model or "", _job_failures(ctx, manifest))
     output_id = _file_id(request.id, "output")
-    tables = _part_tables(manifest, endpoint_format, ctx)
+    tables = _part_tables(ctx, manifest, endpoint_format)
     expiry = request.output_expires_after_s
-    write_file(tenant, "batch_output.jsonl", "batch_output", _chunks(results.output_lines(tables)), ctx, file_id=output_id,
+    write_file(ctx, tenant, "batch_output.jsonl", "batch_output", _chunks(results.output_lines(tables)), file_id=output_id,
                expires_after_s=expiry)
     errors = _ErrorLines(request.id, results, unrun)
     error_id = _file_id(request.id, "errors")
-    records = BatchRecords(layout, request.id, ctx)
+    records = BatchRecords(ctx, layout, request.id)
     job_lines = errors.lines(_job_input(ctx, layout.job_input(request.id))) if prepared.job_id else iter(())
     lines = _concat(_raw_lines(ctx, records.key("prepared-errors.jsonl")), job_lines)
-    write_file(tenant, "batch_errors.jsonl", "batch_output", _chunks(lines), ctx, file_id=error_id, expires_after_s=expiry)
+    write_file(ctx, tenant, "batch_errors.jsonl", "batch_output", _chunks(lines), file_id=error_id, expires_after_s=expiry)
     counts = RequestCounts(total=prepared.total, completed=len(results.done), failed=prepared.invalid + errors.count)
     # An empty file is not kept: the batch names none.
     if not counts.completed:
-        delete_file(tenant, output_id, ctx)
+        delete_file(ctx, tenant, output_id)
     if not counts.failed:
-        delete_file(tenant, error_id, ctx)
+        delete_file(ctx, tenant, error_id)
     return BatchFiles(output_id if counts.completed else None, error_id if counts.failed else None, counts)
 
 
@@ -134,7 +134,7 @@ class _ErrorLines:
         return unrun_line(self.batch_id, line, custom_id, code, message)
 
 
-def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tuple[str, str]]:
+def _job_failures(ctx: JobContext, manifest: JobManifest | None) -> dict[int, tuple[str, str]]:
     """The job's failed records by request line: the first failure of each line."""
     failed: dict[int, tuple[str, str]] = {}
     if manifest is None or manifest.errors is None:
@@ -156,7 +156,7 @@ def _job_failures(manifest: JobManifest | None, ctx: JobContext) -> dict[int, tu
     return failed
 
 
-def _part_tables(manifest: JobManifest | None, endpoint_format: EndpointFormat, ctx: JobContext) -> Iterator:
+def _part_tables(ctx: JobContext, manifest: JobManifest | None, endpoint_format: EndpointFormat) -> Iterator:
     columns = ["id", endpoint_format.value_column, "num_tokens", "custom_id", "count", "options",
                *endpoint_format.included_fields]
     for part in manifest.parts if manifest is not None else []:

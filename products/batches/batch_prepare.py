@@ -25,7 +25,7 @@ from poolq.products.batches.batch_files import open_file_content
 from poolq.products.batches.batch_layout import BatchLayout
 from poolq.products.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
 from poolq.products.batches.custom_ids import SeenCustomIds
-from poolq.products.batches.endpoint_format import (
+from poolq.products.batches.formats.endpoint_format import (
     EndpointFormat,
     ModelOutput,
     ParsedRequest,
@@ -33,9 +33,9 @@ from poolq.products.batches.endpoint_format import (
     RequestProblem,
     first_problem,
 )
-from poolq.products.batches.endpoints import ENDPOINT_FORMATS
+from poolq.products.batches.formats.endpoints import ENDPOINT_FORMATS
+from poolq.products.batches.formats.output_lines import request_error_line
 from poolq.products.batches.openai_objects import BatchError
-from poolq.products.batches.output_lines import request_error_line
 from poolq.storage import JsonlLineError, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class _Reading:
             spec = job_spec(self.endpoint_format, request.model, request.extension, InlineInput(
                 documents=[InlineDocument(id="probe", text="probe", query="probe")]))
             try:
-                validate_spec(spec, self.ctx)
+                validate_spec(self.ctx, spec)
                 self.checked[key] = None
             except JobRejected as exc:
                 self.checked[key] = ("model" if exc.field == "model" else "poolq", str(exc))
@@ -168,11 +168,11 @@ def job_spec(endpoint_format: EndpointFormat, model: str, extension: PoolqExtens
                                         dimensions=dimensions))
 
 
-def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput | None:
+def prepare_batch(ctx: JobContext, tenant: str, batch_id: str) -> PreparedInput | None:
     """Read the batch's input and submit its job; None if the tenant is at its active-job limit
     (the batch stays ``validating`` and the next pass tries again)."""
     layout = BatchLayout(ctx.service_layout, tenant)
-    records = BatchRecords(layout, batch_id, ctx)
+    records = BatchRecords(ctx, layout, batch_id)
     if (done := records.prepared()) is not None:
         return done
     request = records.request()
@@ -180,7 +180,7 @@ def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput 
         raise LookupError(f"batch {batch_id} has no batch.json")
     with tempfile.TemporaryFile() as spill, SeenCustomIds() as seen:
         reading = _Reading(batch_id, request.endpoint, ENDPOINT_FORMATS[request.endpoint], ctx, spill, seen)
-        with open_file_content(tenant, request.input_file_id, ctx) as content:
+        with open_file_content(ctx, tenant, request.input_file_id) as content:
             # A tenant's upload: each line bounded while it is read, and a gzip bomb stopped (docs/inputs-and-outputs.md)
             lines = read_jsonl(content, limits=input_limits(ctx.settings))
             ctx.store.put_chunks(layout.job_input(batch_id), chunked(reading.job_lines(lines), _CHUNK_BYTES))
@@ -188,7 +188,7 @@ def prepare_batch(tenant: str, batch_id: str, ctx: JobContext) -> PreparedInput 
         ctx.store.put_chunks(records.key("prepared-errors.jsonl"), iter(lambda: spill.read(_CHUNK_BYTES), b""))
     job_id = None
     if reading.records:
-        job_id = _submit(reading, request, layout, tenant, ctx)
+        job_id = _submit(ctx, reading, request, layout, tenant)
         if job_id is None:
             return None
     errors = reading.errors if reading.total else [empty_file_error(request.input_file_id)]
@@ -205,13 +205,13 @@ def empty_file_error(input_file_id: str) -> BatchError:
                       "needs at least one JSON line naming custom_id, method, url and body", param="input_file_id")
 
 
-def _submit(reading: _Reading, request: BatchRequest, layout: BatchLayout, tenant: str, ctx: JobContext) -> str | None:
+def _submit(ctx: JobContext, reading: _Reading, request: BatchRequest, layout: BatchLayout, tenant: str) -> str | None:
     if reading.model is None or reading.extension is None:  # pragma: no cover - set by the first valid line
         raise RuntimeError("a valid request without a model")
     job_input = UriInput(uri=ctx.store.uri(layout.job_input(request.id)))
     spec = job_spec(reading.endpoint_format, reading.model, reading.extension, job_input, reading.output.dimensions)
     try:
-        return submit_job(spec, ctx, idempotency_key=f"batch:{request.id}", tenant=tenant).id
+        return submit_job(ctx, spec, idempotency_key=f"batch:{request.id}", tenant=tenant).id
     except TooManyActiveJobs as exc:
         log.info("batch %s waits: %s", request.id, exc)
         return None

@@ -89,7 +89,7 @@ Record = TypeVar("Record", bound=BaseModel)
 class BatchRecords:
     """Read and write one batch's records."""
 
-    def __init__(self, layout: BatchLayout, batch_id: str, ctx: JobContext) -> None:
+    def __init__(self, ctx: JobContext, layout: BatchLayout, batch_id: str) -> None:
         self.layout, self.batch_id, self.store = layout, batch_id, ctx.store
 
     def key(self, name: str) -> str:

@@ -12,7 +12,7 @@ from poolq.products.batches.batch_layout import BATCH_ID, BatchLayout, new_batch
 from poolq.products.batches.batch_prepare import EMPTY_FILE_CODE, empty_file_error
 from poolq.products.batches.batch_records import BatchRecords, BatchRequest, CancelRequest, window_seconds
 from poolq.products.batches.batch_view import batch_view
-from poolq.products.batches.endpoints import ENDPOINT_FORMATS
+from poolq.products.batches.formats.endpoints import ENDPOINT_FORMATS
 from poolq.products.batches.openai_objects import BatchObject, Page
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,8 @@ class BatchAlreadyEnded(ValueError):
     """A cancel of a batch that has already ended."""
 
 
-def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_window: str,
-                 metadata: dict[str, str] | None, ctx: JobContext, output_expires_after_s: int | None = None) -> BatchObject:
+def create_batch(ctx: JobContext, tenant: str, input_file_id: str, endpoint: str, completion_window: str,
+                 metadata: dict[str, str] | None, output_expires_after_s: int | None = None) -> BatchObject:
     if endpoint not in ENDPOINT_FORMATS:
         raise BatchRejected("endpoint", f"endpoint {endpoint!r} is not served in batches here; endpoints: "
                             f"{', '.join(ENDPOINT_FORMATS)}")
@@ -44,7 +44,7 @@ def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_wind
     except ValueError as exc:
         raise BatchRejected("completion_window", str(exc)) from None
     try:
-        input_file = get_file(tenant, input_file_id, ctx)
+        input_file = get_file(ctx, tenant, input_file_id)
     except FileNotFound:
         raise BatchRejected("input_file_id", f"no file {input_file_id!r} (upload it with POST /v1/files)") from None
     if input_file.purpose != "batch":
@@ -56,16 +56,16 @@ def create_batch(tenant: str, input_file_id: str, endpoint: str, completion_wind
     request = BatchRequest(id=new_batch_id(), endpoint=endpoint, input_file_id=input_file_id,
                            completion_window=completion_window, created_at=int(time.time()), metadata=metadata,
                            output_expires_after_s=output_expires_after_s)
-    BatchRecords(layout, request.id, ctx).write_once("batch.json", request)
+    BatchRecords(ctx, layout, request.id).write_once("batch.json", request)
     ctx.store.put(layout.active(request.id), b"")
     ctx.enqueuer.advance_batch(tenant, request.id)
-    return get_batch(tenant, request.id, ctx, nudge=False)
+    return get_batch(ctx, tenant, request.id, nudge=False)
 
 
-def get_batch(tenant: str, batch_id: str, ctx: JobContext, nudge: bool = True) -> BatchObject:
+def get_batch(ctx: JobContext, tenant: str, batch_id: str, nudge: bool = True) -> BatchObject:
     """The batch's status. ``nudge``: a batch waiting on a step of its own (reading its input,
     writing its files, stopping its job) gets it sent now rather than at the reconciler's next pass."""
-    records = _records(tenant, batch_id, ctx)
+    records = _records(ctx, tenant, batch_id)
     request = records.request()
     if request is None:
         raise BatchNotFound(batch_id)
@@ -79,7 +79,7 @@ def get_batch(tenant: str, batch_id: str, ctx: JobContext, nudge: bool = True) -
     return view
 
 
-def list_batches(tenant: str, ctx: JobContext, *, after: str | None = None, limit: int = 20) -> Page[BatchObject]:
+def list_batches(ctx: JobContext, tenant: str, *, after: str | None = None, limit: int = 20) -> Page[BatchObject]:
     """The tenant's batches, newest first, those older than ``after`` (a batch id)."""
     prefix = BatchLayout(ctx.service_layout, tenant).batches_prefix
     ids = sorted({key[len(prefix):].split("/", 1)[0] for key in ctx.store.list(prefix)}, reverse=True)
@@ -88,25 +88,25 @@ def list_batches(tenant: str, ctx: JobContext, *, after: str | None = None, limi
     found = []
     for batch_id in ids[: limit + 1]:
         try:
-            found.append(get_batch(tenant, batch_id, ctx, nudge=False))
+            found.append(get_batch(ctx, tenant, batch_id, nudge=False))
         except BatchNotFound:  # being created right now: its batch.json is not there yet
             continue
     return page(found, limit)
 
 
-def cancel_batch(tenant: str, batch_id: str, ctx: JobContext) -> BatchObject:
+def cancel_batch(ctx: JobContext, tenant: str, batch_id: str) -> BatchObject:
     """Ask the batch to stop: its job is cancelled; what it finished stays in the output file."""
-    records = _records(tenant, batch_id, ctx)
+    records = _records(ctx, tenant, batch_id)
     if records.request() is None:
         raise BatchNotFound(batch_id)
     if (outcome := records.outcome()) is not None:
         raise BatchAlreadyEnded(f"batch {batch_id} has already ended ({outcome.status})")
     records.write_once("cancel.json", CancelRequest(cancelling_at=int(time.time())))
     ctx.enqueuer.advance_batch(tenant, batch_id)
-    return get_batch(tenant, batch_id, ctx, nudge=False)
+    return get_batch(ctx, tenant, batch_id, nudge=False)
 
 
-def _records(tenant: str, batch_id: str, ctx: JobContext) -> BatchRecords:
+def _records(ctx: JobContext, tenant: str, batch_id: str) -> BatchRecords:
     if not BATCH_ID.match(batch_id):
         raise BatchNotFound(batch_id)
-    return BatchRecords(BatchLayout(ctx.service_layout, tenant), batch_id, ctx)
+    return BatchRecords(ctx, BatchLayout(ctx.service_layout, tenant), batch_id)

@@ -27,7 +27,7 @@ def delete_expired_files(ctx: JobContext, now: float) -> int:
             continue
         if int(expires_at) > now:
             break  # the rest are due later
-        remove_file(BatchLayout(ctx.service_layout, tenant), file_id, ctx)
+        remove_file(ctx, BatchLayout(ctx.service_layout, tenant), file_id)
         ctx.store.delete(marker)
         deleted += 1
     return deleted

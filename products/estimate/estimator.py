@@ -2,7 +2,7 @@
 input (``input_scan.py``), its stratified sample priced exactly (``sample_pricing.py``), each
 stratum scaled by its own counts, then the time on the live workers (``worker_time.py``).
 
-Memory is bounded by the sample (``Settings.estimate_sample_chars``) and the distinct counters
+Memory is bounded by the sample (``Settings.estimates.estimate_sample_chars``) and the distinct counters
 (exact up to a cap, then a fixed-size sketch); time by ``estimate_max_seconds`` for the pass and
 the sample's size for the pricing. The caller runs checks first (``check_job``: the submission's
 own), and runs this off the event loop (it reads and tokenizes for seconds).
@@ -27,17 +27,17 @@ from poolq.products.estimate.worker_time import worker_time
 _TOKENIZERS = SampleTokenizers()  # one per process: a tokenizer loads in a second, then serves every estimate
 
 
-def estimate_job(spec: JobSpec, ctx: JobContext, tenant: str, probe: ReuseProbe | None = None) -> JobEstimate:
+def estimate_job(ctx: JobContext, spec: JobSpec, tenant: str, probe: ReuseProbe | None = None) -> JobEstimate:
     """The estimate of ``spec`` (already checked by ``check_job``) for ``tenant``."""
-    probe = probe or reuse_probe_for(spec, ctx)
-    scan = scan_input(spec, ctx, tenant)
+    probe = probe or reuse_probe_for(ctx, spec)
+    scan = scan_input(ctx, spec, tenant)
     started = time.monotonic()
     tokenizer = _TOKENIZERS.get(ctx.registry.description_dir(spec.model))  # never the weights
-    model = cost_model(spec, ctx.registry.spec(spec.model), tokenizer, ctx.settings.max_chunks_per_document)
+    model = cost_model(spec, ctx.registry.spec(spec.model), tokenizer, ctx.settings.serving.max_chunks_per_document)
     hashes = [document.content_hash for stratum in scan.sample.strata for document in stratum.sample]
     reusable = dict(zip(hashes, probe.reusable(spec, tenant, hashes)))
     priced = [price_stratum(stratum, model, tokenizer, reusable) for stratum in scan.sample.strata if stratum.sample]
-    return _extrapolated(spec, ctx, scan, priced, probe.name, time.monotonic() - started)
+    return _extrapolated(ctx, spec, scan, priced, probe.name, time.monotonic() - started)
 
 
 def _scaled(stratum: PricedStratum) -> Counter[str]:
@@ -54,7 +54,7 @@ def _scaled(stratum: PricedStratum) -> Counter[str]:
     return scaled
 
 
-def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[PricedStratum], reuse_source: str,
+def _extrapolated(ctx: JobContext, spec: JobSpec, scan: InputScan, priced: list[PricedStratum], reuse_source: str,
                   price_seconds: float) -> JobEstimate:
     # Scaled to the whole input (a pass stopped early read part of it), then less the records
     # planning refuses as repeated ids (it keeps each id's first record).
@@ -75,7 +75,7 @@ def _extrapolated(spec: JobSpec, ctx: JobContext, scan: InputScan, priced: list[
     reusable_tokens = totals.get("reusable_tokens", 0)
     savings = _savings(scan, priced, tokens, repeated, reusable_tokens)
     repeated_tokens = savings.repeated
-    computed = _computed_tokens(spec, ctx, tokens, savings)
+    computed = _computed_tokens(ctx, spec, tokens, savings)
     return JobEstimate(
         model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
         documents=round(scan.documents * whole), characters=round(scan.characters * whole),
@@ -120,9 +120,9 @@ def _whole(scan: InputScan, priced: list[PricedStratum]) -> bool:
             and scan.ids.count().distinct == scan.documents)
 
 
-def _computed_tokens(spec: JobSpec, ctx: JobContext, tokens: int, savings: _Savings) -> int:
+def _computed_tokens(ctx: JobContext, spec: JobSpec, tokens: int, savings: _Savings) -> int:
     """What the workers would run (the job's ``usage.tokens``): ``tokens`` less its savings; a score
     job, or a service with reuse off, runs everything."""
-    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled:
+    if spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse.reuse_enabled:
         return tokens
     return max(0, tokens - savings.repeated - savings.stored)

@@ -52,15 +52,15 @@ class InputScan:
         self.sample.add(SampledDocument(record.text, record.content_hash, spans, record.query))
 
 
-def scan_input(spec: JobSpec, ctx: JobContext, tenant: str) -> InputScan:
+def scan_input(ctx: JobContext, spec: JobSpec, tenant: str) -> InputScan:
     settings = ctx.settings
-    scan = InputScan(StratifiedSample(settings.estimate_sample_per_stratum, settings.estimate_sample_chars))
+    scan = InputScan(StratifiedSample(settings.estimates.estimate_sample_per_stratum, settings.estimates.estimate_sample_chars))
     started = time.monotonic()
     if isinstance(spec.input, InlineInput):
         for record in _inline_records(spec.input):
             scan.add(record)
     else:
-        _scan_sections(scan, JobHandle.unsubmitted(ctx, spec, tenant), started + settings.estimate_max_seconds)
+        _scan_sections(scan, JobHandle.unsubmitted(ctx, spec, tenant), started + settings.estimates.estimate_max_seconds)
     scan.seconds = time.monotonic() - started
     return scan
 
@@ -72,14 +72,14 @@ def _inline_records(inline: InlineInput) -> Iterator[InputRecord]:
 
 
 def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
-    sections = list_sections(job, job.ctx.settings.plan_section_bytes)
+    sections = list_sections(job, job.ctx.settings.sharding.plan_section_bytes)
     scan.bytes_total = sum(section.size_bytes for section in sections)
     fields = InputFields.of(job.spec)
     for section in sections:
         if time.monotonic() > deadline and scan.bytes_read:
             return
         progress, records = JsonlProgress(), 0
-        for _, record in section_records(section, fields, job.ctx, progress=progress):
+        for _, record in section_records(job.ctx, section, fields, progress=progress):
             if isinstance(record, RecordError):
                 scan.invalid[record.code] += 1
             else:

@@ -29,7 +29,7 @@ class TenantReuseProbe:
     def reusable(self, spec: JobSpec, tenant: str, content_hashes: Sequence[str]) -> list[bool]:
         engines = self.ctx.engines
         scope = engine_scope(spec, engines, engines.dtype_for(spec.compute_dtype))
-        store = tenant_reuse_store(self.ctx.store, self.ctx.settings.output_prefix, tenant)
+        store = tenant_reuse_store(self.ctx.store, self.ctx.settings.storage.output_prefix, tenant)
         by_partition: dict[str, list[str]] = defaultdict(list)
         for content_hash in content_hashes:
             by_partition[partition_of(content_hash)].append(content_hash)
@@ -40,8 +40,8 @@ class TenantReuseProbe:
         return [content_hash in found for content_hash in content_hashes]
 
 
-def reuse_probe_for(spec: JobSpec, ctx: JobContext) -> ReuseProbe:
+def reuse_probe_for(ctx: JobContext, spec: JobSpec) -> ReuseProbe:
     """The tenant's store for a job that opted in to reuse across its jobs; nothing otherwise."""
-    if spec.reuse != "tenant" or spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse_enabled:
+    if spec.reuse != "tenant" or spec.task_label in UNREUSABLE_TASKS or not ctx.settings.reuse.reuse_enabled:
         return NoReuseProbe()
     return TenantReuseProbe(ctx)

@@ -5,7 +5,7 @@ The estimate's ``computed_tokens`` is what the workers would run (repeats comput
 tenant's reuse store holds already: none of those count). Where its sample is the whole input (a
 small input: every document tokenized) it is the job's ``usage.tokens`` exactly, and the job is
 refused as soon as it exceeds the limit. Past that it is an extrapolation, refused only when it
-exceeds the limit by more than ``Settings.budget_estimate_margin``, and the message states that
+exceeds the limit by more than ``Settings.limits.budget_estimate_margin``, and the message states that
 margin; a job let through still stops at its limit while it runs (``jobs/steps/shards/budget.py``).
 The pass over the input is the estimate's own, bounded by ``estimate_max_seconds``.
 """
@@ -25,18 +25,18 @@ _UNREADABLE_INPUT = (ObjectNotFoundError, MissingColumnError, NotParquetError, I
 FIELD = "limits.max_tokens"
 
 
-def check_token_budget(spec: JobSpec, tenant: str, ctx: JobContext) -> None:
+def check_token_budget(ctx: JobContext, spec: JobSpec, tenant: str) -> None:
     """SubmissionRefused on ``limits.max_tokens`` if ``spec`` would run more tokens than it allows."""
     if spec.limits is None:
         return
     limit = spec.limits.max_tokens
     try:
-        estimate = estimate_job(spec, ctx, tenant)
+        estimate = estimate_job(ctx, spec, tenant)
     except TokenizerMissing:
         return  # no tokenizer.json to count with: the running job still stops at its limit
     except _UNREADABLE_INPUT as exc:
         raise SubmissionRefused("input.uri", f"the input cannot be read: {exc}") from None
-    refusal = budget_refusal(estimate, limit, ctx.settings.budget_estimate_margin)
+    refusal = budget_refusal(estimate, limit, ctx.settings.limits.budget_estimate_margin)
     if refusal is not None:
         raise SubmissionRefused(FIELD, refusal)
 

@@ -48,7 +48,7 @@ def catch_up_missed_slots(ctx: JobContext, now: datetime, schedules: list[Schedu
     for schedule in schedules:
         try:
             slot = missed_slot(schedule, store, now)
-            if slot is not None and run_schedule(schedule.id, ctx, now) is not None:
+            if slot is not None and run_schedule(ctx, schedule.id, now) is not None:
                 log.warning("schedule %s: slot %s was missed; ran it now", schedule.id, slot.isoformat())
                 caught_up.append(schedule.id)
         except Exception:  # noqa: BLE001 - one schedule must not stop the others

@@ -25,7 +25,7 @@ def _store(ctx: JobContext) -> ScheduleStore:
 
 
 def create_schedule(
-    request: ScheduleRequest, ctx: JobContext, now: datetime | None = None, *, tenant: str = LOCAL_TENANT
+    ctx: JobContext, request: ScheduleRequest, now: datetime | None = None, *, tenant: str = LOCAL_TENANT
 ) -> Schedule:
     """Validate the job it would submit (as ``tenant``), store the schedule, add its beat entry.
 
@@ -36,7 +36,7 @@ def create_schedule(
     )
     try:
         spec = schedule.job_spec(incremental_from=None)
-        check_job(spec, ctx, tenant)  # what each run's submission will check
+        check_job(ctx, spec, tenant)  # what each run's submission will check
     except JobRejected as exc:
         field = exc.field if exc.field.startswith(("input", "webhook")) else f"template.{exc.field}"
         raise JobRejected(field, str(exc)) from None
@@ -47,7 +47,7 @@ def create_schedule(
     return schedule
 
 
-def get_schedule(schedule_id: str, ctx: JobContext, tenant: str | None = None) -> Schedule | None:
+def get_schedule(ctx: JobContext, schedule_id: str, tenant: str | None = None) -> Schedule | None:
     """The schedule, or None if unknown (or, with ``tenant``, another tenant's)."""
     schedule = _store(ctx).get(schedule_id) if is_schedule_id(schedule_id) else None
     return None if schedule is None or (tenant is not None and schedule.tenant != tenant) else schedule
@@ -57,10 +57,10 @@ def list_schedules(ctx: JobContext, tenant: str | None = None) -> list[Schedule]
     return [s for s in _store(ctx).list() if tenant is None or s.tenant == tenant]
 
 
-def delete_schedule(schedule_id: str, ctx: JobContext, tenant: str | None = None) -> bool:
+def delete_schedule(ctx: JobContext, schedule_id: str, tenant: str | None = None) -> bool:
     """Delete the schedule, its run records (not its jobs) and its beat entry; False if unknown
     (or, with ``tenant``, another tenant's)."""
-    if get_schedule(schedule_id, ctx, tenant) is None or not _store(ctx).delete(schedule_id):
+    if get_schedule(ctx, schedule_id, tenant) is None or not _store(ctx).delete(schedule_id):
         return False
     beat = beat_for(ctx)
     if beat is not None:

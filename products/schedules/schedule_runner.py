@@ -37,7 +37,7 @@ class RunView(DictAccessDeprecated, BaseModel):
     manual: bool
 
 
-def run_schedule(schedule_id: str, ctx: JobContext, now: datetime | None = None, *, manual: bool = False) -> ScheduleRun | None:
+def run_schedule(ctx: JobContext, schedule_id: str, now: datetime | None = None, *, manual: bool = False) -> ScheduleRun | None:
     """Submit the job of the slot ``now`` falls in, unless that slot has one; returns the slot's run.
 
     ``manual``: a run by hand, whose slot is ``now`` to the second (and which runs even if the
@@ -54,10 +54,10 @@ def run_schedule(schedule_id: str, ctx: JobContext, now: datetime | None = None,
     if run is not None and run.job_id is not None:
         return run  # a duplicate trigger of a slot that has its job
     if run is None:
-        baseline = last_good_job(schedule_id, slot, store, ctx)
+        baseline = last_good_job(ctx, schedule_id, slot, store)
         run = store.claim_run(ScheduleRun(schedule_id=schedule_id, slot=slot, incremental_from=baseline, manual=manual))
     job = submit_job(
-        schedule.job_spec(run.incremental_from), ctx, idempotency_key=run.idempotency_key, tenant=schedule.tenant
+        ctx, schedule.job_spec(run.incremental_from), idempotency_key=run.idempotency_key, tenant=schedule.tenant
     )
     run = store.record_job(run, job.id)
     store.prune_runs(schedule_id, MAX_RUNS_KEPT)
@@ -65,7 +65,7 @@ def run_schedule(schedule_id: str, ctx: JobContext, now: datetime | None = None,
     return run
 
 
-def last_good_job(schedule_id: str, before: datetime, store: ScheduleStore, ctx: JobContext) -> str | None:
+def last_good_job(ctx: JobContext, schedule_id: str, before: datetime, store: ScheduleStore) -> str | None:
     """The job of the newest run before slot ``before`` that finished succeeded or partially succeeded."""
     for run in store.iter_runs(schedule_id):
         if run.slot >= before or run.job_id is None:
@@ -76,7 +76,7 @@ def last_good_job(schedule_id: str, before: datetime, store: ScheduleStore, ctx:
     return None
 
 
-def run_view(run: ScheduleRun, ctx: JobContext) -> RunView:
+def run_view(ctx: JobContext, run: ScheduleRun) -> RunView:
     """``run`` with its job's current state (from the status cache, else the ledger)."""
     status = None
     if run.job_id is not None:
@@ -85,7 +85,7 @@ def run_view(run: ScheduleRun, ctx: JobContext) -> RunView:
     return RunView(slot=run.slot, job_id=run.job_id, status=status, incremental_from=run.incremental_from, manual=run.manual)
 
 
-def recent_runs(schedule_id: str, ctx: JobContext, limit: int = 20) -> list[RunView]:
+def recent_runs(ctx: JobContext, schedule_id: str, limit: int = 20) -> list[RunView]:
     """The schedule's newest runs, newest first, with their jobs' states."""
     store = ScheduleStore(ctx.store, ctx.service_layout)
-    return [run_view(run, ctx) for run in store.runs(schedule_id, limit)]
+    return [run_view(ctx, run) for run in store.runs(schedule_id, limit)]

@@ -14,7 +14,7 @@ class UnknownSink(SinkError):
 
 
 def sink_config(name: str, settings: Settings) -> SinkConfig:
-    config = settings.sinks.get(name)
+    config = settings.vector_sinks.sinks.get(name)
     if config is None:
         raise UnknownSink(f"sink {name!r} is not configured (POOLQ_SINKS)")
     if config.scheme not in SCHEMES:

@@ -73,7 +73,7 @@ def _resend_if_stuck(ctx: JobContext, job_id: str, key: str, now: float) -> bool
     if ctx.leases.holder(job_id, SINK_UNIT) is not None:
         return False  # a load runs (or a killed one's lease has not lapsed: its task comes back after it)
     started_at = ctx.leases.last_started(job_id).get(SINK_UNIT, 0.0)
-    if now - max(sent_at, started_at) <= ctx.settings.lease_ttl_s:
+    if now - max(sent_at, started_at) <= ctx.settings.reliability.lease_ttl_s:
         return False  # sent or started within a lease: that task may still be on its way
     note_sent(job, now)
     ctx.enqueuer.load_sinks(job_id)

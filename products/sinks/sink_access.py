@@ -17,7 +17,7 @@ def check_sink_access(spec: JobSpec, tenant: str, settings: Settings) -> None:
     if spec.sink is None:
         return
     # An ungranted sink reads as unknown: a tenant learns nothing of other tenants' sinks.
-    if spec.sink not in settings.sinks or spec.sink not in settings.sink_grants.get(tenant, []):
+    if spec.sink not in settings.vector_sinks.sinks or spec.sink not in settings.vector_sinks.sink_grants.get(tenant, []):
         raise SinkNotAllowed(f"sink {spec.sink!r} is not configured for tenant {tenant!r}; an operator grants "
                              "sinks (POOLQ_SINK_GRANTS)")
     tasks = set(spec.task) if isinstance(spec.task, list) else {spec.task}

@@ -12,8 +12,8 @@ from urllib.parse import SplitResult, parse_qs, urlsplit
 from poolq.jobs.settings import Settings
 from poolq.jobs.sink_settings import SinkConfig
 from poolq.products.sinks.configured_sinks import sink_config
-from poolq.products.sinks.memory_sink import MemorySink
 from poolq.products.sinks.sink import Sink
+from poolq.products.sinks.stores.memory_sink import MemorySink
 
 SinkOpener = Callable[[SinkConfig, SplitResult, Settings], Sink]
 
@@ -65,9 +65,10 @@ def open_sink(name: str, settings: Settings) -> Sink:
 
 def _s3_options(settings: Settings) -> dict[str, str]:
     """The deployment's bucket credentials, for a Lance dataset in the bucket."""
-    options = {"region": settings.s3_region}
-    if settings.s3_endpoint_url:
-        options |= {"endpoint": settings.s3_endpoint_url, "allow_http": str(settings.s3_endpoint_url.startswith("http:")).lower()}
-    if settings.s3_access_key_id and settings.s3_secret_access_key:
-        options |= {"aws_access_key_id": settings.s3_access_key_id, "aws_secret_access_key": settings.s3_secret_access_key}
+    storage = settings.storage
+    options = {"region": storage.s3_region}
+    if storage.s3_endpoint_url:
+        options |= {"endpoint": storage.s3_endpoint_url, "allow_http": str(storage.s3_endpoint_url.startswith("http:")).lower()}
+    if storage.s3_access_key_id and storage.s3_secret_access_key:
+        options |= {"aws_access_key_id": storage.s3_access_key_id, "aws_secret_access_key": storage.s3_secret_access_key}
     return options

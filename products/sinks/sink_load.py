@@ -50,7 +50,7 @@ def load_sinks(job: JobHandle) -> None:
     manifest = job.ledger.manifest()
     if manifest is None or not has_pending(manifest):
         return
-    ttl = job.ctx.settings.lease_ttl_s
+    ttl = job.ctx.settings.reliability.lease_ttl_s
     lease = job.ctx.leases.acquire(job.id, SINK_UNIT, ttl)
     if lease is None:
         _come_back(job)
@@ -193,7 +193,7 @@ def _failed_ids(job: JobHandle) -> frozenset[str]:
 
 def scrub(message: str, settings: Settings) -> str:
     """``message`` without any configured sink's URL or password (a driver may quote them)."""
-    for config in settings.sinks.values():
+    for config in settings.vector_sinks.sinks.values():
         url = config.url.get_secret_value()
         password = urlsplit(url).password
         message = message.replace(url, "<sink url>")

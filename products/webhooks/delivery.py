@@ -45,8 +45,8 @@ class Attempt:
 
 
 def sender_for(settings: Settings) -> WebhookSender:
-    return HttpSender(settings.webhook_connect_timeout_s, settings.webhook_read_timeout_s,
-                      settings.webhook_max_response_bytes)
+    return HttpSender(settings.webhooks.webhook_connect_timeout_s, settings.webhooks.webhook_read_timeout_s,
+                      settings.webhooks.webhook_max_response_bytes)
 
 
 def attempt_delivery(event: WebhookEvent, signing_secrets: list[str], allow: AllowList, sender: WebhookSender,
@@ -111,14 +111,14 @@ def deliver_event(ctx: JobContext, job_id: str, name: str, *, attempt: int | Non
     if outcome.is_final or (attempt is not None and attempt != outcome.attempts - 1 and attempt != outcome.attempts):
         return None  # delivered or given up; or an older attempt's duplicate
     if attempt is not None and attempt == outcome.attempts - 1:  # made already: queue its successor again
-        return next_attempt_in(outcome.attempts, now - event.created_at, settings.webhook_retry_base_s,
-                               settings.webhook_retry_max_s, settings.webhook_retry_for_s)
-    signing = WebhookSecretStore(ctx.store, settings.output_prefix).ensure(job.tenant).signing(now)
-    made = attempt_delivery(event, signing, AllowList.parse(settings.webhook_allow),
+        return next_attempt_in(outcome.attempts, now - event.created_at, settings.webhooks.webhook_retry_base_s,
+                               settings.webhooks.webhook_retry_max_s, settings.webhooks.webhook_retry_for_s)
+    signing = WebhookSecretStore(ctx.store, settings.storage.output_prefix).ensure(job.tenant).signing(now)
+    made = attempt_delivery(event, signing, AllowList.parse(settings.webhooks.webhook_allow),
                             sender or sender_for(settings), now, resolver)
     attempts = outcome.attempts + 1
-    wait = None if made.final else next_attempt_in(attempts, now - event.created_at, settings.webhook_retry_base_s,
-                                                   settings.webhook_retry_max_s, settings.webhook_retry_for_s)
+    wait = None if made.final else next_attempt_in(attempts, now - event.created_at, settings.webhooks.webhook_retry_base_s,
+                                                   settings.webhooks.webhook_retry_max_s, settings.webhooks.webhook_retry_for_s)
     state = "delivered" if made.delivered else "pending" if wait is not None else "failed"
     error = made.error if wait is not None or made.final else f"gave up after {attempts} attempts: {made.error}"
     outcome = outcome.model_copy(update={"state": state, "attempts": attempts, "last_status": made.status,

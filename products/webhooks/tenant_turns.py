@@ -26,13 +26,13 @@ SLOT_MARGIN_S = 30.0
 
 def slot_ttl_s(settings: Settings) -> float:
     """How long a delivery holds its slot at most: the sender's whole-request deadline, and a margin."""
-    return settings.webhook_connect_timeout_s + settings.webhook_read_timeout_s + SLOT_MARGIN_S
+    return settings.webhooks.webhook_connect_timeout_s + settings.webhooks.webhook_read_timeout_s + SLOT_MARGIN_S
 
 
 def busy_wait_s(settings: Settings, jitter: float) -> float:
     """When a delivery that found its tenant's slots taken tries again: ``webhook_busy_retry_s``
     spread over half to one and a half times it (``jitter`` in [0, 1)), so waiting ones do not come back together."""
-    return settings.webhook_busy_retry_s * (0.5 + jitter)
+    return settings.webhooks.webhook_busy_retry_s * (0.5 + jitter)
 
 
 def deliver_in_turn(ctx: JobContext, slots: DeliverySlots, job_id: str, name: str, attempt: int,
@@ -42,7 +42,7 @@ def deliver_in_turn(ctx: JobContext, slots: DeliverySlots, job_id: str, name: st
     the next attempt (if one is due); else queue this attempt again, shortly."""
     settings = ctx.settings
     tenant = JobHandle.bind(ctx, job_id).tenant  # JobNotFound for no such job: nothing to deliver
-    token = slots.take(tenant, settings.webhook_tenant_concurrency, slot_ttl_s(settings))
+    token = slots.take(tenant, settings.webhooks.webhook_tenant_concurrency, slot_ttl_s(settings))
     if token is None:
         log.debug("job %s: webhook %s waits for one of tenant %s's deliveries to end", job_id, name, tenant)
         ctx.enqueuer.deliver_webhook(job_id, name, attempt, busy_wait_s(settings, jitter()))

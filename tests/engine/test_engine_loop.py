@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from poolq.engine import EngineConfig, LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest, RequestError
-from poolq.engine.step import StepOutput
+from poolq.engine.scheduling.step import StepOutput
 from poolq.engine.turns import EngineTurns
 
 

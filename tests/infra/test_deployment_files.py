@@ -44,7 +44,7 @@ def _env_names(name: str, field) -> set[str]:
     return {f"POOLQ_{name.upper()}", *(c for c in choices if isinstance(c, str) and c.startswith("POOLQ_"))}
 
 
-SETTING_NAMES = {env for name, field in Settings.model_fields.items() for env in _env_names(name, field)}
+SETTING_NAMES = {env for name, field in Settings.flat_fields().items() for env in _env_names(name, field)}
 POOLQ_NAME = re.compile(r"\bPOOLQ_[A-Z0-9_]+\b")
 FIRST_PARTY = {"api", "jobs", "engine", "storage"}
 
@@ -155,8 +155,8 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
     compose = _compose()
     env = {name: _INTERPOLATION.sub("placeholder", value) for name, value in compose["x-poolq-env"].items()}
     settings = _settings_from({**_dockerfile_env("worker.Dockerfile"), **env}, monkeypatch)
-    assert settings.store == "s3" and settings.s3_endpoint_url == "http://seaweedfs:8333"
-    assert settings.redis_url.startswith("redis://:placeholder@redis:6379/")
+    assert settings.storage.store == "s3" and settings.storage.s3_endpoint_url == "http://seaweedfs:8333"
+    assert settings.broker.redis_url.startswith("redis://:placeholder@redis:6379/")
     for name in ("worker", "control-worker", "webhook-worker", "beat"):
         assert compose["services"][name]["environment"] == compose["x-poolq-env"], name  # one configuration
     for name in ("api", "flower"):  # the same, and a secret of their own
@@ -164,7 +164,7 @@ def test_compose_settings_parse_and_name_one_store(monkeypatch):
         assert environment.items() >= compose["x-poolq-env"].items() and len(environment) == len(compose["x-poolq-env"]) + 1
     # SeaweedFS creates the bucket the services use
     seaweed = " ".join(_compose_command(compose["services"]["seaweedfs"]))
-    assert f"-bucket={settings.bucket}" in seaweed
+    assert f"-bucket={settings.storage.bucket}" in seaweed
 
 
 def test_k8s_settings_parse(monkeypatch):
@@ -172,8 +172,8 @@ def test_k8s_settings_parse(monkeypatch):
     secret = _k8s("Secret", "poolq-secrets")["stringData"]
     worker_env = {item["name"]: item["value"] for item in _container(_k8s("Deployment", "poolq-worker")).get("env", [])}
     settings = _settings_from({**config, **secret, **worker_env}, monkeypatch)
-    assert settings.store == "s3" and settings.device == "cuda" and settings.dtype == "auto"
-    assert settings.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
+    assert settings.storage.store == "s3" and settings.serving.device == "cuda" and settings.serving.dtype == "auto"
+    assert settings.broker.redis_url.startswith(f"redis://:{secret['REDIS_PASSWORD']}@")  # the password Redis requires
     own = {"poolq-api": {"poolq-api-secrets"}, "poolq-flower": {"poolq-flower-secrets"}}
     for name in K8S_DEPLOYMENTS:  # the same values
         sources = _env_sources(name)
@@ -304,7 +304,7 @@ def _get_routes(tmp_path: Path) -> set[str]:
     from poolq.api.server.app import create_app
 
     settings = Settings(store="local", local_store_root=tmp_path, output_prefix="jobs")
-    app = create_app(settings, holding_context(settings), checks=[])
+    app = create_app(holding_context(settings), settings, checks=[])
     return {path for path, item in app.openapi()["paths"].items() if "get" in item}
 
 
@@ -355,7 +355,7 @@ def test_compose_seaweedfs_serves_data_on_s3_alone_with_keys(monkeypatch):
     [inner_port] = re.findall(r"-s3\.port=(\d+)", command)
     door = compose["services"]["s3-door"]
     env = {name: _INTERPOLATION.sub("placeholder", value) for name, value in compose["x-poolq-env"].items()}
-    outer_port = _settings_from(env, monkeypatch).s3_endpoint_url.rsplit(":", 1)[1]
+    outer_port = _settings_from(env, monkeypatch).storage.s3_endpoint_url.rsplit(":", 1)[1]
     assert door["command"] == [f"TCP-LISTEN:{outer_port},fork,reuseaddr", f"TCP:127.0.0.1:{inner_port}"]
     jwt = {"WEED_JWT_SIGNING_KEY", "WEED_JWT_SIGNING_READ_KEY", "WEED_JWT_FILER_SIGNING_KEY", "WEED_JWT_FILER_SIGNING_READ_KEY"}
     environment = seaweed["environment"]
@@ -373,7 +373,7 @@ def test_the_key_signing_secret_is_the_apis_alone(monkeypatch):
     assert readers == {"poolq-api"}
     secret = _k8s("Secret", "poolq-api-secrets")["stringData"]
     settings = _settings_from(secret, monkeypatch)
-    assert len(settings.key_signing_secret.get_secret_value()) >= 32
+    assert len(settings.access.key_signing_secret.get_secret_value()) >= 32
     assert "POOLQ_KEY_SIGNING_SECRET" not in _k8s("Secret", "poolq-secrets")["stringData"]  # workers never see it
 
 
@@ -381,7 +381,7 @@ def test_flower_asks_for_a_login_in_both_deployments(monkeypatch):
     compose = _compose()["services"]["flower"]
     assert ":?" in compose["environment"]["POOLQ_FLOWER_BASIC_AUTH"]
     login = _k8s("Secret", "poolq-flower-secrets")["stringData"]
-    user, _, password = _settings_from(login, monkeypatch).flower_basic_auth.get_secret_value().partition(":")
+    user, _, password = _settings_from(login, monkeypatch).access.flower_basic_auth.get_secret_value().partition(":")
     assert user and password
     assert "poolq-flower-secrets" in _env_sources("poolq-flower")
     # Both run the API image, which has Flower
@@ -454,7 +454,7 @@ def test_the_storage_pages_key_layout_is_the_codes(tmp_path):
     prefix, tenant, job, schedule, digest, attempt = "jobs", "acme", "1" * 32, "2" * 32, "3" * 64, "4" * 16
     upload = "5" * 32
     slot = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
-    service = ServiceLayout(Settings.model_fields["output_prefix"].default)
+    service = ServiceLayout(Settings.flat_fields()["output_prefix"].default)
     assert service.prefix == prefix
     layout = service.job(tenant, job)
     store = LocalObjectStore(tmp_path)
@@ -527,7 +527,7 @@ import uvicorn.main, uvicorn.protocols.http.h11_impl, uvicorn.lifespan.on, uvico
 from poolq.jobs.settings import Settings
 settings = Settings(redis_url="redis://127.0.0.1:9/0", store="s3", s3_endpoint_url="http://127.0.0.1:9",
                     s3_access_key_id="x", s3_secret_access_key="y")
-app = poolq.api.server.app.create_app(settings)
+app = poolq.api.server.app.create_app(settings=settings)
 app.openapi()
 assert "all-MiniLM-L6-v2" in app.state.ctx.registry, "the default model is not in the image"
 print(json.dumps({"modules": sorted({name.split(".")[0] for name in sys.modules}), "refused": sorted(set(refused))}))

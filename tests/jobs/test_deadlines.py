@@ -56,7 +56,7 @@ def _failure_after(call) -> tuple[BaseException, float]:
 
 def test_the_apis_store_calls_give_up_on_a_stalled_store_within_seconds(stalled_port):
     settings = _settings(stalled_port)
-    error, elapsed = _failure_after(lambda: settings.object_store("api").exists("jobs/_readyz"))
+    error, elapsed = _failure_after(lambda: settings.storage.object_store("api").exists("jobs/_readyz"))
     # 2 tries of a 2 s read deadline, and botocore's backoff between them
     assert isinstance(error, StorageError) and is_retryable(error), error
     assert "timeout" in str(error).lower(), error
@@ -65,14 +65,14 @@ def test_the_apis_store_calls_give_up_on_a_stalled_store_within_seconds(stalled_
 
 def test_a_workers_store_calls_wait_longer_and_still_end(stalled_port):
     settings = _settings(stalled_port, s3_worker_read_timeout_s=1.0, s3_max_attempts=1)
-    assert Settings().s3_config("worker").read_timeout_s > Settings().s3_config("api").read_timeout_s
-    error, elapsed = _failure_after(lambda: settings.object_store("worker").get("jobs/spec.json"))
+    assert Settings().storage.s3_config("worker").read_timeout_s > Settings().storage.s3_config("api").read_timeout_s
+    error, elapsed = _failure_after(lambda: settings.storage.object_store("worker").get("jobs/spec.json"))
     assert isinstance(error, StorageError) and is_retryable(error), error
     assert 1.5 < elapsed < 4, elapsed
 
 
 def test_the_apis_redis_calls_give_up_on_a_stalled_redis_within_seconds(stalled_port):
-    client = _settings(stalled_port).redis_client("api")
+    client = _settings(stalled_port).broker.redis_client("api")
     error, elapsed = _failure_after(client.ping)
     # one 2 s deadline: a timeout is not retried on the request path (a lost connection is)
     assert isinstance(error, redis.exceptions.TimeoutError) and is_retryable(error), error
@@ -81,11 +81,11 @@ def test_the_apis_redis_calls_give_up_on_a_stalled_redis_within_seconds(stalled_
 
 def test_a_workers_redis_calls_have_their_own_longer_deadline(stalled_port):
     client = _settings(stalled_port, redis_worker_timeout_s=0.5, redis_retries=2,
-                       redis_health_check_interval_s=0).redis_client("worker")
+                       redis_health_check_interval_s=0).broker.redis_client("worker")
     error, elapsed = _failure_after(client.ping)
     # 3 tries of 0.5 s: a worker retries a timeout
     assert isinstance(error, redis.exceptions.TimeoutError) and 1.4 < elapsed < 3, (error, elapsed)
-    assert Settings().redis_timeout_s("worker") > Settings().redis_timeout_s("api")
+    assert Settings().broker.redis_timeout_s("worker") > Settings().broker.redis_timeout_s("api")
 
 
 def test_the_broker_connections_have_deadlines_too():
@@ -93,10 +93,10 @@ def test_the_broker_connections_have_deadlines_too():
     api, worker = create_celery_app(settings, "api"), create_celery_app(settings, "worker")
     for app, role in ((api, "api"), (worker, "worker")):
         options = app.conf.broker_transport_options
-        assert options["socket_timeout"] == settings.redis_timeout_s(role)
-        assert options["socket_connect_timeout"] == settings.redis_connect_timeout_s
-        assert options["visibility_timeout"] == settings.visibility_timeout_s
-    assert api.conf.task_publish_retry_policy["max_retries"] == settings.redis_retries
+        assert options["socket_timeout"] == settings.broker.redis_timeout_s(role)
+        assert options["socket_connect_timeout"] == settings.broker.redis_connect_timeout_s
+        assert options["visibility_timeout"] == settings.tasks.visibility_timeout_s
+    assert api.conf.task_publish_retry_policy["max_retries"] == settings.broker.redis_retries
 
 
 @pytest.mark.parametrize("error", [

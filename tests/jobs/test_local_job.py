@@ -34,7 +34,7 @@ def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx
     uri = _write_input(tmp_path / "in.jsonl", docs, bad)
     # When the job runs with truncation
     spec = JobSpec.model_validate({"input": {"uri": uri}, "long_documents": {"mode": "truncate"}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     # Then it partially succeeds; every good id is in exactly one part; the 5 bad lines are errors
     assert status.status is JobState.PARTIALLY_SUCCEEDED
     manifest, ids, errors = _outputs(local_ctx, status.id)
@@ -52,7 +52,7 @@ def test_every_record_lands_once_in_a_part_or_the_error_file(tmp_path, local_ctx
 def test_error_mode_fails_long_documents_per_record(tmp_path, local_ctx, sample_documents):
     docs = [{"id": d["id"], "text": d["text"]} for d in sample_documents[:6]]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     manifest, ids, errors = _outputs(local_ctx, status.id)
     assert {e["code"] for e in errors} == {"document_too_long"}
     assert sorted(ids + [e["id"] for e in errors]) == sorted(d["id"] for d in docs)
@@ -62,7 +62,7 @@ def test_error_mode_fails_long_documents_per_record(tmp_path, local_ctx, sample_
 def test_vectors_in_the_parts_equal_the_engines(tmp_path, local_ctx, minilm_engine, sample_documents):
     docs = [{"id": d["id"], "text": d["text"][:600]} for d in sample_documents[:5]]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED
     manifest, _, errors = _outputs(local_ctx, status.id)
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
@@ -74,7 +74,7 @@ def test_vectors_in_the_parts_equal_the_engines(tmp_path, local_ctx, minilm_engi
 
 def test_missing_input_fails_the_job_with_a_clear_error(tmp_path, local_ctx):
     spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "absent.jsonl").as_uri()}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.FAILED
     assert "absent.jsonl does not exist" in status.error
 
@@ -84,7 +84,7 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
     docs[1]["chunk_spans"] = [[0, 40], [40, 200]]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
                                    "long_documents": {"mode": "late_chunks", "chunk_tokens": 64}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
@@ -102,7 +102,7 @@ def test_chunk_modes_write_one_row_per_chunk_with_spans(tmp_path, local_ctx, sam
     # chunk_spans given for one document apply to it only when chunk_by is 'spans'
     spans_spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in2.jsonl", [docs[1]])},
                                          "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
-    status = run_job_locally(spans_spec, local_ctx)
+    status = run_job_locally(local_ctx, spans_spec)
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     rows = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"])).to_pylist()
     assert len(rows) == 2
@@ -116,7 +116,7 @@ def test_bad_chunk_spans_are_per_record_errors(tmp_path, local_ctx):
             {"id": "b", "text": "more words", "chunk_spans": [[0, 4]]}]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
                                    "long_documents": {"mode": "naive_chunks", "chunk_by": "spans"}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     _, ids, errors = _outputs(local_ctx, status.id)
     assert ids == ["b"] and [(e["id"], e["code"]) for e in errors] == [("a", "invalid_chunk_spans")]
 
@@ -137,7 +137,7 @@ def test_a_model_int8_refuses_fails_each_shard_with_the_reason_and_is_loaded_onc
     documents = [{"id": f"doc-{i}", "text": f"document number {i}"} for i in range(3)]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", documents)}})
     # When it runs
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     # Then every record is an error naming the refusal, and the model was loaded (and calibrated) once
     manifest, ids, errors = _outputs(ctx, status.id)
     assert status.status is JobState.FAILED and ids == []
@@ -151,7 +151,7 @@ def test_naive_chunks_with_defaults_make_whole_window_rows_and_no_slivers(tmp_pa
     docs = sorted(({"id": d["id"], "text": d["text"]} for d in sample_documents), key=lambda d: -len(d["text"]))[:6]
     spec = JobSpec.model_validate({"input": {"uri": _write_input(tmp_path / "in.jsonl", docs)},
                                    "long_documents": {"mode": "naive_chunks"}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     rows = [row for part in manifest["parts"] for row in read_embeddings(local_ctx.store.get(part["key"])).to_pylist()]
@@ -175,7 +175,7 @@ def test_every_per_record_error_says_its_line_and_id_and_what_is_wrong(tmp_path,
     source = tmp_path / "in.jsonl"
     source.write_bytes(b"\n".join(lines) + b"\n")
     # When the job runs with the defaults (long documents are errors)
-    status = run_job_locally(JobSpec.model_validate({"input": {"uri": source.as_uri()}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": source.as_uri()}}))
     _, ids, errors = _outputs(local_ctx, status.id)
     messages = {error["line"]: error["message"] for error in errors}
     # Then each error begins with where it is: the line and, when the line has one, the id

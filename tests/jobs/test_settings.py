@@ -23,7 +23,7 @@ def test_settings_come_from_poolq_environment(monkeypatch):
     monkeypatch.setenv("POOLQ_BUCKET", "corpus-out")
     monkeypatch.setenv("POOLQ_SHARD_MAX_DOCUMENTS", "17")
     settings = Settings()
-    assert settings.bucket == "corpus-out" and settings.shard_max_documents == 17
+    assert settings.storage.bucket == "corpus-out" and settings.sharding.shard_max_documents == 17
 
 
 
@@ -32,11 +32,11 @@ def test_the_compute_dtype_is_read_under_either_name(monkeypatch, variable):
     monkeypatch.delenv("POOLQ_COMPUTE_DTYPE", raising=False)  # the suite's float32 pin (tests/conftest.py)
     monkeypatch.setenv(variable, "int8")
     settings = Settings()
-    assert settings.dtype == "int8" and settings.engine_config().dtype == "int8"
-    assert Settings(dtype="bfloat16").compute_dtype == "bfloat16"  # and given directly, by its field name
+    assert settings.serving.dtype == "int8" and settings.serving.engine_config().dtype == "int8"
+    assert Settings(dtype="bfloat16").serving.compute_dtype == "bfloat16"  # and given directly, by its field name
 
 
 def test_an_engine_step_is_about_a_second_of_work_on_the_device_unless_set():
-    assert Settings(device="cpu").engine_config().max_num_batched_tokens == 2048
-    assert Settings(device="cuda").engine_config().max_num_batched_tokens == 8192
-    assert Settings(device="cpu", max_num_batched_tokens=4096).engine_config().max_num_batched_tokens == 4096
+    assert Settings(device="cpu").serving.engine_config().max_num_batched_tokens == 2048
+    assert Settings(device="cuda").serving.engine_config().max_num_batched_tokens == 8192
+    assert Settings(device="cpu", max_num_batched_tokens=4096).serving.engine_config().max_num_batched_tokens == 4096

@@ -12,7 +12,7 @@ from poolq.jobs.spec.job_status import LOCAL_TENANT
 def authed_client(ctx, settings=None, *, tenant: str = LOCAL_TENANT, admin: bool = True, **app_kwargs) -> TestClient:
     """The API over ``ctx`` with a fresh key of ``tenant`` (default: the tenant of in-process
     submissions, so jobs submitted with ``submit_job`` are visible). ``client.api_key`` is the key."""
-    app = create_app(settings or ctx.settings, ctx, **app_kwargs)
+    app = create_app(ctx, settings or ctx.settings, **app_kwargs)
     key, _ = app.state.keys.create(tenant, admin=admin)
     client = TestClient(app, headers={"Authorization": f"Bearer {key}"})
     client.api_key = key

@@ -74,7 +74,7 @@ JOB_STEPS = {"plan": plan_job, "plan_section": lambda job, stage, section: plan_
 def run_task(task: tuple, ctx) -> None:
     kind, *args = task
     if kind == "batch":
-        advance_batch(*args, ctx)
+        advance_batch(ctx, *args)
         return
     job_id, *rest = args
     JOB_STEPS[kind](JobHandle.bind(ctx, job_id), *rest)

@@ -1,7 +1,7 @@
 """Every way ``POST /v1/jobs`` refuses a well-formed request before it writes anything, in one list:
 422 naming the field. ``POST /v1/jobs/validate`` must answer each exactly as submit does
 (tests/api/server/test_validate_equals_submit.py); the input-URI cases are also the schedules'
-(tests/api/server/test_security.py). A new refusal of submit belongs here.
+(tests/api/server/guards/test_security.py). A new refusal of submit belongs here.
 
 The app they run against: tenant ``TENANT_A`` on a store laid out like a deployment's (bucket
 ``bucket``, prefix ``jobs``), ``GRANTED`` readable by it, file:// inputs refused.

@@ -44,9 +44,9 @@ def holding_context(settings: Settings) -> JobContext:
 def create_app_from_env():
     """The uvicorn factory: POOLQ_* env, a local store, no Redis, no worker."""
     settings = Settings()
-    if settings.store != "local":
+    if settings.storage.store != "local":
         raise RuntimeError("set POOLQ_STORE=local and POOLQ_LOCAL_STORE_ROOT")
-    return create_app(settings, holding_context(settings), checks=[])
+    return create_app(holding_context(settings), settings, checks=[])
 
 
 @contextmanager

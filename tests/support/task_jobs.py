@@ -14,7 +14,7 @@ def run_task_job(ctx, documents, **fields):
     """Run a job of ``documents`` with ``fields`` (task, model, output, long_documents); its
     manifest and all its rows, sorted by id (and chunk)."""
     spec = JobSpec.model_validate({"input": {"documents": documents}, **fields})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     assert status.status is JobState.SUCCEEDED, (status.error, status.error_samples)
     manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(ctx.store.get(part["key"])) for part in manifest["parts"]])

@@ -35,12 +35,12 @@ def _routed_to_the_holders(ctx) -> str:
     _hold(ctx, "w1", MINILM)
     _hold(ctx, "w2", MINILM)
     documents = [{"id": f"d{i}", "text": f"document {i}"} for i in range(8)]
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": documents}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": documents}})).id
     plan_job(JobHandle.bind(ctx, job_id))
     assert ctx.enqueuer.sent_to == [(job_id, 0, model_queue(MINILM)), (job_id, 1, model_queue(MINILM))]
     ctx.enqueuer.sent_to.clear()
     # sent long ago, never taken: both still wait in the model queue
-    ctx.status.note_dispatch(job_id, [shard_unit(0), shard_unit(1)], time.time() - 2 * ctx.settings.requeue_after_s)
+    ctx.status.note_dispatch(job_id, [shard_unit(0), shard_unit(1)], time.time() - 2 * ctx.settings.reliability.requeue_after_s)
     ctx.enqueuer.depths = {model_queue(MINILM): 2, GPU_QUEUE: 0}
     return job_id
 

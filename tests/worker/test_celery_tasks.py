@@ -70,14 +70,14 @@ def test_a_batch_step_that_fails_for_good_is_handed_to_the_batch_give_up(monkeyp
 
     given_up = []
 
-    def failing_advance(tenant, batch_id, ctx):
+    def failing_advance(ctx, tenant, batch_id):
         raise ValueError("a bug")
 
     app = Celery("poolq-test", broker="memory://")
     monkeypatch.setattr(tasks_module, "build_worker_context", lambda app, settings, *_: SimpleNamespace())
     monkeypatch.setattr(tasks_module, "advance_batch", failing_advance)
     monkeypatch.setattr(tasks_module, "give_up_batch",
-                        lambda tenant, batch_id, exc, ctx: given_up.append((tenant, batch_id, str(exc))))
+                        lambda ctx, tenant, batch_id, exc: given_up.append((tenant, batch_id, str(exc))))
     tasks_module.register_tasks(app, Settings())
     app.tasks[BATCH_TASK].apply(args=["acme", "batch_" + "0" * 32])
     assert given_up == [("acme", "batch_" + "0" * 32, "a bug")]

@@ -10,8 +10,8 @@ def test_the_default_model_is_loaded_before_any_work_asks_for_it(tmp_path):
     ctx = local_context(tmp_path / "out", Settings())
     assert ctx.engines.loaded == frozenset()
     warm_models(lambda: ctx).join(300)
-    assert ctx.engines.loaded == {ctx.settings.default_model}
-    engine = ctx.engines.get(ctx.settings.default_model)
+    assert ctx.engines.loaded == {ctx.settings.serving.default_model}
+    engine = ctx.engines.get(ctx.settings.serving.default_model)
     assert engine.embed(["warm"]).shape == (1, 384)
 
 

@@ -50,7 +50,7 @@ DOCS = [{"id": f"doc-{i}", "text": f"reconciled document {i}"} for i in range(10
 
 
 def _submit(ctx, docs=DOCS) -> str:
-    return submit_job(JobSpec.model_validate({"input": {"documents": docs}}), ctx).id
+    return submit_job(ctx, JobSpec.model_validate({"input": {"documents": docs}})).id
 
 
 def _planned(ctx) -> str:
@@ -63,7 +63,7 @@ def _planned(ctx) -> str:
 
 
 def _sent_long_ago(ctx, job_id, units) -> None:
-    ctx.status.note_dispatch(job_id, units, time.time() - 2 * ctx.settings.requeue_after_s)
+    ctx.status.note_dispatch(job_id, units, time.time() - 2 * ctx.settings.reliability.requeue_after_s)
 
 
 def test_lost_shard_messages_are_resent_unless_running_or_recently_sent(ctx):
@@ -97,8 +97,8 @@ def test_tasks_waiting_behind_a_backlog_are_not_resent_until_their_queue_drains(
 def test_a_backlog_never_holds_back_a_task_whose_attempt_died(ctx, clock):
     # Given shard 1 consumed by a worker that died, while the GPU queue holds a backlog
     job_id = _planned(ctx)
-    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
-    clock.advance(ctx.settings.lease_ttl_s + 1)
+    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.reliability.lease_ttl_s)
+    clock.advance(ctx.settings.reliability.lease_ttl_s + 1)
     ctx.enqueuer.depths = {GPU_QUEUE: 500}
     # Then it is sent again at once: its message was consumed, so it is not in the queue
     assert reconcile(ctx).resent == [f"{job_id}/shard-00001"]
@@ -107,9 +107,9 @@ def test_a_backlog_never_holds_back_a_task_whose_attempt_died(ctx, clock):
 def test_a_shard_whose_attempt_died_is_resent_at_once(ctx, clock):
     job_id = _planned(ctx)
     # Given shard 1's task was consumed and its worker died (the lease lapsed, never released)
-    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
+    ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.reliability.lease_ttl_s)
     assert reconcile(ctx).resent == []  # still leased
-    clock.advance(ctx.settings.lease_ttl_s + 1)
+    clock.advance(ctx.settings.reliability.lease_ttl_s + 1)
     # Then it is sent again without waiting for requeue_after_s
     assert reconcile(ctx).resent == [f"{job_id}/shard-00001"]
     assert ctx.enqueuer.take() == [("shard", job_id, 1)]
@@ -280,7 +280,7 @@ def test_stale_multipart_uploads_of_the_job_are_aborted_and_no_others(new_bucket
     settings = Settings(store="s3", bucket=bucket, stale_upload_s=0.001)
     registry = ModelRegistry.with_packaged_models({})
     ctx = JobContext(settings, store, InMemoryJobStatusStore(), InMemoryLeaseStore(), RecordingEnqueuer(), registry,
-                     EnginePool(registry, settings.engine_config()))
+                     EnginePool(registry, settings.serving.engine_config()))
     job_id = _submit(ctx)
     layout = JobHandle.bind(ctx, job_id).layout
 
@@ -328,11 +328,11 @@ def test_a_pass_deletes_the_files_past_their_expiry(ctx):
 
     from poolq.products.batches.batch_files import create_file, get_file
 
-    due = create_file("acme", "in.jsonl", "batch", io.BytesIO(b"{}\n"), ctx, max_bytes=1 << 20, expires_after_s=3600)
+    due = create_file(ctx, "acme", "in.jsonl", "batch", io.BytesIO(b"{}\n"), max_bytes=1 << 20, expires_after_s=3600)
     tenant_area = ctx.service_layout.tenant_key("acme", "")
     assert reconcile(ctx, now=time.time()).expired_files == 0
     assert len(list(ctx.store.list(tenant_area))) == 2
     assert reconcile(ctx, now=time.time() + 3601).expired_files == 1
     assert not list(ctx.store.list(tenant_area))  # record and content gone
     with pytest.raises(LookupError):
-        get_file("acme", due.id, ctx)
+        get_file(ctx, "acme", due.id)

@@ -23,8 +23,8 @@ from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.sink_config import SinkState
 from poolq.jobs.steps.submit import submit_job
 from poolq.products.sinks import sink_load
-from poolq.products.sinks.memory_sink import MemorySink
 from poolq.products.sinks.sink_entries import rewrite_sinks, send_pending_loads
+from poolq.products.sinks.stores.memory_sink import MemorySink
 from poolq.storage import read_embeddings
 from poolq.worker.local_runner import local_context
 from poolq.worker.reconciler import reconcile
@@ -62,7 +62,7 @@ def _docs(*texts: tuple[str, str]) -> list[dict]:
 
 def _run(ctx, tenant: str, documents: list[dict], incremental_from: str | None = None, load: bool = True) -> JobHandle:
     spec = JobSpec.model_validate({"input": {"documents": documents}, "sink": "search", "incremental_from": incremental_from})
-    job = JobHandle.bind(ctx, submit_job(spec, ctx, tenant=tenant).id)
+    job = JobHandle.bind(ctx, submit_job(ctx, spec, tenant=tenant).id)
     drain(ctx, only=JOB_STEPS)
     if load:
         drain(ctx, only=frozenset({"sink"}))

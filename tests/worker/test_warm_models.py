@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 from support.random_models import save_random_model, tiny_bert_config
 
-from poolq.engine.packed_runner import PackedRunner
+from poolq.engine.runners.packed_runner import PackedRunner
 from poolq.jobs.settings import Settings
 from poolq.worker.local_runner import local_context
 from poolq.worker.model_warmup import models_to_warm, warm_models
@@ -40,5 +40,5 @@ def test_each_warm_model_is_loaded_and_runs_one_forward(tmp_path, two_models, mo
 
 
 def test_the_default_is_the_default_model():
-    assert models_to_warm(Settings()) == [Settings().default_model]
+    assert models_to_warm(Settings()) == [Settings().serving.default_model]
     assert models_to_warm(Settings(warm_models="x, y,,x")) == ["x", "y"]

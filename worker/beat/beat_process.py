@@ -8,6 +8,6 @@ from poolq.worker.celery_app import create_celery_app
 
 def run_beat(settings: Settings, *, loglevel: str = "INFO") -> None:
     """Run beat with RedBeat until stopped. A second beat waits on RedBeat's lock."""
-    use_celery_logging(settings.log_format)
+    use_celery_logging(settings.observability.log_format)
     app = create_celery_app(settings)
     app.start(argv=["beat", f"--loglevel={loglevel}", "--scheduler=poolq.worker.beat.beat_scheduler.PoolqBeatScheduler"])

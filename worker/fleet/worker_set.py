@@ -50,8 +50,8 @@ class WorkerOptions:
 
 def check_store(settings: Settings) -> None:
     """Refuse to start against a store that ignores conditional writes (the ledger needs them)."""
-    if settings.require_conditional_writes:
-        verify_conditional_writes(settings.object_store(), f"{settings.output_prefix}/_probes")
+    if settings.storage.require_conditional_writes:
+        verify_conditional_writes(settings.storage.object_store(), f"{settings.storage.output_prefix}/_probes")
 
 
 def _worker_argv(executable: str, options: WorkerOptions, name: str, queues: tuple[str, ...],
@@ -97,9 +97,9 @@ def run_worker_set(settings: Settings, options: WorkerOptions, gpus: list[str] |
     """Start the compute worker(s) on ``options.queues`` (with ``control``, a control worker and a
     webhook worker too) and keep them running (``WorkerSupervisor``); returns the exit code."""
     check_store(settings)
-    configure_logging(settings.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
-    commands = [control_worker_command(options, settings.control_concurrency),
-                webhook_worker_command(options, settings.webhook_concurrency)] if control else []
+    configure_logging(settings.observability.log_format, options.loglevel)  # the supervisor's restarts, as the workers log
+    commands = [control_worker_command(options, settings.sharding.control_concurrency),
+                webhook_worker_command(options, settings.webhooks.webhook_concurrency)] if control else []
     commands += compute_worker_commands(options, gpus)
     supervisor = WorkerSupervisor(commands, policy)
     supervisor.install_signal_handlers()

@@ -41,7 +41,7 @@ def lane_in_pool_children(settings: Settings, context: Callable[[], JobContext],
 
     def stop(**_: object) -> None:
         for server in servers:
-            server.stop(settings.embeddings_timeout_s)  # the request in hand is worth finishing
+            server.stop(settings.lane.embeddings_timeout_s)  # the request in hand is worth finishing
 
     # weak=False: the receivers are closures, which a weak reference would let go at once.
     worker_process_init.connect(start, weak=False)

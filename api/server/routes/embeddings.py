@@ -15,10 +15,10 @@ from fastapi.responses import JSONResponse
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.embeddings_body import EmbeddingsBody, check_limits
 from poolq.api.server.embeddings_response import EmbeddingList, embedding_list
+from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
+from poolq.api.server.guards.unavailable import RETRY_AFTER_S
 from poolq.api.server.openai_errors import OPENAI_RESPONSES
 from poolq.api.server.schemas import OpenAIErrorBody
-from poolq.api.server.strict_json import StrictJsonRoute, strict_body
-from poolq.api.server.unavailable import RETRY_AFTER_S
 from poolq.jobs import EmbeddingLane, EmbeddingRequest, JobContext, JobRejected, LaneTimeout, Settings, validate_spec
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _unavailable(message: str) -> HTTPException:
     503: {"model": OpenAIErrorBody, "description": "no compute worker answered in time (or one failed); retry later",
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
 })
-async def create_embeddings(body: EmbeddingsBody, request: Request, ctx: Context, principal: Caller,
+async def create_embeddings(ctx: Context, body: EmbeddingsBody, request: Request, principal: Caller,
                             _strict: None = strict_body(EmbeddingsBody)) -> JSONResponse:
     """One vector per input, computed by a compute worker between two steps of its batch work,
     equal to what an embed job with the same model, ``dimensions`` and ``long_documents`` writes.
@@ -56,26 +56,26 @@ async def create_embeddings(body: EmbeddingsBody, request: Request, ctx: Context
     access: LaneAccess = request.app.state.lane
     if access.waiting.available_tokens < 1:
         raise _unavailable("this API process has too many embeddings requests waiting for a worker")
-    return await anyio.to_thread.run_sync(_answer, body, ctx, access, limiter=access.waiting)
+    return await anyio.to_thread.run_sync(_answer, ctx, body, access, limiter=access.waiting)
 
 
-def _answer(body: EmbeddingsBody, ctx: JobContext, access: LaneAccess) -> JSONResponse:
+def _answer(ctx: JobContext, body: EmbeddingsBody, access: LaneAccess) -> JSONResponse:
     settings = access.settings
     check_limits(body.input, settings)
     request = EmbeddingRequest(model=body.model, inputs=body.input, dimensions=body.dimensions,
                                long_documents=body.long_documents, prompt_name=body.prompt_name, prompt=body.prompt)
     try:
         # the checks of a job submission (model, task, dimensions, policy); a Hub model pinned to its commit
-        pinned = validate_spec(request.job_spec(), ctx)
+        pinned = validate_spec(ctx, request.job_spec())
         request = request.model_copy(update={"model": pinned.model})
     except JobRejected as exc:
         where = _FIELDS.get(exc.field, tuple(exc.field.split(".")))
         # its type is OpenAI's `code`: what is wrong (invalid_model, invalid_dimensions), not pydantic's value_error
         raise RequestValidationError([{"loc": ("body", *where), "type": f"invalid_{where[0]}", "msg": str(exc)}]) from None
     try:
-        reply = access.lane.call(request, settings.embeddings_timeout_s)
+        reply = access.lane.call(request, settings.lane.embeddings_timeout_s)
     except LaneTimeout:
-        raise _unavailable(f"no compute worker answered within {settings.embeddings_timeout_s:g} s") from None
+        raise _unavailable(f"no compute worker answered within {settings.lane.embeddings_timeout_s:g} s") from None
     if reply.failure is not None:
         log.error("POST /v1/embeddings: the worker failed: %s", reply.failure)
         raise _unavailable("the compute worker failed to embed the request")

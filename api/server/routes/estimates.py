@@ -1,7 +1,7 @@
 """``POST /v1/jobs/estimate``: what a job would cost, before it is submitted. The body is a job's,
 refused exactly as ``POST /v1/jobs`` refuses it (the same ``check_job``, the same answers); then
 the input is read once and a sample tokenized, in a thread pool of its own
-(``Settings.estimate_concurrency`` at once), so a big input never stalls the event loop or the
+(``Settings.estimates.estimate_concurrency`` at once), so a big input never stalls the event loop or the
 threads other routes run on."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.guards.security import AUTH_RESPONSES
+from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.routes.jobs import submission_refusals
-from poolq.api.server.security import AUTH_RESPONSES
-from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import JobContext, JobSpec, check_job
 from poolq.jobs.inputs.shard_input import InputChanged
 from poolq.products.estimate.estimator import estimate_job
@@ -25,7 +25,7 @@ _UNREADABLE_INPUT = (ObjectNotFoundError, MissingColumnError, NotParquetError, I
 
 
 @router.post("/estimate", response_model=JobEstimate)
-async def estimate(spec: JobSpec, request: Request, ctx: Context, principal: Caller,
+async def estimate(ctx: Context, spec: JobSpec, request: Request, principal: Caller,
                    _strict: None = strict_body(JobSpec)) -> JobEstimate:
     """Documents, characters, tokens and rows the job would make, the documents it would cut or
     fail (by reason), duplicates within its input, tokens already available for reuse, and its
@@ -34,14 +34,14 @@ async def estimate(spec: JobSpec, request: Request, ctx: Context, principal: Cal
     with submission_refusals():
         # A Hub model pinned to its commit, as a submission would; the budget is not checked (that check is
         # this estimate, and check_job runs on the event loop).
-        spec = check_job(spec, ctx, principal.tenant, budget=False)
+        spec = check_job(ctx, spec, principal.tenant, budget=False)
     limiter: anyio.CapacityLimiter = request.app.state.estimates
-    return await anyio.to_thread.run_sync(_estimate, spec, ctx, principal.tenant, limiter=limiter)
+    return await anyio.to_thread.run_sync(_estimate, ctx, spec, principal.tenant, limiter=limiter)
 
 
-def _estimate(spec: JobSpec, ctx: JobContext, tenant: str) -> JobEstimate:
+def _estimate(ctx: JobContext, spec: JobSpec, tenant: str) -> JobEstimate:
     try:
-        return estimate_job(spec, ctx, tenant)
+        return estimate_job(ctx, spec, tenant)
     except _UNREADABLE_INPUT as exc:
         raise RequestValidationError([{"loc": ("body", "input", "uri"), "msg": f"the input cannot be read: {exc}",
                                        "type": "value_error"}]) from None

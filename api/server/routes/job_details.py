@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Query, status
 
 from poolq.api.server.dependencies import CallersJob
+from poolq.api.server.guards.security import AUTH_RESPONSES
 from poolq.api.server.schemas import ErrorBody, OpenApiResponses
-from poolq.api.server.security import AUTH_RESPONSES
 from poolq.jobs import JobSpec
 from poolq.jobs.status.error_samples import ErrorSamples, error_samples
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, 
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.dependencies import Caller, CallersJob, Context
+from poolq.api.server.guards.security import AUTH_RESPONSES
+from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.schemas import ErrorBody, JobList, JobResults, OpenApiResponses, SpecValidation
-from poolq.api.server.security import AUTH_RESPONSES
-from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import (
     IdempotencyConflict,
     JobAlreadyFinished,
@@ -67,30 +67,30 @@ submission_refusals = _refusals  # the same answers for POST /v1/jobs/estimate (
              responses={413: {"model": ErrorBody, "description": "body too large"},
                         429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
 def create_job(
+    ctx: Context,
     spec: JobSpec,
     request: Request,
     response: Response,
-    ctx: Context,
     principal: Caller,
     _strict: None = strict_body(JobSpec),
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
     with _refusals():
-        job = submit_job(spec, ctx, idempotency_key=idempotency_key, tenant=principal.tenant)
+        job = submit_job(ctx, spec, idempotency_key=idempotency_key, tenant=principal.tenant)
     response.headers["Location"] = str(request.url_for("get_job", job_id=job.id))
     return job
 
 
 @router.post("/validate", response_model=SpecValidation,
              responses={429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
-def validate(spec: JobSpec, ctx: Context, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
+def validate(ctx: Context, spec: JobSpec, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
     """Exactly the checks ``POST /v1/jobs`` makes before it writes anything (model, task, options,
     sizes, access to the input URI, the caller's earlier run), then its active-job cap as it stands
     now; submits nothing. A refusal is the answer ``POST /v1/jobs`` would give: 422 naming the
     field, or 429. The input object itself is not read (planning reads it)."""
     with _refusals():
-        check_job(spec, ctx, principal.tenant)
-        check_active_cap(principal.tenant, ctx)
+        check_job(ctx, spec, principal.tenant)
+        check_active_cap(ctx, principal.tenant)
     return SpecValidation(valid=True)
 
 
@@ -103,7 +103,7 @@ def list_all(
     before: str | None = Query(None, pattern="^[0-9a-f]{32}$", description="a job id: list older jobs"),
 ) -> JobList:
     """The caller's jobs, newest first."""
-    jobs = list_jobs(principal.tenant, ctx, limit=limit, before=before)
+    jobs = list_jobs(ctx, principal.tenant, limit=limit, before=before)
     return JobList(jobs=jobs, next_before=jobs[-1].id if len(jobs) == limit else None)
 
 
@@ -134,4 +134,4 @@ def get_results(job: CallersJob) -> JobResults:
     manifest = job.ledger.manifest()
     if manifest is None:  # the status says finished, so the manifest was written; only a lost object gets here
         raise HTTPException(status.HTTP_409_CONFLICT, f"job {job.id!r} has no manifest yet; try again shortly")
-    return JobResults.from_manifest(manifest, job.layout.manifest, job.ctx.store, job.ctx.settings.presign_expires_s)
+    return JobResults.from_manifest(manifest, job.layout.manifest, job.ctx.store, job.ctx.settings.storage.presign_expires_s)

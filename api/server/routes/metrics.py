@@ -34,9 +34,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from poolq.api.server.guards.security import admin_caller
+from poolq.api.server.guards.unavailable import RETRY_AFTER_S
 from poolq.api.server.schemas import OpenApiResponses
-from poolq.api.server.security import admin_caller
-from poolq.api.server.unavailable import RETRY_AFTER_S
 from poolq.jobs import LATENCY_BUCKETS_S, JobMetrics, JobState, MetricsTotals, Settings, SystemGauges
 from poolq.jobs.coordination.worker_model_stats import ModelTotals
 from poolq.jobs.coordination.worker_registry import WorkerRegistry
@@ -134,7 +134,7 @@ def install_metrics(app: FastAPI, settings: Settings, metrics: JobMetrics, gauge
     registry = CollectorRegistry()
     registry.register(PoolqCollector(metrics, gauges, workers))
     app.state.metrics_registry = registry
-    guard = [] if settings.metrics_public else [Depends(admin_caller)]
+    guard = [] if settings.observability.metrics_public else [Depends(admin_caller)]
 
     @app.get("/metrics", tags=["ops"], dependencies=guard, response_class=Response, responses=_RESPONSES)
     def metrics_endpoint(request: Request) -> Response:

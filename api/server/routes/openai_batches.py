@@ -9,9 +9,9 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.openai_errors import OPENAI_RESPONSES
 from poolq.api.server.schemas import OpenAIErrorBody, OpenApiResponses
-from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.products import (
     BatchAlreadyEnded,
     BatchNotFound,
@@ -46,12 +46,12 @@ def _not_found(batch_id: str) -> HTTPException:
 
 
 @router.post("", response_model=BatchObject)
-def create(body: CreateBatch, ctx: Context, principal: Caller,
+def create(ctx: Context, body: CreateBatch, principal: Caller,
            _strict: None = strict_body(CreateBatch)) -> BatchObject:
     try:
         expiry = body.output_expires_after.seconds if body.output_expires_after else None
-        return create_batch(principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
-                            ctx, output_expires_after_s=expiry)
+        return create_batch(ctx, principal.tenant, body.input_file_id, body.endpoint, body.completion_window, body.metadata,
+                            output_expires_after_s=expiry)
     except BatchRejected as exc:
         raise RequestValidationError([{"loc": ("body", exc.field), "msg": str(exc), "type": exc.code}]) from None
 
@@ -59,22 +59,22 @@ def create(body: CreateBatch, ctx: Context, principal: Caller,
 @router.get("", response_model=Page[BatchObject])
 def list_all(ctx: Context, principal: Caller, after: str | None = Query(None, max_length=64),
              limit: int = Query(20, ge=1, le=100)) -> Page[BatchObject]:
-    return list_batches(principal.tenant, ctx, after=after, limit=limit)
+    return list_batches(ctx, principal.tenant, after=after, limit=limit)
 
 
 @router.get("/{batch_id}", response_model=BatchObject, responses=_NOT_FOUND)
-def get(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
+def get(ctx: Context, batch_id: str, principal: Caller) -> BatchObject:
     try:
-        return get_batch(principal.tenant, batch_id, ctx)
+        return get_batch(ctx, principal.tenant, batch_id)
     except BatchNotFound:
         raise _not_found(batch_id) from None
 
 
 @router.post("/{batch_id}/cancel", response_model=BatchObject,
              responses={**_NOT_FOUND, 409: {"model": OpenAIErrorBody, "description": "the batch has ended"}})
-def cancel(batch_id: str, ctx: Context, principal: Caller) -> BatchObject:
+def cancel(ctx: Context, batch_id: str, principal: Caller) -> BatchObject:
     try:
-        return cancel_batch(principal.tenant, batch_id, ctx)
+        return cancel_batch(ctx, principal.tenant, batch_id)
     except BatchNotFound:
         raise _not_found(batch_id) from None
     except BatchAlreadyEnded as exc:

@@ -52,8 +52,8 @@ def upload(ctx: Context, principal: Caller, file: UploadFile = File(...), purpos
     ``expires_after`` (OpenAI's form fields) it is deleted that many seconds after its upload."""
     expiry = _expires_after(expires_anchor, expires_seconds)
     try:
-        return create_file(principal.tenant, file.filename or "upload.jsonl", purpose, file.file, ctx,
-                           ctx.settings.max_file_bytes, expires_after_s=expiry.seconds if expiry else None)
+        return create_file(ctx, principal.tenant, file.filename or "upload.jsonl", purpose, file.file,
+                           ctx.settings.limits.max_file_bytes, expires_after_s=expiry.seconds if expiry else None)
     except FileTooLarge as exc:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(exc)) from None
 
@@ -74,19 +74,19 @@ def _expires_after(anchor: str | None, seconds: int | None) -> ExpiresAfter | No
 def list_all(ctx: Context, principal: Caller, after: str | None = Query(None, max_length=64),
              limit: int = Query(10_000, ge=1, le=10_000), order: Literal["asc", "desc"] = "desc",
              purpose: str | None = Query(None, max_length=64)) -> Page[FileObject]:
-    return list_files(principal.tenant, ctx, after=after, limit=limit, order=order, purpose=purpose)
+    return list_files(ctx, principal.tenant, after=after, limit=limit, order=order, purpose=purpose)
 
 
 @router.get("/{file_id}", response_model=FileObject, responses=_NOT_FOUND)
-def get(file_id: str, ctx: Context, principal: Caller) -> FileObject:
+def get(ctx: Context, file_id: str, principal: Caller) -> FileObject:
     with _file_or_404(file_id):
-        return get_file(principal.tenant, file_id, ctx)
+        return get_file(ctx, principal.tenant, file_id)
 
 
 @router.get("/{file_id}/content", response_class=StreamingResponse, responses=_NOT_FOUND)
-def content(file_id: str, ctx: Context, principal: Caller) -> StreamingResponse:
+def content(ctx: Context, file_id: str, principal: Caller) -> StreamingResponse:
     with _file_or_404(file_id):
-        stream = open_file_content(principal.tenant, file_id, ctx)
+        stream = open_file_content(ctx, principal.tenant, file_id)
 
     def chunks() -> Iterator[bytes]:
         with stream:
@@ -96,6 +96,6 @@ def content(file_id: str, ctx: Context, principal: Caller) -> StreamingResponse:
 
 
 @router.delete("/{file_id}", response_model=DeletedFile, responses=_NOT_FOUND)
-def delete(file_id: str, ctx: Context, principal: Caller) -> DeletedFile:
+def delete(ctx: Context, file_id: str, principal: Caller) -> DeletedFile:
     with _file_or_404(file_id):
-        return delete_file(principal.tenant, file_id, ctx)
+        return delete_file(ctx, principal.tenant, file_id)

@@ -6,9 +6,9 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
 from poolq.api.server.dependencies import AdminCaller, Context
+from poolq.api.server.guards.security import ADMIN_RESPONSES
+from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.schemas import ErrorBody, OpenApiResponses
-from poolq.api.server.security import ADMIN_RESPONSES
-from poolq.api.server.strict_json import StrictJsonRoute, strict_body
 from poolq.jobs import JobContext, JobRejected, Principal
 from poolq.products import (
     RunView,
@@ -39,7 +39,7 @@ class ScheduleDetail(Schedule):
 
 
 def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) -> Schedule:
-    schedule = get_schedule(schedule_id, ctx, tenant=principal.tenant)
+    schedule = get_schedule(ctx, schedule_id, tenant=principal.tenant)
     if schedule is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
     return schedule
@@ -47,11 +47,11 @@ def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) ->
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
              responses={413: {"model": ErrorBody, "description": "body too large"}})
-def create(body: ScheduleRequest, request: Request, response: Response,
-           ctx: Context, principal: AdminCaller, _strict: None = strict_body(ScheduleRequest)) -> Schedule:
+def create(ctx: Context, body: ScheduleRequest, request: Request, response: Response,
+           principal: AdminCaller, _strict: None = strict_body(ScheduleRequest)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
     try:
-        schedule = create_schedule(body, ctx, tenant=principal.tenant)
+        schedule = create_schedule(ctx, body, tenant=principal.tenant)
     except JobRejected as exc:
         loc = ("body", *exc.field.split("."))
         raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None
@@ -65,30 +65,30 @@ def list_all(ctx: Context, principal: AdminCaller) -> ScheduleList:
 
 
 @router.get("/{schedule_id}", response_model=ScheduleDetail, responses=_NOT_FOUND)
-def get_one(schedule_id: str, ctx: Context, principal: AdminCaller) -> ScheduleDetail:
+def get_one(ctx: Context, schedule_id: str, principal: AdminCaller) -> ScheduleDetail:
     ctx = ctx
     schedule = _schedule_or_404(ctx, schedule_id, principal)
-    return ScheduleDetail(**dict(schedule), runs=recent_runs(schedule_id, ctx))
+    return ScheduleDetail(**dict(schedule), runs=recent_runs(ctx, schedule_id))
 
 
 @router.delete("/{schedule_id}", status_code=status.HTTP_204_NO_CONTENT, responses=_NOT_FOUND)
-def delete(schedule_id: str, ctx: Context, principal: AdminCaller) -> Response:
+def delete(ctx: Context, schedule_id: str, principal: AdminCaller) -> Response:
     """Delete the schedule and its run records; jobs it ran stay."""
-    if not delete_schedule(schedule_id, ctx, tenant=principal.tenant):
+    if not delete_schedule(ctx, schedule_id, tenant=principal.tenant):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
 @router.post("/{schedule_id}/run", status_code=status.HTTP_202_ACCEPTED, response_model=RunView,
              responses={**_NOT_FOUND, 409: {"model": ErrorBody, "description": "the template no longer fits this server"}})
-def run_now(schedule_id: str, ctx: Context, principal: AdminCaller) -> RunView:
+def run_now(ctx: Context, schedule_id: str, principal: AdminCaller) -> RunView:
     """Run the schedule now (its slot is this second), incrementally like a scheduled run."""
     ctx = ctx
     _schedule_or_404(ctx, schedule_id, principal)
     try:
-        run = run_schedule(schedule_id, ctx, manual=True)
+        run = run_schedule(ctx, schedule_id, manual=True)
     except JobRejected as exc:  # the template no longer fits this server (e.g. a model was removed)
         raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
     if run is None:  # deleted in the meantime
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"schedule {schedule_id!r} not found")
-    return run_view(run, ctx)
+    return run_view(ctx, run)

@@ -5,9 +5,9 @@ from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel
 
 from poolq.api.server.dependencies import CallersJob
+from poolq.api.server.guards.security import AUTH_RESPONSES
+from poolq.api.server.guards.strict_json import StrictJsonRoute
 from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import AUTH_RESPONSES
-from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs.spec.dict_access import DictAccessDeprecated
 from poolq.products import retry_sinks
 

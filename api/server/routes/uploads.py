@@ -7,9 +7,9 @@ from fastapi import APIRouter, Body, HTTPException, status
 from pydantic import BaseModel, Field, model_validator
 
 from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.guards.security import AUTH_RESPONSES
+from poolq.api.server.guards.strict_json import StrictJsonRoute
 from poolq.api.server.schemas import ErrorBody
-from poolq.api.server.security import AUTH_RESPONSES
-from poolq.api.server.strict_json import StrictJsonRoute
 from poolq.jobs import create_upload
 from poolq.jobs.inputs.input_format import INPUT_SUFFIXES, suffix_of
 from poolq.jobs.spec.dict_access import DictAccessDeprecated
@@ -63,7 +63,7 @@ def create(ctx: Context, principal: Caller, body: Annotated[UploadRequest | None
     say which with ``format`` or ``filename``, so the key keeps its ending) to ``url``, then submit
     a job with ``input.uri`` = ``uri``. The URL expires after ``expires_in_s``."""
     try:
-        ticket = create_upload(principal.tenant, ctx, (body or UploadRequest()).suffix)
+        ticket = create_upload(ctx, principal.tenant, (body or UploadRequest()).suffix)
     except UnsupportedOperation as exc:
         raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, str(exc)) from None
     return Upload(upload_id=ticket.upload_id, uri=ticket.uri, url=ticket.url, expires_in_s=ticket.expires_in_s)

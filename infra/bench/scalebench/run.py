@@ -44,7 +44,7 @@ class _Run:
         self.result.state_dir = str(self.run_dir)
         self.counts_dir = self.run_dir / "s3-counts"
         self.counts_dir.mkdir(parents=True)
-        self.output_prefix = args.settings.get("output_prefix", Settings.model_fields["output_prefix"].default)
+        self.output_prefix = args.settings.get("output_prefix", Settings.flat_fields()["output_prefix"].default)
         self.corpus_bytes = 0
         self.stack = None
         self.extra: list[int] = []  # the workers started beside the stack's own

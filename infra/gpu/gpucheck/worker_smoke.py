@@ -163,7 +163,7 @@ def _api_key(workdir: Path, env: dict[str, str]) -> str:
     from poolq.jobs import ApiKeyStore, Settings
     from poolq.storage import LocalObjectStore
 
-    prefix = Settings.model_fields["output_prefix"].default
+    prefix = Settings.flat_fields()["output_prefix"].default
     store = ApiKeyStore(LocalObjectStore(workdir / "store"), prefix, signing_secret=env["POOLQ_KEY_SIGNING_SECRET"])
     key, _ = store.create("gpucheck", name="infra/gpu worker smoke test")
     return key

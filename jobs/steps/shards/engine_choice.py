@@ -1,7 +1,7 @@
 """Which engine embeds a shard: the job's one engine identity, unless its spec allows mixing.
 
 The dtype is the spec's pin, else the one claimed by the job's first shard, else this worker's own
-(Settings.dtype, ``auto`` by default). A worker computes any dtype it is asked for (bf16 without
+(Settings.serving.dtype, ``auto`` by default). A worker computes any dtype it is asked for (bf16 without
 native bf16 is emulated: the same vectors, slower), so a dtype never sends a shard away. Other model
 files, pooling or device kind do: ``EngineMismatch`` is retryable (jobs/steps/failures.py), so the
 shard goes back to the queue for another worker, ``MAX_RETRIES`` times at most, then fails with a

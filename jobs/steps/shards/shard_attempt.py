@@ -105,6 +105,7 @@ def record_attempt_metrics(job: JobHandle, commit: ShardCommit, latency_s: float
     """Count this attempt's commit (it won) in the job metrics; the commit stands even if this fails."""
     try:
         job.ctx.metrics.shard_committed(latency_s, commit.documents, commit.tokens, Counter(commit.error_codes))
-        job.ctx.throughput.record(this_worker(), job.spec.model, dtype_of(commit.engine), commit.tokens, latency_s)
+        job.ctx.throughput.record(this_worker(), job.spec.model, dtype_of(commit.engine), commit.tokens, latency_s,
+                                  characters=commit.characters)
     except Exception as exc:  # noqa: BLE001 - metrics are best effort; the ledger is the record
         log.warning("shard metrics not recorded: %s: %s", type(exc).__name__, exc)

@@ -61,7 +61,7 @@ def run_shard(job: JobHandle, shard: int) -> ShardCommit | None:
     if committed is not None:  # redelivered after the commit (e.g. crash before ack): count, no work
         record_shard(job, shard, committed)
         return committed
-    lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.lease_ttl_s)
+    lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.reliability.lease_ttl_s)
     if lease is None:
         return None  # another attempt is running it; the reconciler steps in if that one dies
     try:
@@ -91,7 +91,7 @@ def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
     started = time.monotonic()
     ctx = job.ctx
     records = _read_shard(job, shard)
-    if lease.crashes_before >= ctx.settings.max_shard_crashes:
+    if lease.crashes_before >= ctx.settings.reliability.max_shard_crashes:
         message = (
             f"shard {shard} was abandoned after {lease.crashes_before} attempts that crashed or killed "
             "their worker; its records were not embedded"
@@ -99,7 +99,7 @@ def _attempt(job: JobHandle, shard: int, lease: Lease) -> ShardCommit:
         commit = _give_up(job, shard, lease, records, message)
     else:
         shard_started(job.id, job.tenant, shard=shard, attempt=lease.attempt, documents=len(records))
-        with LeaseKeeper(ctx.leases, lease, ctx.settings.lease_ttl_s):
+        with LeaseKeeper(ctx.leases, lease, ctx.settings.reliability.lease_ttl_s):
             commit = _embed(job, shard, lease, records)
     winner = commit_attempt(job, shard, commit)
     if winner is None:  # pragma: no cover - a conditional write failed, so the marker exists
@@ -116,7 +116,7 @@ def _read_shard(job: JobHandle, shard: int) -> dict[str, InputRecord]:
     """The shard's records, read back from the byte ranges of the input its descriptor names."""
     section, local = job.plan.shard_location(shard)
     shard_input = ShardInput.from_bytes(job.ctx.store.get(job.layout.shard_input(section, local)))
-    return read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.s3_config())
+    return read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.storage.s3_config())
 
 
 def _embed(job: JobHandle, shard: int, lease: Lease, records: dict[str, InputRecord]) -> ShardCommit:
@@ -187,7 +187,7 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
     """Commit ``shard`` as failed (its records become errors) unless it is committed or running."""
     ledger, ctx = job.ledger, job.ctx
     if ledger.shard_commit(shard) is None:
-        lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.lease_ttl_s)
+        lease = ctx.leases.acquire(job.id, shard_unit(shard), ctx.settings.reliability.lease_ttl_s)
         if lease is None:
             return None
         try:

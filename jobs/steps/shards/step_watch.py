@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-from poolq.engine.step import StepOutput
+from poolq.engine.scheduling.step import StepOutput
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.steps.shards.budget import budget_passed, stop_for_budget, token_limit
 
@@ -30,8 +30,8 @@ class StepWatch:
 
     def __init__(self, job: JobHandle, unit: str) -> None:
         self.job, self.unit = job, unit
-        settings = job.ctx.settings
-        self.progress_interval_s, self.cancel_interval_s = settings.progress_interval_s, settings.cancel_check_interval_s
+        reliability = job.ctx.settings.reliability
+        self.progress_interval_s, self.cancel_interval_s = reliability.progress_interval_s, reliability.cancel_check_interval_s
         now = time.monotonic()
         self.next_report, self.next_cancel_check = now + self.progress_interval_s, now + self.cancel_interval_s
         self.documents = self.tokens = self.planned_tokens = self.planned_chars = 0

@@ -317,7 +317,7 @@ def _tenant_key(stack: dict, *, admin: bool) -> str:
 
     config = S3Config(stack["s3_endpoint"], stack["access_key_id"], stack["secret_access_key"])
     store = S3ObjectStore(make_s3_client(config), stack["bucket"], config)
-    key, _ = ApiKeyStore(store, Settings.model_fields["output_prefix"].default,
+    key, _ = ApiKeyStore(store, Settings.flat_fields()["output_prefix"].default,
                          signing_secret=stack["key_signing_secret"]).create("dev", admin=admin)
     return key
 

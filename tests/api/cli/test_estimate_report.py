@@ -30,8 +30,8 @@ def test_tokens_usage_is_the_finished_jobs_usage_tokens(tmp_path, local_ctx, sam
     spec = JobSpec.model_validate({"input": {"uri": path.as_uri()}, "prompt": "passage: ",
                                    "long_documents": {"mode": "naive_chunks", "chunk_tokens": 48}})
     # When the job is estimated, then run in process (shards of 4: repeats across shards)
-    estimate = estimate_job(spec, local_ctx, "local")
-    status = run_job_locally(spec, local_ctx)
+    estimate = estimate_job(local_ctx, spec, "local")
+    status = run_job_locally(local_ctx, spec)
     # Then the printed usage line, and the estimate's computed tokens, are the job's usage.tokens exactly
     assert status.status.value == "succeeded" and status.reuse.reused_documents == 6
     printed = _printed(estimate)

@@ -29,6 +29,6 @@ def test_every_lazy_name_resolves_to_its_command(name):
 
 
 def test_a_name_mapped_to_another_command_is_refused():
-    group = LazyGroup(lazy_commands={"status": "poolq.api.cli.job_commands:submit"})
+    group = LazyGroup(lazy_commands={"status": "poolq.api.cli.commands.job_commands:submit"})
     with pytest.raises(TypeError, match="not the click command 'status'"):
         group.get_command(click.Context(group), "status")

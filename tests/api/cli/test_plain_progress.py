@@ -6,7 +6,7 @@ import io
 from rich.console import Console
 from support.job_statuses import job_status
 
-from poolq.api.cli.demo_command import _wait_with_progress
+from poolq.api.cli.commands.demo_command import _wait_with_progress
 from poolq.api.cli.progress import PlainJobProgress
 from poolq.jobs.spec.job_status import JobStatus
 

@@ -12,7 +12,7 @@ from support.job_doubles import RecordingEnqueuer
 from support.job_doubles import drain as _drain
 
 from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
-from poolq.api.server.rate_limit import RateDecision, RateLimiter
+from poolq.api.server.guards.rate_limit import RateDecision, RateLimiter
 
 DOCS = [{"id": f"doc-{i}", "text": f"document number {i} talks about topic {i % 3}"} for i in range(10)]
 

@@ -57,7 +57,7 @@ def _serve(app) -> tuple[uvicorn.Server, threading.Thread, str]:
 
 def test_a_key_in_the_query_string_is_refused_and_redacted_from_the_access_log(tmp_path, serve_logging):
     settings = Settings(store="local", local_store_root=tmp_path / "store", output_prefix="jobs")
-    app = create_app(settings, holding_context(settings), checks=[])
+    app = create_app(holding_context(settings), settings, checks=[])
     key, _ = app.state.keys.create("acme")
     server, thread, url = _serve(app)
     try:

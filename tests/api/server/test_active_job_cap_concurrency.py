@@ -83,7 +83,7 @@ def cap_api(tmp_path_factory, seaweed, redis_url):
         "rate_limit_per_s": 1000, "rate_limit_burst": 100000,
     }
     settings = Settings(**values)
-    store = ApiKeyStore.from_settings(settings.object_store(), settings)
+    store = ApiKeyStore.from_settings(settings.storage.object_store(), settings)
     tenants = [f"cap-{name}-{uuid.uuid4().hex[:6]}" for name in ("a", "b")]
     keys = {tenant: store.create(tenant)[0] for tenant in tenants}
 
@@ -176,7 +176,7 @@ def finish_as_a_worker_would(api: CapApi, tenant: str, job_ids: list[str]) -> No
         response = httpx.post(f"{api.url}/v1/jobs/{job_id}/cancel", headers=api.headers(tenant), timeout=60)
         assert response.status_code == 202, response.text
     ctx = build_context(api.settings, CeleryEnqueuer(create_celery_app(api.settings)),
-                        redis.Redis.from_url(api.settings.redis_url), hooks=ProductHooks())
+                        redis.Redis.from_url(api.settings.broker.redis_url), hooks=ProductHooks())
     for job_id in job_ids:
         assert finalize_job(JobHandle.bind(ctx, job_id)).value == "cancelled"
 

@@ -45,7 +45,7 @@ class _Page(HTMLParser):
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     ctx = local_context(tmp_path_factory.mktemp("dashboard"))
-    return TestClient(create_app(ctx.settings, ctx))
+    return TestClient(create_app(ctx, ctx.settings))
 
 
 def test_the_page_is_html_under_a_strict_policy(client):
@@ -94,7 +94,7 @@ def test_root_redirects_to_the_dashboard(client):
 
 def test_behind_a_proxy_prefix_the_redirect_keeps_it(tmp_path):
     ctx = local_context(tmp_path)
-    prefixed = TestClient(create_app(ctx.settings, ctx), root_path="/poolq")
+    prefixed = TestClient(create_app(ctx, ctx.settings), root_path="/poolq")
     assert prefixed.get("/", follow_redirects=False).headers["location"] == "/poolq/ui"
 
 

@@ -25,7 +25,7 @@ class _Loads(HTMLParser):
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     ctx = local_context(tmp_path_factory.mktemp("docs-pages"))
-    return TestClient(create_app(ctx.settings, ctx))
+    return TestClient(create_app(ctx, ctx.settings))
 
 
 @pytest.mark.parametrize("page, bundle", [("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")])

@@ -17,7 +17,7 @@ JSON = {"Content-Type": "application/json"}
 def client(tmp_path_factory):
     settings = Settings(store="local", local_store_root=tmp_path_factory.mktemp("duplicates") / "store", bucket="bucket",
                         output_prefix="jobs")
-    app = create_app(settings, holding_context(settings), checks=[])
+    app = create_app(holding_context(settings), settings, checks=[])
     key, _ = app.state.keys.create("acme", admin=True)
     return TestClient(app, headers={"Authorization": f"Bearer {key}"})
 

@@ -9,7 +9,7 @@ import openai
 import pytest
 from support.api_client import InProcessTransport, authed_client
 
-from poolq.api.server.rate_limit import InMemoryRateLimiter
+from poolq.api.server.guards.rate_limit import InMemoryRateLimiter
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
 from poolq.jobs.settings import Settings
 from poolq.worker.local_runner import local_context

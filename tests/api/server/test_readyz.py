@@ -11,7 +11,7 @@ from poolq.jobs.settings import Settings
 def _client(tmp_path, redis_url: str) -> TestClient:
     settings = Settings(redis_url=redis_url, store="local", local_store_root=tmp_path / "store")
     services = api_services(settings)
-    return TestClient(create_app(settings, services.ctx, limiter=services.limiter,
+    return TestClient(create_app(services.ctx, settings, limiter=services.limiter,
                                  auth_failures=services.auth_failures, checks=services.checks))
 
 

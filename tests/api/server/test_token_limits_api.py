@@ -17,7 +17,7 @@ def _app(tmp_path, **overrides):
     settings = Settings(store="local", local_store_root=tmp_path / "store", bucket="bucket", output_prefix="jobs",
                         api_key_cache_s=0, **overrides)
     ctx = holding_context(settings)
-    return create_app(settings, ctx, checks=[]), ctx
+    return create_app(ctx, settings, checks=[]), ctx
 
 
 def _client(app, tenant: str) -> TestClient:

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from support.security_app import holding_context
 
 from poolq.api.server.app import create_app
-from poolq.api.server.client_address import TrustedProxies
+from poolq.api.server.guards.client_address import TrustedProxies
 from poolq.devtools.devstack.ports import wait_listening_port
 from poolq.jobs.settings import Settings
 from poolq.jobs.tenancy.api_keys import ApiKeyStore
@@ -51,7 +51,7 @@ def test_a_trusted_proxy_that_is_not_an_address_is_refused_naming_it():
 def _app(tmp_path, trusted: str):
     settings = Settings(store="local", local_store_root=tmp_path, trusted_proxies=trusted,
                         auth_failure_burst=BURST, auth_failure_rate_per_s=0.01)
-    return create_app(settings, holding_context(settings), checks=[])
+    return create_app(holding_context(settings), settings, checks=[])
 
 
 def _statuses(client: TestClient, forwarded: list[str]) -> list[int]:
@@ -87,7 +87,7 @@ def serve(tmp_path, redis_url):
         redis.Redis.from_url(url).flushdb()
         store = tmp_path / f"store-{uuid.uuid4().hex[:6]}"
         settings = Settings(store="local", local_store_root=store)
-        ApiKeyStore.from_settings(settings.object_store(), settings).create("acme")  # the store exists
+        ApiKeyStore.from_settings(settings.storage.object_store(), settings).create("acme")  # the store exists
         log = (tmp_path / "serve.log").open("ab")
         variables = {**os.environ, "POOLQ_REDIS_URL": url, "POOLQ_STORE": "local", "POOLQ_LOCAL_STORE_ROOT": str(store),
                      "POOLQ_AUTH_FAILURE_BURST": str(BURST), "POOLQ_AUTH_FAILURE_RATE_PER_S": "0.01",

@@ -14,7 +14,7 @@ def _client(tmp_path, tenant: str = TENANT_A, **overrides) -> TestClient:
     settings = Settings(store="local", local_store_root=tmp_path / "store", bucket="bucket", output_prefix="jobs",
                         api_key_cache_s=0, allow_file_inputs=False, tenant_input_prefixes={TENANT_A: [GRANTED]},
                         **overrides)
-    app = create_app(settings, holding_context(settings), checks=[])
+    app = create_app(holding_context(settings), settings, checks=[])
     key, _ = app.state.keys.create(tenant)
     return TestClient(app, headers={"Authorization": f"Bearer {key}"})
 

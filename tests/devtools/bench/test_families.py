@@ -2,8 +2,8 @@
 order of a round, the sizes of the models, and a run refused before it builds anything."""
 import pytest
 
-from poolq.devtools.bench import families as bench
-from poolq.devtools.bench.random_families import MODERNBERT, QWEN3, sized_family
+from poolq.devtools.bench.families import families_run as bench
+from poolq.devtools.bench.families.random_families import MODERNBERT, QWEN3, sized_family
 
 
 def test_sentence_transformers_positions_count_each_length_sorted_batch_at_its_longest():

@@ -11,8 +11,8 @@ import torch
 from click.testing import CliRunner
 
 from poolq.api.cli.main import main
-from poolq.devtools.bench.host_reads import HostReads
-from poolq.devtools.bench.stand_in_engine import stand_in_for, stand_in_runner
+from poolq.devtools.bench.jobpath.host_reads import HostReads
+from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_for, stand_in_runner
 from poolq.engine import PoolingTask
 
 TEXTS = ["A short one.", "A somewhat longer sentence, with a clause or two, to make its token count differ.", "Three."]

@@ -5,8 +5,8 @@ import pytest
 from support.random_models import family_class, save_random_model, tiny_family_config, write_st_modules
 
 from poolq.engine import EngineConfig, PoolingEngine
-from poolq.engine.packed_runner import PackedRunner
-from poolq.engine.runner import ModelRunner
+from poolq.engine.runners.packed_runner import PackedRunner
+from poolq.engine.runners.runner import ModelRunner
 
 TEXTS = ["a fox in the snow", "Interest rates rose again this quarter.", "compile the kernel with make",
          "she played the cello every evening", "the river bank at dawn, with the old oak tree"]

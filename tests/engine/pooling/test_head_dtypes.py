@@ -8,11 +8,11 @@ from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, Po
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.model_spec import PoolingType
 from poolq.engine.pooling import PoolingMetadata, pooling_method
-from poolq.engine.pooling.activation import Softmax
-from poolq.engine.pooling.classifier_heads import ClassifierHead, TokenClassifierHead
-from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
+from poolq.engine.pooling.heads.activation import Softmax
+from poolq.engine.pooling.heads.classifier_heads import ClassifierHead, TokenClassifierHead
+from poolq.engine.pooling.heads.sparse_head import SparseHead
+from poolq.engine.pooling.heads.task_heads import EmbeddingHead, TokenEmbeddingHead
 from poolq.engine.pooling.m3_poolers import ColbertHead, TokenWeightSparseHead
-from poolq.engine.pooling.sparse_head import SparseHead
 from poolq.engine.request import PoolingParams, SparseVector
 
 TEXTS = ["a short one", "The quick brown fox jumps over the lazy dog near the river bank.", "x"]

@@ -6,9 +6,9 @@ import torch
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.model_spec import ModelSpecError, PoolingType
 from poolq.engine.pooling import AllPool, PoolingMetadata, StepPool, pooling_method
-from poolq.engine.pooling.activation import Softmax, resolve_activation
-from poolq.engine.pooling.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
-from poolq.engine.pooling.heads import EmbeddingHead, TokenEmbeddingHead
+from poolq.engine.pooling.heads.activation import Softmax, resolve_activation
+from poolq.engine.pooling.heads.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
+from poolq.engine.pooling.heads.task_heads import EmbeddingHead, TokenEmbeddingHead
 from poolq.engine.request import PoolingParams
 
 HIDDEN = torch.arange(6 * 4, dtype=torch.float32).reshape(6, 4)  # [num_tokens, hidden]

@@ -248,7 +248,7 @@ class Deployment:
         """Run ``poolq.worker.reconciler.reconcile`` every ``reconcile_interval_s`` in this process (instead of beat)."""
         from poolq.worker.reconciler import reconcile
 
-        ctx, interval = self.new_ctx(), self.settings.reconcile_interval_s
+        ctx, interval = self.new_ctx(), self.settings.reliability.reconcile_interval_s
 
         def loop() -> None:
             while not self._stop_reconciler.wait(interval):
@@ -395,7 +395,7 @@ class Deployment:
         from poolq.jobs.spec.job_spec import JobSpec
         from poolq.jobs.steps.submit import submit_job
 
-        return submit_job(JobSpec.model_validate(self.spec(documents)), self.ctx, idempotency_key).id
+        return submit_job(self.ctx, JobSpec.model_validate(self.spec(documents)), idempotency_key).id
 
     def status(self, job_id: str) -> dict:
         if self.api_url:
@@ -491,13 +491,13 @@ class Deployment:
                                    "not_processed": not_processed}, final
 
         # Nothing left behind: leases, messages, uploads, losing attempts' parts, the active marker.
-        self.wait(lambda: not self.leases(job_id), self.settings.lease_ttl_s + 5, f"the leases of {job_id} to end")
+        self.wait(lambda: not self.leases(job_id), self.settings.reliability.lease_ttl_s + 5, f"the leases of {job_id} to end")
         self.stop_reconciler()  # the reconciler (and beat's periodic tasks) would keep the queues busy
         for proc in self.procs:
             if proc.name == "beat":
                 self.stop(proc)
         client = self.redis_client
-        settle_s = self.settings.visibility_timeout_s + 3 * RESTORE_INTERVAL_S + 5
+        settle_s = self.settings.tasks.visibility_timeout_s + 3 * RESTORE_INTERVAL_S + 5
         self.wait(lambda: not client.hlen("unacked") and not client.zcard("unacked_index"), settle_s,
                   "no unacked messages", interval=0.2)
         self.wait(lambda: not client.llen("gpu") and not client.llen("control"), 30, "empty queues", interval=0.2)
@@ -559,7 +559,7 @@ def _clean_run(model: str, task_name: str, documents: list[dict]) -> dict[str, n
     from poolq.jobs.settings import Settings
     from poolq.jobs.spec.job_spec import LongDocuments
 
-    engine = PoolingEngine.from_pretrained(model, config=Settings().engine_config(), dtype="float32")
+    engine = PoolingEngine.from_pretrained(model, config=Settings().serving.engine_config(), dtype="float32")
     task = PoolingTask(task_name)
     requests = (PoolingRequest(key=d["id"], text=d["text"], task=task) for d in documents)
     outputs = {}
@@ -589,7 +589,7 @@ def score_reference(sample_documents) -> dict[str, np.ndarray]:
     from poolq.jobs.settings import Settings
     from poolq.jobs.spec.job_spec import LongDocuments
 
-    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().engine_config(), dtype="float32")
+    engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", config=Settings().serving.engine_config(), dtype="float32")
     policy = LongDocuments(**TRUNCATE).policy()
     query = engine.embed([SCORE_QUERY], normalize=True, policy=policy)[0]
     texts = engine.embed([d["text"] for d in sample_documents], normalize=True, policy=policy)

@@ -117,9 +117,9 @@ def _patch_planning() -> None:
 
     original_lines = sections.section_lines
 
-    def section_lines(section, ctx, *args, **kwargs):
+    def section_lines(ctx, section, *args, **kwargs):
         _record("planning", uri=section.uri)
-        for item in original_lines(section, ctx, *args, **kwargs):
+        for item in original_lines(ctx, section, *args, **kwargs):
             time.sleep(slow_s)
             yield item
 
@@ -211,7 +211,7 @@ def _patch_s3() -> None:
     if handler is None:
         return
     import poolq.storage
-    from poolq.jobs import settings
+    from poolq.jobs.settings import storage as store_settings
     from poolq.storage import s3_store
 
     original_make = s3_store.make_s3_client
@@ -224,7 +224,7 @@ def _patch_s3() -> None:
     # Every name the worker's code reaches the factory by.
     s3_store.make_s3_client = make_s3_client
     poolq.storage.make_s3_client = make_s3_client
-    settings.make_s3_client = make_s3_client
+    store_settings.make_s3_client = make_s3_client
 
 
 def _patch_broker() -> None:

@@ -29,7 +29,7 @@ def tiny_reference(tiny_model, sample_documents):
     from poolq.jobs.settings import Settings
     from poolq.jobs.spec.job_spec import LongDocuments
 
-    engine = PoolingEngine.from_pretrained(str(tiny_model), config=Settings().engine_config(), dtype="float32")
+    engine = PoolingEngine.from_pretrained(str(tiny_model), config=Settings().serving.engine_config(), dtype="float32")
     requests = (PoolingRequest(key=d["id"], text=d["text"], task=PoolingTask.EMBED) for d in sample_documents)
     return {result.key: np.asarray(result.data, dtype=np.float32)
             for result in engine.run(requests, LongDocuments(mode="truncate").policy())}
@@ -45,14 +45,14 @@ def fleet(deployment, tiny_model):
     from poolq.worker.celery_tasks import build_worker_context
 
     models = {TINY: str(tiny_model)}
-    settings = deployment.settings.model_copy(update={"models": models})
+    settings = deployment.settings.with_values(models=models)
     submitter = build_worker_context(create_celery_app(settings), settings)
 
     def worker_settings(**values):
         return {"models": json.dumps(models), **values}
 
     def submit(model: str, documents: list[dict]) -> str:
-        return submit_job(JobSpec.model_validate(deployment.spec_for(documents, {"model": model})), submitter).id
+        return submit_job(submitter, JobSpec.model_validate(deployment.spec_for(documents, {"model": model}))).id
 
     return deployment, worker_settings, submit
 

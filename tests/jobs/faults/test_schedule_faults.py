@@ -64,7 +64,7 @@ class Stack:
         self.input_prefix = input_prefix  # where the tests put their input objects
         self.pids: dict[str, int] = {}
         self.markers: dict[str, str] = {}  # what each process's command line holds: never signal a stranger
-        self.store = settings.object_store()
+        self.store = settings.storage.object_store()
         self.api_url = ""
         self.api_key = ""
 
@@ -137,7 +137,7 @@ def _put_jsonl(stack: Stack, key: str, docs: list[dict]) -> None:
 def _jobs_over(stack: Stack, uri: str) -> set[str]:
     """Every job submitted with this input: its spec is in the store."""
     jobs = set()
-    for key in stack.store.list(stack.settings.output_prefix + "/"):
+    for key in stack.store.list(stack.settings.storage.output_prefix + "/"):
         if key.endswith("/spec.json") and json.loads(stack.store.get(key))["input"]["uri"] == uri:
             jobs.add(key.split("/")[-2])
     return jobs
@@ -170,7 +170,7 @@ def test_two_beats_and_duplicate_triggers_give_one_job_per_slot(stack):
     # one lost per beat), so the worker's log is the count: every task it received (by id: a retry
     # is received again) has succeeded, and the control queue is empty.
     task_ids = lambda what: set(re.findall(rf"{re.escape(SCHEDULE_TASK)}\[([^\]]+)\] {what}", stack.text("worker")))  # noqa: E731
-    broker = redis.Redis.from_url(stack.settings.redis_url)
+    broker = redis.Redis.from_url(stack.settings.broker.redis_url)
     at_least = fired("beat-a") + fired("beat-b")  # (fired - 2) from the beats, 2 by hand
 
     def drained() -> bool:
@@ -181,7 +181,7 @@ def test_two_beats_and_duplicate_triggers_give_one_job_per_slot(stack):
     wait_until(drained, 180, 0.3, "the worker handling every schedule task sent")
     triggers = len(task_ids("succeeded"))
     # Then every slot has exactly one job, and no other job was submitted
-    runs = ScheduleStore(stack.store, ServiceLayout(stack.settings.output_prefix)).runs(schedule["id"])
+    runs = ScheduleStore(stack.store, ServiceLayout(stack.settings.storage.output_prefix)).runs(schedule["id"])
     assert runs and all(run.job_id for run in runs)
     assert len({run.slot for run in runs}) == len(runs) == len({run.job_id for run in runs})
     assert _jobs_over(stack, uri) == {run.job_id for run in runs}
@@ -214,14 +214,15 @@ def test_an_incremental_rerun_after_editing_3_of_100_documents_embeds_exactly_th
     assert [run["job_id"] for run in runs] == [second["job_id"], first["job_id"]]
     assert second["incremental_from"] == first["job_id"] and fresh["status"] == "succeeded"
     # Then run 2 embedded exactly the 3 edited documents
-    job2 = ServiceLayout(stack.settings.output_prefix).job(TENANT, second["job_id"])
+    job2 = ServiceLayout(stack.settings.storage.output_prefix).job(TENANT, second["job_id"])
     plan2 = Plan.from_json(json.loads(stack.store.get(job2.plan)))
     shard_inputs = [job2.shard_input(*plan2.shard_location(shard)) for shard in range(plan2.num_shards)]
     embedded = [record_id for key in shard_inputs for record_id in read_shard_records(
-        ShardInput.from_bytes(stack.store.get(key)), InputFields(), stack.settings.s3_config())]
+        ShardInput.from_bytes(stack.store.get(key)), InputFields(), stack.settings.storage.s3_config())]
     assert sorted(embedded) == edited_ids
     manifest2 = json.loads(stack.store.get(job2.manifest))
-    manifest_fresh = json.loads(stack.store.get(ServiceLayout(stack.settings.output_prefix).job(TENANT, fresh["id"]).manifest))
+    manifest_fresh = json.loads(stack.store.get(
+        ServiceLayout(stack.settings.storage.output_prefix).job(TENANT, fresh["id"]).manifest))
     assert manifest2["counts"]["carried"] == 97 and manifest2["counts"]["completed"] == 100
     table2 = _table(stack, manifest2)
     edited_rows = table2.filter(pa.compute.is_in(table2.column("id"), value_set=pa.array(edited_ids)))
@@ -250,7 +251,7 @@ def test_a_schedule_over_a_growing_prefix_supersedes_older_uploads_and_embeds_on
         _put_jsonl(stack, f"{base}/0c42.jsonl", second_upload)
         second = _run(client, schedule["id"])  # succeeded: no duplicate_id
     # Then run 2 embedded b and c only, carried a, and outputs the corpus with b's newest text
-    layout = ServiceLayout(stack.settings.output_prefix).job(TENANT, second["job_id"])
+    layout = ServiceLayout(stack.settings.storage.output_prefix).job(TENANT, second["job_id"])
     manifest = json.loads(stack.store.get(layout.manifest))
     assert second["incremental_from"] == first["job_id"]
     assert manifest["counts"] == {**manifest["counts"], "total": 3, "completed": 3, "failed": 0, "carried": 1}

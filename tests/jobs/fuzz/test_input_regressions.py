@@ -24,7 +24,7 @@ def _line(record: dict) -> bytes:
 
 
 def _run(ctx, uri: str):
-    status = run_job_locally(JobSpec.model_validate({"input": {"uri": uri}}), ctx)
+    status = run_job_locally(ctx, JobSpec.model_validate({"input": {"uri": uri}}))
     manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     assert manifest is not None and status.error is None, status
     ids: list[str] = []

@@ -105,7 +105,7 @@ def _part_ids(ctx, manifest) -> list[str]:
 def check_job(ctx, content: bytes, constructed: set[int], path, stored: bytes | None = None) -> None:
     path.write_bytes(content if stored is None else stored)
     spec = JobSpec.model_validate({"input": {"uri": path.as_uri()}})
-    status = run_job_locally(spec, ctx)  # raises nothing, whatever the input
+    status = run_job_locally(ctx, spec)  # raises nothing, whatever the input
     manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     assert manifest is not None, f"the job did not finish: {status}"
     # no failure of the job as a whole: an error, if any, only says that every record failed, and why

@@ -54,7 +54,7 @@ def test_a_value_of_another_type_is_a_per_record_error_naming_the_field(local_ct
     documents = _documents()
     documents[1]["fields"]["rating"] = 4.5
     spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["rating"]}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.errors_by_code == {"field_type_mismatch": 1} and status.counts.completed == 2
     assert "line 2 (id 'b'): field 'rating' holds number; the job's column is integer" in status.error_samples[0]
 
@@ -70,7 +70,7 @@ def test_fields_larger_than_the_cap_fail_that_record_only(local_ctx):
     documents = _documents()
     documents[2]["fields"]["title"] = "x" * (MAX_INCLUDED_BYTES + 1)
     spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["title"]}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.errors_by_code == {"fields_too_large": 1} and status.counts.completed == 2
 
 
@@ -79,7 +79,7 @@ def test_a_jsonl_input_carries_its_own_fields(local_ctx, tmp_path):
     rows = [{"id": d["id"], "text": d["text"], **d["fields"]} for d in _documents()]
     source.write_text("".join(json.dumps(row) + "\n" for row in rows))
     spec = JobSpec.model_validate({"input": {"uri": source.as_uri()}, "output": {"include_fields": ["title", "year"]}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     assert status.counts.completed == 3 and manifest["columns"][-2:] == ["title", "year"]
 
@@ -89,7 +89,7 @@ def test_a_job_that_wrote_no_row_still_names_its_carried_columns(local_ctx):
     documents = [{**document, "text": "word " * 1000} for document in _documents()]
     spec = JobSpec.model_validate({"input": {"documents": documents}, "output": {"include_fields": ["title", "year"]},
                                    "long_documents": {"mode": "error"}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     # Then the manifest's schema is what the parts would have held: the task's columns, then the fields
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     assert status.errors_by_code == {"document_too_long": 3}, status.errors_by_code
@@ -108,7 +108,7 @@ def test_names_that_would_shadow_a_column_or_repeat_are_rejected(local_ctx, body
             JobSpec.model_validate(raw)
         return
     with pytest.raises(JobRejected, match="shadow output columns") as caught:
-        validate_spec(JobSpec.model_validate(raw), local_ctx)
+        validate_spec(local_ctx, JobSpec.model_validate(raw))
     assert caught.value.field == field
 
 
@@ -117,7 +117,7 @@ def test_inline_fields_may_not_shadow_the_documents_own(local_ctx):
     with pytest.raises(JobRejected, match="may not be named text") as caught:
         from poolq.jobs.steps.submit import submit_job
 
-        submit_job(spec, local_ctx)
+        submit_job(local_ctx, spec)
     assert caught.value.field == "input.documents.0.fields"
 
 

@@ -44,7 +44,7 @@ ctx = local_context(Path(sys.argv[1]), Settings(shard_max_documents=4))
 engine = PoolingEngine.from_pretrained("all-MiniLM-L6-v2", dtype="float32")
 ctx.engines.use("all-MiniLM-L6-v2", engine)
 spec = {"input": {"uri": Path(sys.argv[3]).as_uri() + "/"}, "long_documents": {"mode": "truncate"}}
-run_job_locally(JobSpec.model_validate(spec), ctx)  # a warm-up job: what any job's first run allocates (~150 MB)
+run_job_locally(ctx, JobSpec.model_validate(spec))  # a warm-up job: what any job's first run allocates (~150 MB)
 try:  # the peak from here on: writing 5 resets VmHWM to the current RSS (Linux 4.0+)
     open("/proc/self/clear_refs", "w").write("5")
     reset = True
@@ -52,7 +52,7 @@ except OSError:
     reset = False
 before = status_kb("VmHWM") if not reset else status_kb("VmRSS")
 spec = JobSpec.model_validate({"input": {"uri": Path(sys.argv[2]).as_uri() + "/"}, "long_documents": {"mode": "truncate"}})
-status = run_job_locally(spec, ctx)
+status = run_job_locally(ctx, spec)
 peak = status_kb("VmHWM")
 job = JobHandle.bind(ctx, status.id)
 manifest = job.ledger.manifest()

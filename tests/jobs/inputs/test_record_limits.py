@@ -25,7 +25,7 @@ AFTER = [{"id": "c", "text": "y" * (MAX_CHARS + 1)}, {"id": "d", "text": "y" * M
 def _plan(tmp_path, uri: str, task: dict | None = None):
     ctx = local_context(tmp_path / "out", Settings(max_document_chars=MAX_CHARS, shard_max_documents=1))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": uri}, **(task or {})}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": uri}, **(task or {})})).id
     drain(ctx, only=PLANNING)
     job = JobHandle.bind(ctx, job_id)
     errors = [json.loads(line) for line in ctx.store.get(job.layout.plan_errors).splitlines()]
@@ -46,7 +46,7 @@ def test_an_oversize_line_and_a_text_over_the_limit_are_errors_and_the_rest_is_p
                                     "(POOLQ_MAX_DOCUMENT_CHARS)")
     # each shard was cut with the bound it is read back within, and reads back its records
     assert {(shard.limits.max_record_bytes, shard.limits.max_compression_ratio) for shard in shards} == {(bound, 100)}
-    read = [read_shard_records(shard, InputFields(), ctx.settings.s3_config()) for shard in shards]
+    read = [read_shard_records(shard, InputFields(), ctx.settings.storage.s3_config()) for shard in shards]
     assert [{key: len(record.text) for key, record in records.items()} for records in read] == [{"a": 5}, {"d": MAX_CHARS}]
 
 
@@ -58,7 +58,7 @@ def test_a_parquet_cell_over_the_bound_is_an_error_naming_its_row(tmp_path):
     ctx, errors, shards = _plan(tmp_path, (tmp_path / "in.parquet").as_uri())
     assert [(e["line"], e["code"]) for e in errors] == [(2, "record_too_large")]
     assert errors[0]["message"].startswith(f"row 2: its cells, decoded, take {2 * MIB + 3} bytes; a record may take at most")
-    read = [read_shard_records(shard, InputFields(), ctx.settings.s3_config()) for shard in shards]
+    read = [read_shard_records(shard, InputFields(), ctx.settings.storage.s3_config()) for shard in shards]
     assert [sorted(records) for records in read] == [["a"], ["c"]]
 
 

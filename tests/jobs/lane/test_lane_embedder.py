@@ -28,7 +28,7 @@ def _job_vectors(ctx, texts: list[str], **options) -> np.ndarray:
     """The vectors an embed job writes for ``texts`` (in their order), read back from its Parquet parts."""
     documents = [{"id": f"doc-{i}", "text": text} for i, text in enumerate(texts)]
     spec = JobSpec.model_validate({"model": MODEL, "input": {"documents": documents}, **options})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     layout = JobHandle.bind(ctx, status.id).layout
     rows = {}
     for part in json.loads(ctx.store.get(layout.manifest))["parts"]:

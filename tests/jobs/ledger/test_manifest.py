@@ -54,8 +54,8 @@ def test_fields_a_newer_version_adds_are_kept_not_refused():
 
 
 def test_the_finalizer_writes_a_manifest_the_model_reads_back(local_ctx):
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": [
-        {"id": "a", "text": "one document"}, {"id": "b", "text": "another one"}]}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"documents": [
+        {"id": "a", "text": "one document"}, {"id": "b", "text": "another one"}]}}))
     stored = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     manifest = JobHandle.bind(local_ctx, status.id).ledger.manifest()
     assert stored["version"] == MANIFEST_VERSION == manifest.version
@@ -82,7 +82,7 @@ def test_a_carried_part_has_no_shard_field():
 
 
 def test_an_embed_manifest_names_no_labels(local_ctx):
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}))
     assert "labels" not in json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))["output"]
 
 
@@ -93,8 +93,8 @@ def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_
 
     accept = submit.validate_spec
 
-    def accept_then_lose_the_model(spec, ctx):
-        accepted = accept(spec, ctx)
+    def accept_then_lose_the_model(ctx, spec):
+        accepted = accept(ctx, spec)
 
         def unknown(name, *args, **kwargs):
             raise UnknownModelError(f"unknown model {name!r}; known models: (none)")
@@ -104,7 +104,7 @@ def test_a_worker_without_the_jobs_model_still_writes_the_failed_manifest(local_
 
     monkeypatch.setattr(submit, "validate_spec", accept_then_lose_the_model)
     # When it runs
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one"}]}}))
     # Then the ledger's verdict is written: failed, naming the model, with no parts and no columns
     manifest = JobHandle.bind(local_ctx, status.id).ledger.manifest()
     assert manifest is not None and manifest.status is JobState.FAILED

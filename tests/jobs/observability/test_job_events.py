@@ -11,7 +11,7 @@ from poolq.worker.local_runner import run_job_locally
 def test_a_jobs_lines_tell_its_story_from_submit_to_finish(local_ctx, json_lines):
     documents = [{"id": f"d{i}", "text": f"document {i} about pooling models"} for i in range(9)]
     documents.append({"id": "blank", "text": "   "})  # rejected while planning: counted as failed
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": documents}}), local_ctx)  # shards of 4
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"documents": documents}}))  # shards of 4
     story = [line for line in json_lines() if line.get("event")]
     assert [line["event"] for line in story] == (
         ["job_submitted", "job_planned"] + ["shard_started", "shard_committed"] * 3 + ["job_finished"]), story

@@ -94,7 +94,7 @@ def test_an_api_key_never_reaches_the_logs(local_ctx, caplog, capsys):
     """Real uvicorn (access and error logs) at DEBUG, with requests that succeed, fail and are refused."""
     from poolq.api.server.app import create_app
 
-    app = create_app(local_ctx.settings, local_ctx)
+    app = create_app(local_ctx, local_ctx.settings)
     key, _ = app.state.keys.create("local", admin=True)
     # port 0: the kernel picks one as uvicorn binds it (no other process can take it first)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_config=None, log_level="debug"))

@@ -80,7 +80,7 @@ def test_recorder_contract(recorder):
 def test_a_job_records_its_shards_errors_and_outcome_once_even_when_redelivered(ctx):
     documents = [{"id": str(i), "text": f"document number {i}"} for i in range(3)]
     documents += [{"id": "blank", "text": "   "}, {"id": "long", "text": "word " * 2000}]
-    status = run_job_locally(_spec(documents), ctx)
+    status = run_job_locally(ctx, _spec(documents))
     assert status.status is JobState.PARTIALLY_SUCCEEDED
     first = ctx.metrics.totals()
     assert first.shards == 2 and first.documents == 3 and first.tokens == status.usage.tokens > 0
@@ -93,7 +93,7 @@ def test_a_job_records_its_shards_errors_and_outcome_once_even_when_redelivered(
 
 
 def test_an_attempt_that_loses_the_commit_records_nothing(ctx):
-    status = run_job_locally(_spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}]), ctx)
+    status = run_job_locally(ctx, _spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}]))
     before = ctx.metrics.totals()
     lease = ctx.leases.acquire(status.id, "shard-00000", 60)  # a late duplicate of shard 0
     winner = _attempt(JobHandle.bind(ctx, status.id), 0, lease)
@@ -112,7 +112,7 @@ class _HoldingEnqueuer(Enqueuer):
 
 def test_an_abandoned_shard_counts_its_records_as_shard_failed(ctx):
     held = replace(ctx, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=_HoldingEnqueuer())
-    job = submit_job(_spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "c", "text": "3"}]), held)
+    job = submit_job(held, _spec([{"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "c", "text": "3"}]))
     assert plan_job(JobHandle.bind(held, job.id)).num_shards == 2
     abandon_shard(JobHandle.bind(held, job.id), 0, "shard 0 failed: boom")
     abandon_shard(JobHandle.bind(held, job.id), 0, "shard 0 failed: boom")  # a repeat finds the commit: nothing more

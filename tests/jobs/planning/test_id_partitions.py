@@ -58,7 +58,7 @@ def test_duplicate_ids_across_two_input_objects_are_reported_naming_the_second(t
     (folder / "b.jsonl").write_text("".join(json.dumps(d) + "\n" for d in second))
     ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 16))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}})).id
     # When it is planned (two objects: two sections, each scanned and cut by its own task)
     drain(ctx, only=PLANNING)
     plan = JobHandle.bind(ctx, job_id).ledger.plan()
@@ -77,7 +77,7 @@ def test_a_duplicate_in_a_later_section_of_one_object_names_the_first_line(tmp_p
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=2048))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": (tmp_path / "in.jsonl").as_uri()}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": (tmp_path / "in.jsonl").as_uri()}})).id
     drain(ctx, only=PLANNING)
     errors = [json.loads(line) for line in ctx.store.get(JobHandle.bind(ctx, job_id).layout.plan_errors).splitlines()]
     assert [(e["code"], e["line"]) for e in errors] == [("duplicate_id", 60)]

@@ -53,7 +53,7 @@ def _edit(docs, indexes):
 
 def _run(ctx, uri, incremental_from=None, **options):
     spec = JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": incremental_from, **options})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     return status.id
 
@@ -153,10 +153,10 @@ def test_other_options_or_model_carry_nothing(tmp_path, local_ctx, engine, sente
     assert len(engine.keys) == 5 and _manifest(local_ctx, second)["counts"]["carried"] == 0
     # A different model (the earlier manifest as another model would have written it): no baseline
     same_spec = JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": first})
-    assert baseline_manifest(same_spec, LOCAL_TENANT, local_ctx) is not None
+    assert baseline_manifest(local_ctx, same_spec, LOCAL_TENANT) is not None
     key = JobHandle.bind(local_ctx, first).layout.manifest
     local_ctx.store.put(key, json.dumps({**_manifest(local_ctx, first), "model": "smollm2-135m"}).encode())
-    assert baseline_manifest(same_spec, LOCAL_TENANT, local_ctx) is None
+    assert baseline_manifest(local_ctx, same_spec, LOCAL_TENANT) is None
 
 
 def _worker(tmp_path, minilm_engine, **settings):
@@ -222,7 +222,7 @@ def test_a_prefix_input_reads_every_jsonl_object_in_key_order(tmp_path, local_ct
         handle.write("{broken\n")
     prefix = (tmp_path / "in").as_uri() + "/"
     spec = JobSpec.model_validate({"input": {"uri": prefix}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     # Then every document is embedded, in key order, and the error names its object and line
     assert status.status is JobState.PARTIALLY_SUCCEEDED and status.counts.total == 10
     assert engine.keys == [d["id"] for d in docs]
@@ -233,11 +233,11 @@ def test_a_prefix_input_reads_every_jsonl_object_in_key_order(tmp_path, local_ct
     # And an incremental rerun after editing one object embeds only its edited document
     _write(tmp_path / "in" / "sub" / "c.jsonl", _edit(docs[6:], {0}))
     engine.keys.clear()
-    rerun = run_job_locally(JobSpec.model_validate({"input": {"uri": prefix}, "incremental_from": status.id}), local_ctx)
+    rerun = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": prefix}, "incremental_from": status.id}))
     assert engine.keys == ["doc-006"] and rerun.counts.completed == 9
 
 
 def test_an_empty_prefix_fails_the_job_saying_so(tmp_path, local_ctx):
     (tmp_path / "empty").mkdir()
-    status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "empty").as_uri() + "/"}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": (tmp_path / "empty").as_uri() + "/"}}))
     assert status.status is JobState.FAILED and "holds no *.jsonl, *.jsonl.gz or *.parquet objects" in status.error

@@ -1,5 +1,10 @@
-"""An incremental rerun of 100,000 documents where 3 changed embeds exactly those 3, and its
-planning holds one id partition at a time, not the corpus."""
+"""An incremental rerun of 50,000 documents where 3 changed embeds exactly those 3, and its
+planning holds one id partition at a time, not the corpus.
+
+What planning may hold is sized by settings and fixed buffers, not by the corpus: the corpus is
+scaled down with its id partitions (256 KiB of input, 8 of them) and its baseline's parts (2,500
+documents, 20 of them), so it still spans several partitions and 20 parts, and the ids and hashes
+of its 50,000 documents still take more than the bound that planning's allocations keep under."""
 import json
 import tracemalloc
 
@@ -13,8 +18,8 @@ from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps import planner as planner_module
 from poolq.worker.local_runner import local_context, run_job_locally
 
-DOCUMENTS = 100_000
-CHANGED = (17, 50_000, 99_998)
+DOCUMENTS = 50_000
+CHANGED = (17, 25_000, 49_998)
 
 
 def _write(path, edited=()):
@@ -26,14 +31,15 @@ def _write(path, edited=()):
 
 
 @pytest.mark.slow
-def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_path, minilm_engine, monkeypatch):
-    # Parts of 5,000 documents (20 of them): what planning may hold at a time is one part
-    ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 20, shard_max_documents=5000))
+def test_three_changed_documents_of_50k_are_the_only_ones_embedded_again(tmp_path, minilm_engine, monkeypatch):
+    # Parts of 2,500 documents (20 of them), id partitions of 256 KiB of input (8): what planning may
+    # hold at a time is one partition and one part
+    ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=256 << 10, shard_max_documents=2500))
     engine = ConstantVectorEngine(minilm_engine)
     ctx.engines.use("all-MiniLM-L6-v2", engine)
     folder = tmp_path / "corpus"
     folder.mkdir()
-    first = run_job_locally(JobSpec.model_validate({"input": {"uri": _write(folder / "part.jsonl")}}), ctx)
+    first = run_job_locally(ctx, JobSpec.model_validate({"input": {"uri": _write(folder / "part.jsonl")}}))
     assert first.status is JobState.SUCCEEDED and len(engine.keys) == DOCUMENTS
     # When 3 documents change and the job runs again from the first
     engine.keys.clear()
@@ -50,7 +56,7 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
             tracemalloc.stop()
 
     monkeypatch.setattr("poolq.worker.local_runner.plan_job", measured)
-    second = run_job_locally(JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": first.id}), ctx)
+    second = run_job_locally(ctx, JobSpec.model_validate({"input": {"uri": uri}, "incremental_from": first.id}))
     # Then exactly the 3 were embedded, the rest carried, and every document is in the output once
     assert second.status is JobState.SUCCEEDED
     assert sorted(engine.keys) == [f"doc-{i:06d}" for i in CHANGED]
@@ -59,10 +65,10 @@ def test_three_changed_documents_of_100k_are_the_only_ones_embedded_again(tmp_pa
     assert sum(part.rows for part in manifest.parts) == DOCUMENTS
     # And planning's Python allocations (every stage: the input is one section) stayed within its
     # fixed buffers (the scan's 1 MiB upload chunk, two 1 MiB spill buffers, one id partition of
-    # ~1 MiB of input, one range of decisions and the section's skip arrays), while the corpus's
-    # ids and content hashes alone, held in one dict, take over 20 MB
+    # ~256 KiB of input, one range of decisions and the section's skip arrays), while the corpus's
+    # ids and content hashes alone, held in one dict, take 10 MiB (on top of those buffers)
     held = {f"doc-{i:06d}": "0" * 64 for i in range(DOCUMENTS)}
-    assert peaks and peaks[0] < 10 << 20 < _python_bytes(held), f"planning peaked at {peaks[0] / 2**20:.1f} MiB"
+    assert peaks and peaks[0] < 8 << 20 < _python_bytes(held), f"planning peaked at {peaks[0] / 2**20:.1f} MiB"
 
 
 def _python_bytes(ids_and_hashes: dict) -> int:

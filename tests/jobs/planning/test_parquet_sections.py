@@ -81,7 +81,7 @@ def _oracle(corpus):
 def _plan(tmp_path, folder, name, section_bytes, shuffle=None):
     ctx = local_context(tmp_path / name, Settings(plan_section_bytes=section_bytes, shard_max_documents=16))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}})).id
     if shuffle is None:
         drain(ctx, only=PLANNING)
     else:
@@ -97,7 +97,7 @@ def _kept(ctx, job_id):
     plan, layout, kept = JobHandle.bind(ctx, job_id).ledger.plan(), JobHandle.bind(ctx, job_id).layout, []
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
-        rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
+        rows = read_shard_records(shard_input, InputFields(), ctx.settings.storage.s3_config())
         kept += [(shard_input.uri.rsplit("/", 1)[-1], row_id, row.line) for row_id, row in rows.items()]
     return kept
 
@@ -141,7 +141,7 @@ def test_a_shard_names_row_runs_and_no_text(tmp_path):
     assert shard.format == "parquet" and shard.records == [] and b"word" not in raw
     # rows 1-5 of a.parquet, then row 6 (a null text) ends the run; row indices, numbered from 1
     assert shard.runs == [(0, 5, 1), (6, 17, 7)] and shard.documents == 16
-    rows = read_shard_records(shard, InputFields(), ctx.settings.s3_config())
+    rows = read_shard_records(shard, InputFields(), ctx.settings.storage.s3_config())
     assert rows["0"].text == corpus["a.parquet"][0]["text"] and rows["6"].line == 7
 
 
@@ -151,7 +151,7 @@ def test_a_replaced_parquet_object_is_not_read_as_the_planned_one(tmp_path):
     shard = ShardInput.from_bytes(ctx.store.get(JobHandle.bind(ctx, job_id).layout.shard_input(0, 0)))
     _write(tmp_path / "corpus" / "a.parquet", {"id": [1], "text": ["other"]}, 10)
     with pytest.raises(ValueError, match="was replaced after the job was planned"):
-        read_shard_records(shard, InputFields(), ctx.settings.s3_config())
+        read_shard_records(shard, InputFields(), ctx.settings.storage.s3_config())
 
 
 def test_a_job_carries_parquet_columns_with_their_arrow_types(tmp_path, local_ctx, minilm_engine):
@@ -165,7 +165,7 @@ def test_a_job_carries_parquet_columns_with_their_arrow_types(tmp_path, local_ct
                                      "tags": pa.array(tags, pa.list_(pa.string()))}, 2)
     spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "in.parquet").as_uri()},
                                    "output": {"include_fields": ["tags", "at", "year", "absent"]}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error_samples
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]]).sort_by("id")
@@ -187,7 +187,7 @@ def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, loc
     spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "long.parquet").as_uri()},
                                    "output": {"include_fields": ["rank", "at"]},
                                    "long_documents": {"mode": "naive_chunks", "chunk_tokens": 32}})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error_samples
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]])
@@ -201,7 +201,7 @@ def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, loc
 def test_an_object_named_parquet_that_is_not_fails_the_job_naming_it(tmp_path, local_ctx):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.parquet").write_bytes(b'{"id": "a", "text": "JSONL under a Parquet name"}\n')
-    status = run_job_locally(JobSpec.model_validate({"input": {"uri": (tmp_path / "in").as_uri() + "/"}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": (tmp_path / "in").as_uri() + "/"}}))
     assert status.status is JobState.FAILED and "a.parquet is named as Parquet but is not" in status.error
     assert "it looks like JSON lines: name it .jsonl" in status.error and status.counts.failed == 0, status
 
@@ -216,7 +216,7 @@ def test_a_parquet_object_without_the_id_or_text_column_fails_the_job_once_namin
     folder.mkdir()
     _write(folder / "a.parquet", {"id": ["x"], "text": ["a good object first"]}, 1)
     _write(folder / "b.parquet", columns, 1)
-    status = run_job_locally(JobSpec.model_validate({"input": {"uri": folder.as_uri() + "/"}}), local_ctx)
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": folder.as_uri() + "/"}}))
     # One failure of the job, naming the object and the column; not an error per row
     assert status.status is JobState.FAILED, status
     assert f"b.parquet has no column {missing!r}" in status.error and "MissingColumnError" in status.error
@@ -227,5 +227,5 @@ def test_a_score_jobs_parquet_object_needs_its_query_column_too(tmp_path, local_
     _write(tmp_path / "pairs.parquet", {"id": ["a"], "text": ["a passage"]}, 1)
     spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "pairs.parquet").as_uri()}, "task": "score",
                                    "model": "all-MiniLM-L6-v2"})
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.FAILED and "pairs.parquet has no column 'query'" in status.error, status

@@ -40,8 +40,8 @@ def test_a_one_section_job_is_planned_reading_each_planning_record_once(tmp_path
     # Given a small inline job, planned wholly by its plan task (list, scan, decide, cut, commit)
     ctx = local_context(tmp_path / "out", Settings())
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": [
-        {"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "a", "text": "a repeated id"}]}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": [
+        {"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "a", "text": "a repeated id"}]}})).id
     reads = _counting_reads(ctx, monkeypatch)
     # When the plan task runs
     run_task(ctx.enqueuer.take()[0], ctx)
@@ -59,7 +59,7 @@ def test_every_task_of_a_job_planned_in_sections_reads_each_planning_record_once
     (tmp_path / "input.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": (tmp_path / "input.jsonl").as_uri()}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": (tmp_path / "input.jsonl").as_uri()}})).id
     layout = JobHandle.bind(ctx, job_id).layout
     reads = _counting_reads(ctx, monkeypatch)
     # When each planning task runs in turn, until the plan is committed

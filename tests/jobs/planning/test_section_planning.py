@@ -72,7 +72,7 @@ def _oracle(corpus: dict[str, list[str]]) -> tuple[list[tuple[str, str, int]], s
 def _plan(tmp_path, folder, name: str, section_bytes: int, shuffle: int | None = None):
     ctx = local_context(tmp_path / name, Settings(plan_section_bytes=section_bytes, shard_max_documents=16))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{folder}/"}})).id
     if shuffle is None:
         drain(ctx, only=PLANNING)
     else:  # any order the workers pick the section tasks in
@@ -88,7 +88,7 @@ def _kept(ctx, job_id) -> list[tuple[str, str, int]]:
     plan, layout, kept = JobHandle.bind(ctx, job_id).ledger.plan(), JobHandle.bind(ctx, job_id).layout, []
     for shard in range(plan.num_shards):
         shard_input = ShardInput.from_bytes(ctx.store.get(layout.shard_input(*plan.shard_location(shard))))
-        rows = read_shard_records(shard_input, InputFields(), ctx.settings.s3_config())
+        rows = read_shard_records(shard_input, InputFields(), ctx.settings.storage.s3_config())
         kept += sorted((shard_input.uri.rsplit("/", 1)[-1], row_id, row.line) for row_id, row in rows.items())
     return kept
 
@@ -126,7 +126,7 @@ def test_each_section_is_scanned_and_cut_by_its_own_task_and_a_repeat_changes_no
     _corpus(tmp_path / "corpus")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}})).id
     # When the plan task runs: it lists the sections and sends one scan task per section
     run_task(ctx.enqueuer.take()[0], ctx)
     planning = PlanningLedger(ctx.store, JobHandle.bind(ctx, job_id).layout)
@@ -151,7 +151,7 @@ def test_a_lost_section_task_is_sent_again_and_only_it_is_read_again(tmp_path, m
     _corpus(tmp_path / "corpus")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10, requeue_after_s=0.05))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}})).id
     scanned = []
     scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
     monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN,
@@ -175,7 +175,7 @@ def test_a_section_whose_object_changed_fails_the_planning_saying_so(tmp_path):
     corpus = _corpus(tmp_path / "corpus")
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
     ctx.enqueuer = RecordingEnqueuer()
-    submit_job(JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}}), ctx)
+    submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}}))
     run_task(ctx.enqueuer.take()[0], ctx)
     # When b.jsonl is replaced after the sections were listed
     (tmp_path / "corpus" / "b.jsonl").write_text("\n".join(corpus["b.jsonl"][:3]) + "\n")
@@ -198,7 +198,7 @@ def test_a_finished_job_keeps_its_stage_records_but_not_its_id_spills(tmp_path, 
     ctx = local_context(tmp_path / "out", Settings(plan_section_bytes=1 << 10))
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     spec = JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}, "long_documents": {"mode": "truncate"}})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     assert status.status.value == "partially_succeeded"
     planning_keys = list(ctx.store.list(JobHandle.bind(ctx, status.id).layout.planning_prefix))
     assert not [key for key in planning_keys if key.endswith((".ids.tsv", ".skips.npz"))]

@@ -88,7 +88,7 @@ def test_a_job_over_a_prefix_may_supersede_too_reading_the_oldest_object_first(t
     ctx = local_context(tmp_path / "out", Settings(plan_partition_bytes=1 << 16))
     ctx.enqueuer = RecordingEnqueuer()
     spec = JobSpec.model_validate({"input": {"uri": f"file://{folder}/", "supersede": True}})
-    job = JobHandle.bind(ctx, submit_job(spec, ctx).id)
+    job = JobHandle.bind(ctx, submit_job(ctx, spec).id)
     # When it is planned
     drain(ctx, only=PLANNING)
     # Then the objects were read oldest first, nothing failed, the older d1 is left out, and the
@@ -100,5 +100,5 @@ def test_a_job_over_a_prefix_may_supersede_too_reading_the_oldest_object_first(t
     shards = [ShardInput.from_bytes(ctx.store.get(job.layout.shard_input(*plan.shard_location(shard))))
               for shard in range(plan.num_shards)]
     texts = {record_id: record.text for shard in shards
-             for record_id, record in read_shard_records(shard, InputFields(), ctx.settings.s3_config()).items()}
+             for record_id, record in read_shard_records(shard, InputFields(), ctx.settings.storage.s3_config()).items()}
     assert texts == {"d0": "text 0", "d1": "text 1, edited", "d2": "text 2"}

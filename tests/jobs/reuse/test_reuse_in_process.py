@@ -43,7 +43,7 @@ def _write(tmp_path, name, docs):
 
 def _run(ctx, uri, tenant="local", **options):
     spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": uri}, **options})
-    job = submit_job(spec, ctx, tenant=tenant)
+    job = submit_job(ctx, spec, tenant=tenant)
     handle = JobHandle.of_tenant(ctx, job.id, tenant)
     manifest = handle.ledger.manifest()
     assert manifest is not None and manifest.status is JobState.SUCCEEDED, manifest
@@ -89,7 +89,7 @@ def test_the_status_counts_what_reuse_saved_while_the_job_runs(ctx, tmp_path, se
     ctx.enqueuer = RecordingEnqueuer()  # tasks run when drained: the job can be looked at before its finalizer
     docs = [{"id": f"r{i}", "text": t} for i, t in enumerate(sentences[:4] * 2)]
     spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": _write(tmp_path, "twice.jsonl", docs)}})
-    job = JobHandle.bind(ctx, submit_job(spec, ctx).id)
+    job = JobHandle.bind(ctx, submit_job(ctx, spec).id)
     assert current_status(job).reuse is None  # nothing counted yet
     drain(ctx, only=frozenset({"plan", "plan_section", "shard"}))
     running = current_status(job)

@@ -50,7 +50,7 @@ def test_a_truncate_dim_models_default_size_has_its_own_scope(ctx):
 
 
 def test_a_jobs_reuse_uses_that_scope(ctx):
-    handle = JobHandle.bind(ctx, submit_job(_spec(MATRYOSHKA), ctx).id)
+    handle = JobHandle.bind(ctx, submit_job(ctx, _spec(MATRYOSHKA)).id)
     reuse = JobReuse.of(handle)
     assert reuse is not None and handle.spec.model.startswith(f"{MATRYOSHKA}@")  # pinned to its commit
     assert reuse.scope == engine_scope(handle.spec, ctx.engines, handle.compute_dtype)

@@ -31,7 +31,7 @@ def _spec(body=BODY) -> JobSpec:
 
 def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
     ctx = queued_ctx
-    job_id = submit_job(_spec(), ctx).id
+    job_id = submit_job(ctx, _spec()).id
     # When a job whose plan has not run is cancelled
     assert cancel_job(JobHandle.bind(ctx, job_id)).status is JobState.CANCELLING  # its finalizer is queued
     _drain(ctx)  # the queued plan task arrives late, then the finalizer
@@ -48,7 +48,7 @@ def test_cancelling_a_queued_job_ends_it_cancelled_with_no_parts(queued_ctx):
 
 
 def test_cancelling_a_finished_job_is_refused(local_ctx):
-    job_id = submit_job(_spec(), local_ctx).id  # runs to the end inline
+    job_id = submit_job(local_ctx, _spec()).id  # runs to the end inline
     assert local_ctx.status.get(job_id).status is JobState.SUCCEEDED
     with pytest.raises(JobAlreadyFinished) as raised:
         cancel_job(JobHandle.bind(local_ctx, job_id))
@@ -66,9 +66,9 @@ def test_cancelling_an_unknown_job_is_not_found(local_ctx):
 
 
 def test_the_same_key_returns_the_same_job(local_ctx):
-    first = submit_job(_spec(), local_ctx, idempotency_key="key-1")
-    again = submit_job(_spec(), local_ctx, idempotency_key="key-1")
-    other = submit_job(_spec(), local_ctx, idempotency_key="key-2")
+    first = submit_job(local_ctx, _spec(), idempotency_key="key-1")
+    again = submit_job(local_ctx, _spec(), idempotency_key="key-1")
+    other = submit_job(local_ctx, _spec(), idempotency_key="key-2")
     assert again.id == first.id and other.id != first.id
     assert again.status is JobState.SUCCEEDED  # the replay reports the job as it is now
     # Only two jobs were ever created
@@ -77,9 +77,9 @@ def test_the_same_key_returns_the_same_job(local_ctx):
 
 
 def test_the_same_key_with_a_different_body_is_a_conflict(local_ctx):
-    submit_job(_spec(), local_ctx, idempotency_key="key-1")
+    submit_job(local_ctx, _spec(), idempotency_key="key-1")
     with pytest.raises(IdempotencyConflict):
-        submit_job(_spec(OTHER_BODY), local_ctx, idempotency_key="key-1")
+        submit_job(local_ctx, _spec(OTHER_BODY), idempotency_key="key-1")
 
 
 class FailOnce(LocalObjectStore):
@@ -110,10 +110,10 @@ def test_a_half_done_submission_is_completed_by_the_retry(local_ctx, dies_at):
     ctx.store = FailOnce(ctx.store.root, dies_at)
     # Given a submission that claimed its key and died part-way
     with pytest.raises(StorageError):
-        submit_job(_spec(), ctx, idempotency_key="retry-me")
+        submit_job(ctx, _spec(), idempotency_key="retry-me")
     (claim,) = ctx.store.list("_idempotency/")
     # When the client retries with the same key
-    status = submit_job(_spec(), ctx, idempotency_key="retry-me")
+    status = submit_job(ctx, _spec(), idempotency_key="retry-me")
     # Then the claimed job is completed and runs to the end
     assert f'"job_id": "{status.id}"' in ctx.store.get(claim).decode()
     assert ctx.status.get(status.id).status is JobState.SUCCEEDED
@@ -166,8 +166,8 @@ def test_a_cancel_asked_while_the_last_running_shard_commits_whole_still_ends_th
     from poolq.jobs.steps.shards import shard_runner
 
     ctx = queued_ctx
-    ctx.settings = ctx.settings.model_copy(update={"shard_max_documents": 1})
-    job_id = submit_job(_spec(), ctx).id
+    ctx.settings = ctx.settings.with_values(shard_max_documents=1)
+    job_id = submit_job(ctx, _spec()).id
     _drain(ctx, only=frozenset({"plan"}))
     job = JobHandle.bind(ctx, job_id)
     assert job.ledger.plan().num_shards == 2

@@ -43,7 +43,7 @@ def ctx(tmp_path, minilm_engine):
 
 def _planned_job(ctx, shards: int = SHARDS) -> str:
     documents = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(shards)]
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": documents}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": documents}})).id
     assert ctx.enqueuer.take() == [("plan", job_id)]
     plan_job(JobHandle.bind(ctx, job_id))
     return job_id

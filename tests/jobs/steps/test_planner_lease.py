@@ -19,7 +19,7 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
     # Given leases of 0.3 s and a planner whose reading takes ten times that
     ctx = local_context(tmp_path / "out", Settings(lease_ttl_s=0.3))
     ctx.enqueuer = RecordingEnqueuer()
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "slow input"}]}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "slow input"}]}})).id
     reading, done = threading.Event(), threading.Event()
     scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
 
@@ -47,7 +47,7 @@ def test_shards_are_cut_by_estimated_work_not_only_by_documents(tmp_path):
     ctx.enqueuer = RecordingEnqueuer()
     short = [{"id": f"s{i}", "text": "x" * 90} for i in range(8)]  # 25 estimated tokens each
     long = [{"id": "long", "text": "y" * 1000}]  # over the budget alone: a shard of its own
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": short + long}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": short + long}})).id
     planner_module.plan_job(JobHandle.bind(ctx, job_id))
     # Then the short ones go four to a shard, and the long one is alone
     layout = JobHandle.bind(ctx, job_id).layout

@@ -46,7 +46,7 @@ class NanForOneRecord(ConstantVectorEngine):
 
 
 def _outcome(ctx, spec: JobSpec):
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     layout = JobHandle.bind(ctx, status.id).layout
     manifest = json.loads(ctx.store.get(layout.manifest))
     ids = [i for part in manifest["parts"] for i in read_embeddings(ctx.store.get(part["key"])).column("id").to_pylist()]

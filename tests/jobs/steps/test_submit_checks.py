@@ -7,7 +7,7 @@ def test_a_job_for_a_task_its_model_lacks_is_rejected_naming_the_models_tasks(lo
 
     spec = JobSpec.model_validate({"model": "splade-tiny", "input": {"documents": [{"id": "a", "text": "x"}]}})
     with pytest.raises(JobRejected, match="serves sparse_embed, not 'embed'"):
-        submit_job(spec, local_ctx)
+        submit_job(local_ctx, spec)
 
 
 def test_each_packaged_model_kind_declares_the_tasks_its_dispatcher_serves(minilm_engine):

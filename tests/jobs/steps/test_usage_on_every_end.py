@@ -44,8 +44,8 @@ class CancellingEngine:
 def test_a_cancel_in_the_middle_of_a_long_document_bills_the_windows_it_ran(local_ctx, minilm_engine, long_documents):
     # Given a shard whose first document is long (many windows of 64 tokens, two a step), then short ones
     # that finish early but wait for it (results come out in input order), progress reported at every step
-    local_ctx.settings = local_ctx.settings.model_copy(update={"cancel_check_interval_s": 1e-6,
-                                                               "progress_interval_s": 1e-6})
+    local_ctx.settings = local_ctx.settings.with_values(cancel_check_interval_s=1e-6,
+                                                                progress_interval_s=1e-6)
     local_ctx.enqueuer = RecordingEnqueuer()
     small_steps = PoolingEngine(minilm_engine.loaded, EngineConfig(max_num_batched_tokens=128, lookahead_tokens=4096))
     engine = CancellingEngine(small_steps, local_ctx, cancel_at=6)
@@ -54,7 +54,7 @@ def test_a_cancel_in_the_middle_of_a_long_document_bills_the_windows_it_ran(loca
                  *({"id": f"short-{i}", "text": f"a short document, number {i}"} for i in range(3))]
     spec = JobSpec.model_validate({"model": MODEL, "input": {"documents": documents},
                                    "long_documents": {"mode": "chunked", "window_tokens": 64}})
-    engine.job_id = submit_job(spec, local_ctx).id
+    engine.job_id = submit_job(local_ctx, spec).id
     # When the job is cancelled at the shard's sixth step, long before the long document is done
     drain(local_ctx)
     # Then the shard committed no row (nothing reached its turn), and yet the tokens it ran are billed

@@ -78,5 +78,5 @@ def test_options_of_other_tasks_are_rejected_naming_the_field(task_ctx, output, 
     spec = JobSpec.model_validate({"model": "sentiment", "task": "classify", "output": output,
                                    "input": {"documents": DOCUMENTS}})
     with pytest.raises(JobRejected, match=f"{field} does not apply to task 'classify'") as caught:
-        validate_spec(spec, task_ctx)
+        validate_spec(task_ctx, spec)
     assert caught.value.field == field

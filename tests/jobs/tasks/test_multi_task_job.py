@@ -78,5 +78,5 @@ def test_task_lists_must_name_several_combinable_tasks(task, message):
 def test_a_combination_the_model_or_mode_cannot_serve_is_rejected(task_ctx, fields, field, message):
     spec = JobSpec.model_validate({"task": M3_TASKS, "input": {"documents": DOCUMENTS}, **fields})
     with pytest.raises(JobRejected, match=message) as caught:
-        validate_spec(spec, task_ctx)
+        validate_spec(task_ctx, spec)
     assert caught.value.field == field

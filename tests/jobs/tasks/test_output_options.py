@@ -28,7 +28,7 @@ def documents(sample_documents):
 
 def _run(ctx, documents, incremental_from=None, **output):
     spec = JobSpec.model_validate({"input": {"documents": documents}, "output": output, "incremental_from": incremental_from})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     manifest = json.loads(ctx.store.get(JobHandle.bind(ctx, status.id).layout.manifest))
     table = pa.concat_tables([read_embeddings(ctx.store.get(part["key"])) for part in manifest["parts"]])
@@ -132,7 +132,7 @@ def test_chunk_rows_use_the_jobs_encoding(local_ctx, sample_documents):
         "input": {"documents": [{"id": "long", "text": sample_documents[0]["text"]}]},
         "long_documents": {"mode": "late_chunks", "chunk_tokens": 64}, "output": {"dtype": "int8", "dimensions": 32},
     })
-    status = run_job_locally(spec, local_ctx)
+    status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
     table = read_embeddings(local_ctx.store.get(manifest["parts"][0]["key"]))
@@ -211,9 +211,9 @@ def test_accepted_output_options(raw_ctx):
     body = {"input": {"documents": [{"id": "a", "text": "first document"}]}, "output": {"dtype": "int8", "dimensions": 384}}
     assert client.post("/v1/jobs", json=body).status_code == 202
     for output in ({"dtype": "int8", "int8_range": [-3, 3]}, {"dimensions": 16}, {"dtype": "binary"}):
-        validate_spec(JobSpec.model_validate({"model": "raw-dense", "input": {"documents": [{"id": "a", "text": "x"}]},
-                                              "output": output}), raw_ctx)
+        validate_spec(raw_ctx, JobSpec.model_validate({"model": "raw-dense", "input": {"documents": [{"id": "a", "text": "x"}]},
+                                                       "output": output}))
     with pytest.raises(JobRejected) as rejected:
-        validate_spec(JobSpec.model_validate({"model": "raw-dense", "input": {"documents": [{"id": "a", "text": "x"}]},
-                                              "output": {"dtype": "int8"}}), raw_ctx)
+        validate_spec(raw_ctx, JobSpec.model_validate({"model": "raw-dense", "input": {"documents": [{"id": "a", "text": "x"}]},
+                                                       "output": {"dtype": "int8"}}))
     assert rejected.value.field == "output.int8_range"

@@ -60,7 +60,7 @@ def test_bad_pairs_are_per_record_errors_and_truncation_cuts_the_text_only(task_
     spec = JobSpec.model_validate({"model": "reranker", "task": "score", "input": {"documents": records}})
     from poolq.worker.local_runner import run_job_locally
 
-    status = run_job_locally(spec, task_ctx)
+    status = run_job_locally(task_ctx, spec)
     assert status.errors_by_code == {"missing_query": 1, "document_too_long": 1}, status.error_samples
     # Under truncate the long pair keeps its whole query; the text is cut to the window
     _, table = run_task_job(task_ctx, records[-1:], model="reranker", task="score", long_documents={"mode": "truncate"})
@@ -82,7 +82,7 @@ def test_bad_pairs_are_per_record_errors_and_truncation_cuts_the_text_only(task_
 def test_score_jobs_the_model_cannot_run_are_rejected(task_ctx, fields, field, message):
     spec = JobSpec.model_validate({"task": "score", "input": {"documents": PAIRS}, **fields})
     with pytest.raises(JobRejected, match=message) as caught:
-        validate_spec(spec, task_ctx)
+        validate_spec(task_ctx, spec)
     assert caught.value.field == field
 
 
@@ -111,7 +111,7 @@ def test_a_query_whose_pairs_are_not_consecutive_fails_its_later_pairs(task_ctx)
 
     pairs = _rerank_pairs(["alpha"], 2) + _rerank_pairs(["beta"], 2) + [{**_rerank_pairs(["alpha"], 3)[2]}]
     spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"documents": pairs}})
-    status = run_job_locally(spec, task_ctx)
+    status = run_job_locally(task_ctx, spec)
     assert status.errors_by_code == {"query_not_contiguous": 1}
     assert "query_id 'alpha' appeared earlier" in status.error_samples[0] and "line 5" in status.error_samples[0]
 
@@ -129,7 +129,7 @@ def test_runs_of_one_query_in_two_input_objects_are_split_too(task_ctx, tmp_path
     (folder / "a.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in first))
     (folder / "b.jsonl").write_text("".join(json.dumps(pair) + "\n" for pair in second))
     spec = JobSpec.model_validate({"task": "score", "score_mode": "cosine", "input": {"uri": folder.as_uri() + "/"}})
-    status = run_job_locally(spec, task_ctx)
+    status = run_job_locally(task_ctx, spec)
     # Then the second object's run is split off; the first is ranked alone
     assert status.errors_by_code == {"query_not_contiguous": 2} and status.counts.completed == 3
 
@@ -137,5 +137,5 @@ def test_runs_of_one_query_in_two_input_objects_are_split_too(task_ctx, tmp_path
 def test_incremental_score_jobs_are_rejected(task_ctx):
     spec = JobSpec.model_validate({"task": "score", "input": {"documents": PAIRS}, "incremental_from": "0" * 32})
     with pytest.raises(JobRejected, match="ranked together") as caught:
-        validate_spec(spec, task_ctx)
+        validate_spec(task_ctx, spec)
     assert caught.value.field == "incremental_from"

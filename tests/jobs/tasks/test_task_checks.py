@@ -33,9 +33,9 @@ def test_every_task_a_spec_may_name_has_an_output_format():
 ])
 def test_a_task_or_option_the_model_cannot_serve_is_a_rejection_naming_the_field(task_ctx, fields, field, message):
     with pytest.raises(JobRejected, match=message) as caught:
-        validate_spec(_spec(**fields), task_ctx)
+        validate_spec(task_ctx, _spec(**fields))
     assert caught.value.field == field
 
 
 def test_an_option_left_at_its_default_is_not_a_rejection(task_ctx):
-    validate_spec(_spec(task="sparse_embed", model="splade-tiny", output={"dtype": "float32"}), task_ctx)
+    validate_spec(task_ctx, _spec(task="sparse_embed", model="splade-tiny", output={"dtype": "float32"}))

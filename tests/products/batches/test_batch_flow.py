@@ -27,16 +27,16 @@ def _embedding_request(custom_id: str, text, **body) -> dict:
 
 
 def _run(ctx, content: bytes, endpoint: str = "/v1/embeddings", window: str = "24h"):
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(content), ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, endpoint, window, {"run": "test"}, ctx)  # runs its job inline
-    advance_batch(TENANT, batch.id, ctx)  # the reconciler's pass: the job has ended, its files are written
-    return get_batch(TENANT, batch.id, ctx, nudge=False)
+    uploaded = create_file(ctx, TENANT, "in.jsonl", "batch", io.BytesIO(content), max_bytes=1 << 20)
+    batch = create_batch(ctx, TENANT, uploaded.id, endpoint, window, {"run": "test"})  # runs its job inline
+    advance_batch(ctx, TENANT, batch.id)  # the reconciler's pass: the job has ended, its files are written
+    return get_batch(ctx, TENANT, batch.id, nudge=False)
 
 
 def _file_lines(ctx, file_id) -> list[dict]:
     if file_id is None:
         return []
-    with open_file_content(TENANT, file_id, ctx) as stream:
+    with open_file_content(ctx, TENANT, file_id) as stream:
         return [json.loads(line) for line in stream.read().splitlines()]
 
 
@@ -107,8 +107,8 @@ def test_a_file_of_bad_lines_fails_the_batch_with_its_errors(batch_ctx):
 def _held(local_ctx, requests: list, window: str = "24h"):
     """A batch whose steps are recorded, not run: each test runs them when it chooses."""
     local_ctx.enqueuer = RecordingEnqueuer()
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), local_ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", window, None, local_ctx)
+    uploaded = create_file(local_ctx, TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), max_bytes=1 << 20)
+    batch = create_batch(local_ctx, TENANT, uploaded.id, "/v1/embeddings", window, None)
     drain(local_ctx, only=frozenset({"batch"}))  # the input is read, the job submitted
     drain(local_ctx, only=PLANNING)  # and planned: one shard task per 4 documents, none run yet
     return batch
@@ -126,12 +126,12 @@ def test_expired_batch_keeps_what_was_done_and_lists_the_rest(local_ctx, sample_
     batch = _held(local_ctx, requests, window="60s")
     _first_shard_then_the_rest(local_ctx)
     # When the next passes come after the window: the job is stopped, then the files written
-    advance_batch(TENANT, batch.id, local_ctx, now=batch.created_at + 61)
-    job_id = get_batch(TENANT, batch.id, local_ctx, nudge=False).poolq_job_id
+    advance_batch(local_ctx, TENANT, batch.id, now=batch.created_at + 61)
+    job_id = get_batch(local_ctx, TENANT, batch.id, nudge=False).poolq_job_id
     assert local_ctx.status.get(job_id).status.value == "cancelling"
     drain(local_ctx, only=frozenset({"shard", "finalize"}))
-    advance_batch(TENANT, batch.id, local_ctx, now=batch.created_at + 62)
-    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    advance_batch(local_ctx, TENANT, batch.id, now=batch.created_at + 62)
+    batch = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     # Then it expired: the 4 done are in the output file, the 6 others in the error file
     assert batch.status == "expired" and batch.expired_at == batch.created_at + 62
     answered = {line["custom_id"] for line in _file_lines(local_ctx, batch.output_file_id)}
@@ -146,26 +146,26 @@ def test_cancel_before_the_job_ends(local_ctx, sample_documents):
     requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:10])]
     batch = _held(local_ctx, requests)
     _first_shard_then_the_rest(local_ctx)
-    assert cancel_batch(TENANT, batch.id, local_ctx).status == "cancelling"
+    assert cancel_batch(local_ctx, TENANT, batch.id).status == "cancelling"
     drain(local_ctx, only=frozenset({"batch"}))  # the batch's step stops the job
     drain(local_ctx)  # its other shards see the cancel; it is finalized
-    advance_batch(TENANT, batch.id, local_ctx)
-    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    advance_batch(local_ctx, TENANT, batch.id)
+    batch = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     assert batch.status == "cancelled" and batch.cancelled_at is not None
     assert len(_file_lines(local_ctx, batch.output_file_id)) == 4
     assert {line["error"]["code"] for line in _file_lines(local_ctx, batch.error_file_id)} == {"batch_cancelled"}
     with pytest.raises(BatchAlreadyEnded):
-        cancel_batch(TENANT, batch.id, local_ctx)
+        cancel_batch(local_ctx, TENANT, batch.id)
 
 
 def test_a_cancel_before_the_input_is_read_ends_the_batch_with_no_files(local_ctx, sample_documents):
     local_ctx.enqueuer = RecordingEnqueuer()  # the batch's first step is recorded, not run
     requests = [_embedding_request(f"r{i}", d["text"][:200]) for i, d in enumerate(sample_documents[:4])]
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), local_ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "24h", None, local_ctx)
-    assert cancel_batch(TENANT, batch.id, local_ctx).status == "cancelling"
+    uploaded = create_file(local_ctx, TENANT, "in.jsonl", "batch", io.BytesIO(_lines(requests)), max_bytes=1 << 20)
+    batch = create_batch(local_ctx, TENANT, uploaded.id, "/v1/embeddings", "24h", None)
+    assert cancel_batch(local_ctx, TENANT, batch.id).status == "cancelling"
     drain(local_ctx, only=frozenset({"batch"}))  # its step finds the cancel before reading the input
-    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    batch = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     assert batch.status == "cancelled" and batch.poolq_job_id is None  # no job was submitted
     assert (batch.output_file_id, batch.error_file_id, batch.request_counts.total) == (None, None, 0)
     assert [task for task in local_ctx.enqueuer.tasks if task[0] == "plan"] == []
@@ -174,12 +174,12 @@ def test_a_cancel_before_the_input_is_read_ends_the_batch_with_no_files(local_ct
 def test_a_retried_step_writes_the_same_files(local_ctx, sample_documents):
     # Given a finished batch whose result record is lost after its files were written (a crash)
     batch = _run(local_ctx, _lines([_embedding_request("a", sample_documents[0]["text"][:200]), b"bad"]))
-    records = BatchRecords(BatchLayout(local_ctx.service_layout, TENANT), batch.id, local_ctx)
+    records = BatchRecords(local_ctx, BatchLayout(local_ctx.service_layout, TENANT), batch.id)
     before = {name: _file_lines(local_ctx, getattr(batch, name)) for name in ("output_file_id", "error_file_id")}
     local_ctx.store.delete(records.key("result.json"))
     # When the step runs again
-    advance_batch(TENANT, batch.id, local_ctx)
-    again = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    advance_batch(local_ctx, TENANT, batch.id)
+    again = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     # Then the same files, under the same ids
     assert (again.output_file_id, again.error_file_id) == (batch.output_file_id, batch.error_file_id)
     assert {name: _file_lines(local_ctx, getattr(again, name)) for name in before} == before
@@ -195,20 +195,20 @@ def test_a_step_that_keeps_failing_ends_the_batch_failed_but_an_outage_does_not(
         raise ValueError("output line encoder crashed")
 
     monkeypatch.setattr(batch_advance, "write_batch_files", broken_files)
-    uploaded = create_file(TENANT, "in.jsonl", "batch", io.BytesIO(_lines([_embedding_request("a", "text")])),
-                           local_ctx, max_bytes=1 << 20)
-    batch = create_batch(TENANT, uploaded.id, "/v1/embeddings", "24h", None, local_ctx)
+    uploaded = create_file(local_ctx, TENANT, "in.jsonl", "batch", io.BytesIO(_lines([_embedding_request("a", "text")])),
+                           max_bytes=1 << 20)
+    batch = create_batch(local_ctx, TENANT, uploaded.id, "/v1/embeddings", "24h", None)
     with pytest.raises(ValueError) as failed:
-        advance_batch(TENANT, batch.id, local_ctx)
+        advance_batch(local_ctx, TENANT, batch.id)
     # When the step fails for good, and a storage outage gives up besides
     for _ in range(batch_advance.MAX_STEP_FAILURES - 1):
-        assert batch_advance.give_up_batch(TENANT, batch.id, failed.value, local_ctx) is None
-        assert batch_advance.give_up_batch(TENANT, batch.id, StorageError("S3 down"), local_ctx) is None
-    assert get_batch(TENANT, batch.id, local_ctx, nudge=False).status == "finalizing"
-    ended = batch_advance.give_up_batch(TENANT, batch.id, failed.value, local_ctx)
+        assert batch_advance.give_up_batch(local_ctx, TENANT, batch.id, failed.value) is None
+        assert batch_advance.give_up_batch(local_ctx, TENANT, batch.id, StorageError("S3 down")) is None
+    assert get_batch(local_ctx, TENANT, batch.id, nudge=False).status == "finalizing"
+    ended = batch_advance.give_up_batch(local_ctx, TENANT, batch.id, failed.value)
     # Then the third failure of the step (outages not counted) ends it, saying why
     assert ended is not None and ended.status == "failed"
-    view = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    view = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     assert view.status == "failed" and view.output_file_id is None
     (error,) = view.errors.data
     assert error.code == "internal_error" and "failed 3 times" in error.message

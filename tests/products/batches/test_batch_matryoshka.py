@@ -19,7 +19,7 @@ from poolq.jobs.spec.job_status import LOCAL_TENANT
 from poolq.products.batches.batch_advance import advance_batch
 from poolq.products.batches.batch_files import create_file, open_file_content
 from poolq.products.batches.batches import create_batch, get_batch
-from poolq.worker.lane_server import LaneServer
+from poolq.worker.lane.lane_server import LaneServer
 from poolq.worker.local_runner import local_context
 
 REPO = "test-org/tiny-matryoshka"
@@ -45,12 +45,12 @@ def _batch_output(ctx) -> dict[str, np.ndarray]:
     lines = [{"custom_id": f"dims-{size}", "method": "POST", "url": "/v1/embeddings", "body": _body(size)}
              for size in SIZES]
     content = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    uploaded = create_file(LOCAL_TENANT, "in.jsonl", "batch", io.BytesIO(content), ctx, max_bytes=1 << 20)
-    batch = create_batch(LOCAL_TENANT, uploaded.id, "/v1/embeddings", "24h", None, ctx)
-    advance_batch(LOCAL_TENANT, batch.id, ctx)
-    batch = get_batch(LOCAL_TENANT, batch.id, ctx, nudge=False)
+    uploaded = create_file(ctx, LOCAL_TENANT, "in.jsonl", "batch", io.BytesIO(content), max_bytes=1 << 20)
+    batch = create_batch(ctx, LOCAL_TENANT, uploaded.id, "/v1/embeddings", "24h", None)
+    advance_batch(ctx, LOCAL_TENANT, batch.id)
+    batch = get_batch(ctx, LOCAL_TENANT, batch.id, nudge=False)
     assert batch.status == "completed" and batch.request_counts.failed == 0, batch
-    with open_file_content(LOCAL_TENANT, batch.output_file_id, ctx) as stream:
+    with open_file_content(ctx, LOCAL_TENANT, batch.output_file_id) as stream:
         answered = [json.loads(line) for line in stream.read().splitlines()]
     return {line["custom_id"]: np.array([row["embedding"] for row in line["response"]["body"]["data"]])
             for line in answered}

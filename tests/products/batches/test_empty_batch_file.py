@@ -12,14 +12,14 @@ TENANT = "acme"
 
 
 def _upload(ctx, content: bytes) -> str:
-    return create_file(TENANT, "in.jsonl", "batch", io.BytesIO(content), ctx, max_bytes=1 << 20).id
+    return create_file(ctx, TENANT, "in.jsonl", "batch", io.BytesIO(content), max_bytes=1 << 20).id
 
 
 def test_a_file_of_blank_lines_fails_the_batch_with_the_empty_file_error(local_ctx):
     file_id = _upload(local_ctx, b"\n  \n\t\n")
-    batch = create_batch(TENANT, file_id, "/v1/embeddings", "24h", None, local_ctx)  # its steps run inline
-    advance_batch(TENANT, batch.id, local_ctx)
-    batch = get_batch(TENANT, batch.id, local_ctx, nudge=False)
+    batch = create_batch(local_ctx, TENANT, file_id, "/v1/embeddings", "24h", None)  # its steps run inline
+    advance_batch(local_ctx, TENANT, batch.id)
+    batch = get_batch(local_ctx, TENANT, batch.id, nudge=False)
     assert batch.status == "failed" and batch.failed_at is not None and batch.poolq_job_id is None
     assert batch.errors is not None and batch.errors.object == "list"
     [error] = batch.errors.data
@@ -31,6 +31,6 @@ def test_a_file_of_blank_lines_fails_the_batch_with_the_empty_file_error(local_c
 def test_a_file_of_no_bytes_is_refused_when_the_batch_is_created(local_ctx):
     file_id = _upload(local_ctx, b"")
     with pytest.raises(BatchRejected) as refused:
-        create_batch(TENANT, file_id, "/v1/embeddings", "24h", None, local_ctx)
+        create_batch(local_ctx, TENANT, file_id, "/v1/embeddings", "24h", None)
     assert (refused.value.field, refused.value.code) == ("input_file_id", "empty_file")
     assert file_id in str(refused.value) and "no request line" in str(refused.value)

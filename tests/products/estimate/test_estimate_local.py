@@ -52,9 +52,9 @@ def test_estimate_is_within_5_percent_of_the_job_and_the_report_counts_the_job(t
     documents = mixed_documents(sample_documents, 600)
     spec = JobSpec.model_validate({"input": {"uri": _write(tmp_path / "in.jsonl", documents)},
                                    "long_documents": long_documents})
-    estimate = estimate_job(spec, local_ctx, "local")
+    estimate = estimate_job(local_ctx, spec, "local")
     assert estimate.sample.documents < len(documents) / 3  # an extrapolation, not a count
-    manifest = JobHandle.bind(local_ctx, run_job_locally(spec, local_ctx).id).ledger.manifest()
+    manifest = JobHandle.bind(local_ctx, run_job_locally(local_ctx, spec).id).ledger.manifest()
     assert estimate.documents == len(documents) and estimate.duplicates.documents == manifest.report.documents - \
         manifest.report.distinct_documents
     computed = manifest.usage.tokens  # a repeated text is computed once (docs/reuse.md)
@@ -87,16 +87,16 @@ def test_the_sample_stays_within_its_bounds_and_counts_every_document():
 
 def test_no_time_is_made_up_without_a_measured_worker(local_ctx):
     spec = JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "one short document"}]}})
-    estimate = estimate_job(spec, local_ctx, "local")
+    estimate = estimate_job(local_ctx, spec, "local")
     assert (estimate.time.wall_seconds, estimate.time.worker_seconds) == (None, None)
     assert "no compute worker is alive" in estimate.time.note
     local_ctx.workers.heartbeat("w1", 60)
     local_ctx.workers.heartbeat("w2", 60)
-    assert "has reported its throughput" in estimate_job(spec, local_ctx, "local").time.note
+    assert "has reported its throughput" in estimate_job(local_ctx, spec, "local").time.note
     local_ctx.throughput = InMemoryThroughputBoard()
     local_ctx.throughput.record("w1", "all-MiniLM-L6-v2", "float32", tokens=4000, seconds=2.0)
     local_ctx.throughput.record("gone", "all-MiniLM-L6-v2", "float32", tokens=9000, seconds=1.0)  # not alive
-    timed = estimate_job(spec, local_ctx, "local").time
+    timed = estimate_job(local_ctx, spec, "local").time
     assert [rate.worker for rate in timed.measured] == ["w1"] and timed.measured[0].tokens_per_s == 2000
     assert timed.worker_seconds == pytest.approx(estimate.computed_tokens / 2000, abs=0.1)
     assert timed.wall_seconds == pytest.approx(estimate.computed_tokens / 4000, abs=0.1)  # w2 counted at the mean
@@ -106,7 +106,7 @@ def test_past_its_time_the_pass_stops_and_scales_what_it_read_by_bytes(tmp_path,
     documents = [{"id": f"d{i}", "text": f"document number {i:05d} of a uniform corpus"} for i in range(3000)]
     uri = _write(tmp_path / "in.jsonl", documents)
     context = local_context(tmp_path / "out", Settings(plan_section_bytes=8192, estimate_max_seconds=1e-6))
-    estimate = estimate_job(JobSpec.model_validate({"input": {"uri": uri}}), context, "local")
+    estimate = estimate_job(context, JobSpec.model_validate({"input": {"uri": uri}}), "local")
     assert 0 < estimate.sample.fraction_read < 0.05  # one section of many
     assert abs(estimate.documents - 3000) / 3000 < 0.05 and abs(estimate.rows - 3000) / 3000 < 0.05
 
@@ -115,13 +115,13 @@ def test_a_tenant_reuse_estimate_counts_what_the_tenants_store_holds(tmp_path, c
     documents = mixed_documents(sample_documents, 300)
     spec = JobSpec.model_validate({"input": {"uri": _write(tmp_path / "in.jsonl", documents)}, "reuse": "tenant",
                                    "long_documents": {"mode": "naive_chunks", "chunk_tokens": 32}})
-    before = estimate_job(spec, ctx, "acme")
+    before = estimate_job(ctx, spec, "acme")
     assert (before.reuse.source, before.reuse.tokens) == ("tenant", 0)
     assert before.computed_tokens == before.tokens - before.duplicates.tokens  # repeats are computed once
-    submit_job(spec, ctx, tenant="acme")  # run inline to its end: the tenant's store holds every text's output
-    after = estimate_job(spec, ctx, "acme")
+    submit_job(ctx, spec, tenant="acme")  # run inline to its end: the tenant's store holds every text's output
+    after = estimate_job(ctx, spec, "acme")
     assert abs(after.reuse.tokens - after.tokens) / after.tokens < 0.01 and after.computed_tokens < 0.01 * after.tokens
-    other = estimate_job(spec, ctx, "globex")  # never across tenants
+    other = estimate_job(ctx, spec, "globex")  # never across tenants
     assert other.reuse.tokens == 0 and other.computed_tokens == before.computed_tokens
-    job_only = estimate_job(spec.model_copy(update={"reuse": "job"}), ctx, "acme")
+    job_only = estimate_job(ctx, spec.model_copy(update={"reuse": "job"}), "acme")
     assert (job_only.reuse.source, job_only.reuse.tokens) == ("none", 0)

@@ -51,11 +51,11 @@ def test_a_schedule_over_a_growing_prefix_embeds_only_what_is_new_and_outputs_th
     ctx = local_context(tmp_path / "store")
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     request = ScheduleRequest.model_validate({"cron": "* * * * *", "input": {"uri": uploads.as_uri() + "/"}})
-    schedule = create_schedule(request, ctx)
+    schedule = create_schedule(ctx, request)
     # When it runs, then a second upload lands (its key sorts first: upload keys are random), and it runs again
-    first = run_schedule(schedule.id, ctx, now=T0)
+    first = run_schedule(ctx, schedule.id, now=T0)
     _upload(uploads, "0b17.jsonl", UPLOAD_2, modified=2_000_000)
-    second = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=1))
+    second = run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=1))
     # Then run 1 embedded all of upload 1
     manifest1, table1, errors1 = _finished(ctx, first)
     assert manifest1["status"] == JobState.SUCCEEDED.value and errors1 == []
@@ -74,7 +74,7 @@ def test_a_schedule_over_a_growing_prefix_embeds_only_what_is_new_and_outputs_th
     assert table2.column("id").to_pylist() == ["a", "b", "c", "d"]
     assert table2.column("content_hash").to_pylist() == [content_hash(newest[i]) for i in "abcd"]
     # When nothing new lands, the next run embeds nothing and still outputs the whole corpus
-    third = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=2))
+    third = run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=2))
     manifest3, table3, errors3 = _finished(ctx, third)
     assert errors3 == [] and _embedded(manifest3) == 0 and manifest3["counts"]["carried"] == 4
     assert table3.column("id").to_pylist() == ["a", "b", "c", "d"]
@@ -90,7 +90,7 @@ def test_a_repeated_id_within_one_upload_is_still_a_duplicate(tmp_path, minilm_e
     ctx = local_context(tmp_path / "store")
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
     request = ScheduleRequest.model_validate({"cron": "* * * * *", "input": {"uri": uploads.as_uri() + "/"}})
-    run = run_schedule(create_schedule(request, ctx).id, ctx, now=T0)
+    run = run_schedule(ctx, create_schedule(ctx, request).id, now=T0)
     manifest, table, errors = _finished(ctx, run)
     # Then each object's own repeat fails as today (in input order: oldest object first), naming
     # its first line in that object; the older object's x is superseded, not failed

@@ -129,26 +129,26 @@ def test_the_store_keeps_schedules_and_one_run_record_per_slot(tmp_path):
 
 def test_a_duplicated_trigger_gives_one_job_per_slot(tmp_path):
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path), ctx)
+    schedule = create_schedule(ctx, _request(tmp_path))
     # Two beats (or a redelivered message) trigger the same minute twice
-    first = run_schedule(schedule.id, ctx, now=T0 + timedelta(seconds=1))
-    again = run_schedule(schedule.id, ctx, now=T0 + timedelta(seconds=40))
+    first = run_schedule(ctx, schedule.id, now=T0 + timedelta(seconds=1))
+    again = run_schedule(ctx, schedule.id, now=T0 + timedelta(seconds=40))
     assert first.job_id == again.job_id and first.slot == T0
     assert _job_ids(ctx) == [first.job_id]
     # The next minute is the next slot: a second job
-    later = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=1, seconds=2))
+    later = run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=1, seconds=2))
     assert later.job_id != first.job_id and _job_ids(ctx) == sorted([first.job_id, later.job_id])
     assert [run.job_id for run in ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)] == [later.job_id, first.job_id]
 
 
 def test_concurrent_triggers_of_one_slot_submit_one_job(tmp_path):
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path), ctx)
+    schedule = create_schedule(ctx, _request(tmp_path))
     results, barrier = [], threading.Barrier(8)
 
     def trigger(second: int) -> None:
         barrier.wait()
-        results.append(run_schedule(schedule.id, ctx, now=T0 + timedelta(seconds=second)))
+        results.append(run_schedule(ctx, schedule.id, now=T0 + timedelta(seconds=second)))
 
     threads = [threading.Thread(target=trigger, args=(second,)) for second in range(8)]
     for thread in threads:
@@ -164,38 +164,38 @@ def test_each_run_is_incremental_from_the_last_successful_one(tmp_path, minilm_e
     (tmp_path / "docs" / "a.jsonl").write_text(json.dumps({"id": "a", "text": "a short document"}) + "\n")
     ctx = local_context(tmp_path / "store")
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
-    schedule = create_schedule(_request(tmp_path), ctx)
+    schedule = create_schedule(ctx, _request(tmp_path))
     store = ScheduleStore(ctx.store, ctx.service_layout)
-    first = run_schedule(schedule.id, ctx, now=T0)
+    first = run_schedule(ctx, schedule.id, now=T0)
     assert first.incremental_from is None and ctx.status.get(first.job_id).status is JobState.SUCCEEDED
-    second = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=1))
+    second = run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=1))
     assert second.incremental_from == first.job_id
     assert json.loads(ctx.store.get(JobHandle.bind(ctx, second.job_id).layout.manifest))["counts"]["carried"] == 1
     # A failed run is skipped when looking for the baseline
     manifest_key = JobHandle.bind(ctx, second.job_id).layout.manifest
     ctx.store.put(manifest_key, json.dumps({**json.loads(ctx.store.get(manifest_key)), "status": "failed"}).encode())
-    assert last_good_job(schedule.id, T0 + timedelta(minutes=2), store, ctx) == first.job_id
+    assert last_good_job(ctx, schedule.id, T0 + timedelta(minutes=2), store) == first.job_id
     # A manual run has its own slot (this second) and is incremental too
-    manual = run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=2, seconds=30.5), manual=True)
+    manual = run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=2, seconds=30.5), manual=True)
     assert manual.slot == T0 + timedelta(minutes=2, seconds=30) and manual.manual and manual.incremental_from == first.job_id
 
 
 def test_disabled_and_deleted_schedules_do_not_run_on_their_own(tmp_path):
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path, enabled=False), ctx)
-    assert run_schedule(schedule.id, ctx, now=T0) is None and _job_ids(ctx) == []
-    assert run_schedule(schedule.id, ctx, now=T0, manual=True).job_id is not None  # by hand it runs
-    assert delete_schedule(schedule.id, ctx) and not delete_schedule(schedule.id, ctx)
-    assert run_schedule(schedule.id, ctx, now=T0) is None and run_schedule(schedule.id, ctx, now=T0, manual=True) is None
+    schedule = create_schedule(ctx, _request(tmp_path, enabled=False))
+    assert run_schedule(ctx, schedule.id, now=T0) is None and _job_ids(ctx) == []
+    assert run_schedule(ctx, schedule.id, now=T0, manual=True).job_id is not None  # by hand it runs
+    assert delete_schedule(ctx, schedule.id) and not delete_schedule(ctx, schedule.id)
+    assert run_schedule(ctx, schedule.id, now=T0) is None and run_schedule(ctx, schedule.id, now=T0, manual=True) is None
 
 
 def test_a_template_the_server_cannot_run_is_rejected_naming_the_field(tmp_path):
     ctx = _holding_ctx(tmp_path)
     with pytest.raises(JobRejected) as info:
-        create_schedule(_request(tmp_path, template={"model": "no-such-model"}), ctx)
+        create_schedule(ctx, _request(tmp_path, template={"model": "no-such-model"}))
     assert info.value.field == "template.model"
     with pytest.raises(JobRejected) as info:
-        create_schedule(_request(tmp_path, input={"uri": "s3://bucket/"}), ctx)
+        create_schedule(ctx, _request(tmp_path, input={"uri": "s3://bucket/"}))
     assert info.value.field == "input.uri"
     assert ScheduleStore(ctx.store, ctx.service_layout).list() == []
 
@@ -203,9 +203,9 @@ def test_a_template_the_server_cannot_run_is_rejected_naming_the_field(tmp_path)
 def test_runs_are_pruned_to_the_newest(tmp_path, monkeypatch):
     monkeypatch.setattr("poolq.products.schedules.schedule_runner.MAX_RUNS_KEPT", 3)
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path), ctx)
+    schedule = create_schedule(ctx, _request(tmp_path))
     for minute in range(5):
-        run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=minute))
+        run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=minute))
     runs = ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)
     assert [run.slot.minute for run in runs] == [4, 3, 2]
     assert len(_job_ids(ctx)) == 5  # the jobs stay
@@ -229,22 +229,22 @@ def _entry(app, schedule_id):
 def test_creating_a_schedule_adds_a_redbeat_entry_that_fires_at_the_next_cron_time(tmp_path, celery_app):
     ctx = _holding_ctx(tmp_path, CeleryEnqueuer(celery_app))
     before = datetime.now(UTC)
-    schedule = create_schedule(_request(tmp_path, cron="*/10 * * * *"), ctx)
+    schedule = create_schedule(ctx, _request(tmp_path, cron="*/10 * * * *"))
     entry = _entry(celery_app, schedule.id)
     assert entry.task == SCHEDULE_TASK and entry.args == [schedule.id] and entry.options["queue"] == CONTROL_QUEUE
     assert (entry.schedule._orig_minute, entry.schedule._orig_hour) == ("*/10", "*") and entry.enabled
     # Not at once: at the next */10 minute after its creation
     next_slot = latest_slot("*/10 * * * *", before) + timedelta(minutes=10)
     assert abs((entry.due_at - next_slot).total_seconds()) < 2 and not entry.is_due()[0]
-    assert delete_schedule(schedule.id, ctx)
+    assert delete_schedule(ctx, schedule.id)
     with pytest.raises(KeyError):
         _entry(celery_app, schedule.id)
 
 
 def test_sync_recreates_lost_entries_and_removes_orphans(tmp_path, celery_app):
     ctx = _holding_ctx(tmp_path, CeleryEnqueuer(celery_app))
-    kept = create_schedule(_request(tmp_path), ctx)
-    lost = create_schedule(_request(tmp_path, enabled=False), ctx)
+    kept = create_schedule(ctx, _request(tmp_path))
+    lost = create_schedule(ctx, _request(tmp_path, enabled=False))
     beat = ScheduleBeat(celery_app)
     # Redis loses one entry, and holds one for a schedule that no longer exists
     _entry(celery_app, lost.id).delete()
@@ -272,7 +272,7 @@ def _reconcile_at(ctx, at: datetime):
 def test_a_slot_beat_missed_is_run_once_by_the_reconciler_after_a_grace_period(tmp_path):
     # Given an hourly schedule created before the 12:00 slot, and no beat firing it
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    schedule = create_schedule(ctx, _request(tmp_path, cron="0 * * * *"), now=T0 - timedelta(minutes=10))
     # When the reconciler passes within the grace period, beat may still fire it: nothing runs
     assert _reconcile_at(ctx, T0 + timedelta(minutes=1)).caught_up == [] and _job_ids(ctx) == []
     # When it passes after the grace period, the slot runs, once
@@ -282,12 +282,12 @@ def test_a_slot_beat_missed_is_run_once_by_the_reconciler_after_a_grace_period(t
     [run] = ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)
     assert (run.slot, run.job_id, run.manual) == (T0, job_id, False)
     # Then a late beat for the same slot lands on the same job
-    assert run_schedule(schedule.id, ctx, now=T0 + timedelta(minutes=7)).job_id == job_id
+    assert run_schedule(ctx, schedule.id, now=T0 + timedelta(minutes=7)).job_id == job_id
 
 
 def test_after_an_outage_over_several_slots_only_the_latest_runs(tmp_path):
     ctx = _holding_ctx(tmp_path)
-    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    schedule = create_schedule(ctx, _request(tmp_path, cron="0 * * * *"), now=T0 - timedelta(minutes=10))
     _reconcile_at(ctx, T0 + timedelta(hours=3, minutes=5))  # 12:00, 13:00, 14:00 and 15:00 were missed
     assert [run.slot for run in ScheduleStore(ctx.store, ctx.service_layout).runs(schedule.id)] == [T0 + timedelta(hours=3)]
     assert len(_job_ids(ctx)) == 1
@@ -295,8 +295,8 @@ def test_after_an_outage_over_several_slots_only_the_latest_runs(tmp_path):
 
 def test_disabled_schedules_and_slots_before_a_schedule_existed_are_not_caught_up(tmp_path):
     ctx = _holding_ctx(tmp_path)
-    create_schedule(_request(tmp_path, cron="0 * * * *", enabled=False), ctx, now=T0 - timedelta(minutes=10))
-    create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 + timedelta(minutes=30))  # after 12:00
+    create_schedule(ctx, _request(tmp_path, cron="0 * * * *", enabled=False), now=T0 - timedelta(minutes=10))
+    create_schedule(ctx, _request(tmp_path, cron="0 * * * *"), now=T0 + timedelta(minutes=30))  # after 12:00
     assert _reconcile_at(ctx, T0 + timedelta(minutes=45)).caught_up == []
     assert _job_ids(ctx) == []
 
@@ -318,7 +318,7 @@ class _ListingStore:
 def test_with_beat_the_reconciler_lists_the_schedules_once_and_still_catches_up(tmp_path, celery_app):
     # Given a schedule whose 12:00 slot beat missed, in a context that sends work through Celery
     ctx = _holding_ctx(tmp_path, CeleryEnqueuer(celery_app))
-    schedule = create_schedule(_request(tmp_path, cron="0 * * * *"), ctx, now=T0 - timedelta(minutes=10))
+    schedule = create_schedule(ctx, _request(tmp_path, cron="0 * * * *"), now=T0 - timedelta(minutes=10))
     store = _ListingStore(ctx.store)
     ctx.store = store
     # When one pass runs: the beat sync, then the catch-up of missed slots

@@ -23,11 +23,11 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps.submit import submit_job
-from poolq.products.sinks.memory_sink import MemorySink
-from poolq.products.sinks.qdrant_sink import point_id
 from poolq.products.sinks.sink import RowOwner, SinkError, SinkLoad, SinkSchema
 from poolq.products.sinks.sink_factory import open_sink
 from poolq.products.sinks.sink_load import load_into
+from poolq.products.sinks.stores.memory_sink import MemorySink
+from poolq.products.sinks.stores.qdrant_sink import point_id
 from poolq.storage import read_embeddings
 from poolq.worker.local_runner import local_context
 
@@ -41,7 +41,7 @@ KINDS = ["memory", "lancedb", "qdrant", pytest.param("pgvector", marks=pytest.ma
 def _run(ctx, tenant: str, texts: dict[str, str], incremental_from: str | None = None) -> JobHandle:
     documents = [{"id": doc_id, "text": text} for doc_id, text in texts.items()]
     spec = JobSpec.model_validate({"input": {"documents": documents}, "sink": "search", "incremental_from": incremental_from})
-    job = JobHandle.bind(ctx, submit_job(spec, ctx, tenant=tenant).id)
+    job = JobHandle.bind(ctx, submit_job(ctx, spec, tenant=tenant).id)
     drain(ctx, only=JOB_STEPS)
     ctx.enqueuer.take()  # each test loads the parts itself
     return job

@@ -11,7 +11,7 @@ from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.sink_config import SinkState
 from poolq.jobs.steps.submit import submit_job
-from poolq.products.sinks.memory_sink import MemorySink
+from poolq.products.sinks.stores.memory_sink import MemorySink
 from poolq.worker.local_runner import local_context
 from poolq.worker.reconciler import reconcile
 
@@ -43,7 +43,7 @@ def sink_rows(tmp_path):
 def _submit(ctx) -> JobHandle:
     documents = [{"id": f"d{i}", "text": f"document number {i} for the sink"} for i in range(DOCUMENTS)]
     spec = JobSpec.model_validate({"input": {"documents": documents}, "sink": "search"})
-    return JobHandle.bind(ctx, submit_job(spec, ctx, tenant=TENANT).id)
+    return JobHandle.bind(ctx, submit_job(ctx, spec, tenant=TENANT).id)
 
 
 def _sink_entry(job: JobHandle):

@@ -33,7 +33,7 @@ def _context(tmp_path, engine, sink: dict) -> object:
 def _finished_job(ctx) -> JobHandle:
     documents = [{"id": f"d{i}", "text": f"document number {i} for the status"} for i in range(DOCUMENTS)]
     spec = JobSpec.model_validate({"input": {"documents": documents}, "sink": "search"})
-    job = JobHandle.bind(ctx, submit_job(spec, ctx, tenant=TENANT).id)
+    job = JobHandle.bind(ctx, submit_job(ctx, spec, tenant=TENANT).id)
     drain(ctx, only=JOB_STEPS)
     return job
 
@@ -79,7 +79,7 @@ def test_a_status_rebuilt_from_the_ledger_shows_the_manifests_sinks(tmp_path, mi
 def test_a_job_naming_no_sink_shows_none(tmp_path, minilm_engine):
     ctx = _context(tmp_path, minilm_engine, {"url": f"memory://{tmp_path.name}"})
     documents = [{"id": "d0", "text": "no sink here"}]
-    job = JobHandle.bind(ctx, submit_job(JobSpec.model_validate({"input": {"documents": documents}}), ctx,
+    job = JobHandle.bind(ctx, submit_job(ctx, JobSpec.model_validate({"input": {"documents": documents}}),
                                          tenant=TENANT).id)
     drain(ctx, only=JOB_STEPS)
     assert current_status(job).status.value == "succeeded" and current_status(job).sinks is None

@@ -68,8 +68,8 @@ def _reindex(ctx, folder, docs, schedule_id=None, day=0):
     if schedule_id is None:
         request = ScheduleRequest.model_validate({"cron": "0 3 * * *", "input": {"uri": folder.as_uri() + "/"},
                                                   "template": TEMPLATE})
-        schedule_id = create_schedule(request, ctx).id
-    run = run_schedule(schedule_id, ctx, now=T0 + timedelta(days=day), manual=False)
+        schedule_id = create_schedule(ctx, request).id
+    run = run_schedule(ctx, schedule_id, now=T0 + timedelta(days=day), manual=False)
     status = ctx.status.get(run.job_id)
     assert status.status is JobState.SUCCEEDED, status.error
     return JobHandle.bind(ctx, run.job_id), schedule_id, run
@@ -139,6 +139,6 @@ def _row_versions(ctx):
     """pgvector: each row's xmin (the transaction that last wrote it); None for other sinks."""
     if ctx.sink_kind != "pgvector":
         return None
-    with psycopg.connect(ctx.settings.sinks["search"].url.get_secret_value()) as conn:
+    with psycopg.connect(ctx.settings.vector_sinks.sinks["search"].url.get_secret_value()) as conn:
         rows = conn.execute("SELECT id, chunk_index, xmin::text FROM docs_pgvector").fetchall()
     return {(i, c): x for i, c, x in rows}

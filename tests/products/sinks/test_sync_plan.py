@@ -5,9 +5,9 @@ import pytest
 
 from poolq.jobs.settings import Settings
 from poolq.jobs.sink_settings import SinkConfig
-from poolq.products.sinks.memory_sink import MemorySink
 from poolq.products.sinks.sink import STORED_KEYS_SCHEMA, RowOwner, SinkError, SinkLoad, SinkSchema
 from poolq.products.sinks.sink_load import scrub
+from poolq.products.sinks.stores.memory_sink import MemorySink
 from poolq.products.sinks.sync_plan import plan_sync
 
 OWNER = RowOwner("acme", "lineage-1")
@@ -78,8 +78,8 @@ def test_errors_lose_the_credentials_and_settings_never_print_them():
     settings = Settings(sinks={"db": url})
     assert scrub(f"could not connect to {url}: password hunter2-secret refused", settings) == \
         "could not connect to <sink url>: password *** refused"
-    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.sinks)
-    assert settings.sinks["db"] == SinkConfig(url=url)  # a bare string is the URL, with the defaults
+    assert "hunter2" not in repr(settings) and "hunter2" not in str(settings.vector_sinks.sinks)
+    assert settings.vector_sinks.sinks["db"] == SinkConfig(url=url)  # a bare string is the URL, with the defaults
 
 
 def test_every_scheme_has_an_opener_and_no_driver_loads_with_the_jobs_layer():

@@ -68,7 +68,7 @@ def _load(ctx, tmp_path, docs, **options):
     path = tmp_path / f"in-{len(list(tmp_path.glob('in-*')))}.jsonl"
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
     spec = JobSpec.model_validate({"model": MODEL, "input": {"uri": path.as_uri()}, "sink": "search", **options})
-    status = run_job_locally(spec, ctx)
+    status = run_job_locally(ctx, spec)
     assert status.status is JobState.SUCCEEDED, status.error
     manifest = JobHandle.bind(ctx, status.id).ledger.manifest()
     [load] = manifest.sinks

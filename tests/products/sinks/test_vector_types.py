@@ -14,7 +14,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
-from poolq.products.sinks.qdrant_sink import point_id
+from poolq.products.sinks.stores.qdrant_sink import point_id
 from poolq.storage import codec_for, read_embeddings
 from poolq.worker.local_runner import local_context, run_job_locally
 
@@ -40,7 +40,7 @@ def _job(tmp_path, minilm_engine, url, documents=DOCUMENTS, **options):
     settings = Settings(sinks={"store": {"url": url, "table": "vectors"}}, sink_grants={"local": ["store"]})
     ctx = local_context(tmp_path / "out", settings)
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
-    status = run_job_locally(JobSpec.model_validate({"input": {"documents": documents}, "sink": "store", **options}), ctx)
+    status = run_job_locally(ctx, JobSpec.model_validate({"input": {"documents": documents}, "sink": "store", **options}))
     assert status.status is JobState.SUCCEEDED, status.error
     job = JobHandle.bind(ctx, status.id)
     [loaded] = job.ledger.manifest().sinks

@@ -38,7 +38,7 @@ def _context(tmp_path, engine, receiver, **settings):
                                                    webhook_retry_base_s=2.0, **settings))
     ctx.engines.use("all-MiniLM-L6-v2", engine)
     ctx.enqueuer = RecordingEnqueuer()
-    receiver.secret = WebhookSecretStore(ctx.store, ctx.settings.output_prefix).ensure(TENANT).current.secret
+    receiver.secret = WebhookSecretStore(ctx.store, ctx.settings.storage.output_prefix).ensure(TENANT).current.secret
     return ctx
 
 
@@ -48,7 +48,7 @@ def _spec(url: str) -> JobSpec:
 
 
 def _finished_job(ctx, url: str) -> str:
-    job_id = submit_job(_spec(url), ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, _spec(url), tenant=TENANT).id
     drain(ctx, only=STEPS)
     return job_id
 
@@ -141,17 +141,17 @@ def test_a_url_outside_the_allow_list_is_refused_at_submit_naming_the_field(tmp_
     ctx = _context(tmp_path, minilm_engine, receiver)
     for url in (f"http://127.0.0.1:{receiver.port + 1}/hook", "https://hooks.example.com/", "file:///etc/passwd"):
         with pytest.raises(JobRejected) as refused:
-            submit_job(_spec(url), ctx, tenant=TENANT)
+            submit_job(ctx, _spec(url), tenant=TENANT)
         assert refused.value.field == "webhook.url" and "webhook URL refused" in str(refused.value)
     assert ctx.enqueuer.tasks == []
 
 
 def test_cancelled_and_failed_jobs_send_their_end_too(tmp_path, minilm_engine, receiver):
     ctx = _context(tmp_path, minilm_engine, receiver)
-    cancelled = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    cancelled = submit_job(ctx, _spec(receiver.url()), tenant=TENANT).id
     cancel_job(JobHandle.bind(ctx, cancelled))
     drain(ctx, only=STEPS)
-    failed = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    failed = submit_job(ctx, _spec(receiver.url()), tenant=TENANT).id
     fail_job(JobHandle.bind(ctx, failed), RuntimeError("the input cannot be read"))
     # a finalize run twice before the first attempt queues twice: one event, sent once (below)
     assert {task[1] for task in _webhook_tasks(ctx)} == {cancelled, failed}
@@ -184,7 +184,7 @@ def test_a_sink_loads_end_is_its_own_signed_event(tmp_path, minilm_engine, recei
     ctx = _context(tmp_path, minilm_engine, receiver, sinks={"search": f"memory://{tmp_path.name}"},
                    sink_grants={TENANT: ["search"]})
     spec = _spec(receiver.url()).model_copy(update={"sink": "search"})
-    job_id = submit_job(spec, ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, spec, tenant=TENANT).id
     drain(ctx, only=STEPS | {"sink"})  # the finalizer queues the load; the load's end queues its event
     names = [task[2] for task in _webhook_tasks(ctx)]
     assert len(names) == 2 and names[0] == JOB_ENDED
@@ -211,7 +211,7 @@ def test_the_outcome_survives_a_lost_status_cache(tmp_path, minilm_engine, recei
 def test_an_in_process_run_records_that_it_delivers_no_webhooks(tmp_path, minilm_engine, receiver):
     ctx = local_context(tmp_path / "out", Settings(webhook_allow=f"http://127.0.0.1:{receiver.port}"))
     ctx.engines.use("all-MiniLM-L6-v2", minilm_engine)
-    job_id = submit_job(_spec(receiver.url()), ctx).id  # the inline runner runs it to the end
+    job_id = submit_job(ctx, _spec(receiver.url())).id  # the inline runner runs it to the end
     webhook = current_status(JobHandle.bind(ctx, job_id)).webhook
     assert current_status(JobHandle.bind(ctx, job_id)).status.value == "succeeded"
     assert webhook.state == "failed" and "delivers no webhooks" in webhook.error and receiver.requests == []
@@ -223,7 +223,7 @@ def test_the_reconciler_sends_the_end_of_a_job_whose_finalizer_died_after_the_ma
     from poolq.worker.reconciler import reconcile
 
     ctx = _context(tmp_path, minilm_engine, receiver)
-    job_id = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, _spec(receiver.url()), tenant=TENANT).id
     drain(ctx, only=frozenset({"plan", "plan_section", "shard"}))
     job = JobHandle.bind(ctx, job_id)
     finalizer._write_manifest(job, finalizer._build_manifest(job))  # ... and the process died here
@@ -248,7 +248,7 @@ def test_a_broker_that_refuses_the_delivery_task_leaves_the_job_ended_and_the_ev
     ctx = _context(tmp_path, minilm_engine, receiver)
     recording = ctx.enqueuer
     ctx.enqueuer = BrokerDown()
-    job_id = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, _spec(receiver.url()), tenant=TENANT).id
     with pytest.raises(WebhookNotQueued):  # the finalize task fails: it is retried
         drain(ctx, only=STEPS)
     status = current_status(JobHandle.bind(ctx, job_id))

@@ -17,7 +17,7 @@ def _ctx(tmp_path):
 def test_every_run_of_a_schedule_carries_its_webhook(tmp_path):
     request = ScheduleRequest.model_validate({"cron": "0 3 * * *", "input": INPUT,
                                               "webhook": {"url": "https://hooks.example.com/poolq/nightly"}})
-    schedule = create_schedule(request, _ctx(tmp_path))
+    schedule = create_schedule(_ctx(tmp_path), request)
     assert schedule.job_spec(incremental_from=None).webhook.url == "https://hooks.example.com/poolq/nightly"
 
 
@@ -25,5 +25,5 @@ def test_a_schedule_whose_webhook_is_not_allowed_is_refused_naming_webhook_url(t
     request = ScheduleRequest.model_validate({"cron": "0 3 * * *", "input": INPUT,
                                               "webhook": {"url": "https://hooks.example.com/other"}})
     with pytest.raises(JobRejected) as refused:
-        create_schedule(request, _ctx(tmp_path))
+        create_schedule(_ctx(tmp_path), request)
     assert refused.value.field == "webhook.url" and "allow-list" in str(refused.value)

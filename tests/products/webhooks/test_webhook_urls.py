@@ -85,14 +85,14 @@ def _spec(url: str) -> JobSpec:
 def test_a_url_that_cannot_be_sent_is_refused_at_submit_naming_the_field(tmp_path, minilm_engine, receiver, path):
     ctx = _context(tmp_path, minilm_engine, receiver)
     with pytest.raises(JobRejected) as refused:
-        submit_job(_spec(receiver.url(path)), ctx, tenant=TENANT)
+        submit_job(ctx, _spec(receiver.url(path)), tenant=TENANT)
     assert refused.value.field == "webhook.url" and "webhook URL refused" in str(refused.value)
     assert ctx.enqueuer.tasks == []
 
 
 def test_the_normalised_url_is_the_one_sent(tmp_path, minilm_engine, receiver):
     ctx = _context(tmp_path, minilm_engine, receiver)
-    job_id = submit_job(_spec(receiver.url("/hook/a/../%62")), ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, _spec(receiver.url("/hook/a/../%62")), tenant=TENANT).id
     drain(ctx, only=frozenset({"plan", "plan_section", "shard", "finalize"}))
     assert deliver_event(ctx, job_id, JOB_ENDED) is None
     assert [request.path for request in receiver.requests] == ["/hook/b"]
@@ -103,7 +103,7 @@ def test_an_event_queued_with_an_unsendable_url_fails_at_once_on_the_status(tmp_
     """An event written before these checks (or by a poolq without them): failed, with its error
     and attempt, not pending for ever nor retried for a day."""
     ctx = _context(tmp_path, minilm_engine, receiver)
-    job_id = submit_job(_spec(receiver.url()), ctx, tenant=TENANT).id
+    job_id = submit_job(ctx, _spec(receiver.url()), tenant=TENANT).id
     drain(ctx, only=frozenset({"plan", "plan_section", "shard"}))
     job = JobHandle.bind(ctx, job_id)
     event = WebhookEvent(id="msg_old", type="job.succeeded", created_at=time.time(), url=receiver.url(path),

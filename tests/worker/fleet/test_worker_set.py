@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from poolq.api.cli.main import main
-from poolq.jobs.settings import Settings
+from poolq.jobs.settings import Settings, StoreSettings
 from poolq.storage import ConditionalWritesUnsupported, LocalObjectStore
 from poolq.worker import worker_startup
 from poolq.worker.fleet import worker_set
@@ -25,7 +25,7 @@ def store_without_conditional_writes(tmp_path, monkeypatch) -> IgnoresIfAbsent:
     store = IgnoresIfAbsent(tmp_path / "store")
     monkeypatch.setenv("POOLQ_STORE", "local")
     monkeypatch.setenv("POOLQ_LOCAL_STORE_ROOT", str(tmp_path / "store"))
-    monkeypatch.setattr(Settings, "object_store", lambda self: store)
+    monkeypatch.setattr(StoreSettings, "object_store", lambda self: store)
     return store
 
 
@@ -43,7 +43,7 @@ def test_check_store_can_be_switched_off(store_without_conditional_writes):
 def test_check_store_passes_on_the_local_store(tmp_path, prefix):
     settings = Settings(store="local", local_store_root=tmp_path / "store", output_prefix=prefix)
     check_store(settings)
-    assert list(settings.object_store().list("")) == []
+    assert list(settings.storage.object_store().list("")) == []
 
 
 @pytest.mark.integration
@@ -55,7 +55,7 @@ def test_check_store_passes_on_real_s3(new_buckets):
         s3_access_key_id=config.access_key_id, s3_secret_access_key=config.secret_access_key,
     )
     check_store(settings)
-    assert list(settings.object_store().list("")) == []
+    assert list(settings.storage.object_store().list("")) == []
 
 
 @pytest.fixture

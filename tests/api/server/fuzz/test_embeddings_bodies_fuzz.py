@@ -32,7 +32,7 @@ def client(tmp_path_factory, minilm_engine):
     ctx = local_context(tmp_path_factory.mktemp("embeddings-fuzz") / "store", settings)
     ctx.engines.use(MODEL, minilm_engine)
     lane = InMemoryEmbeddingLane()
-    app = create_app(ctx.settings, ctx, checks=[], lane=lane)
+    app = create_app(ctx, ctx.settings, checks=[], lane=lane)
     key, _ = app.state.keys.create("fuzz-tenant")
     with LaneServer(lane, lambda: ctx.engines, poll_s=0.05):
         with TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {key}"}) as test_client:

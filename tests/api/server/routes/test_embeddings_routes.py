@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from support.api_client import authed_client
 
 from poolq.api.server.app import create_app
-from poolq.api.server.rate_limit import InMemoryRateLimiter
+from poolq.api.server.guards.rate_limit import InMemoryRateLimiter
 from poolq.engine import LongDocumentMode, LongDocumentPolicy
 from poolq.jobs.lane.lane_messages import EmbeddingReply
 from poolq.jobs.lane.memory_lane import InMemoryEmbeddingLane
@@ -177,7 +177,7 @@ def test_too_many_tokens_in_all_is_413_and_one_input_too_long_is_400_naming_it(c
 
 def _app_over(served, lane, **settings):
     ctx, _ = served
-    return authed_client(ctx, ctx.settings.model_copy(update=settings), lane=lane)
+    return authed_client(ctx, ctx.settings.with_values(**settings), lane=lane)
 
 
 def test_503_with_retry_after_when_no_worker_answers(served):
@@ -222,7 +222,7 @@ def test_503_at_once_when_too_many_requests_wait(served):
 
 def test_no_key_or_a_bad_key_is_401(served):
     ctx, lane = served
-    app_client = TestClient(create_app(ctx.settings, ctx, lane=lane))
+    app_client = TestClient(create_app(ctx, ctx.settings, lane=lane))
     assert app_client.post("/v1/embeddings", json={"model": MODEL, "input": "x"}).status_code == 401
     response = app_client.post("/v1/embeddings", json={"model": MODEL, "input": "x"},
                                headers={"Authorization": "Bearer not-a-key"})

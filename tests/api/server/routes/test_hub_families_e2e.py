@@ -88,12 +88,12 @@ def test_a_batch_equals_sentence_transformers(served):
               "body": {"model": FAMILIES[name].repo_id, "input": text, "poolq": {"prompt_name": "query"}}}
              for i, text in enumerate(QUERIES)]
     content = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    uploaded = create_file(LOCAL_TENANT, "in.jsonl", "batch", io.BytesIO(content), ctx, max_bytes=1 << 20)
-    batch = create_batch(LOCAL_TENANT, uploaded.id, "/v1/embeddings", "24h", {}, ctx)
-    advance_batch(LOCAL_TENANT, batch.id, ctx)
-    batch = get_batch(LOCAL_TENANT, batch.id, ctx, nudge=False)
+    uploaded = create_file(ctx, LOCAL_TENANT, "in.jsonl", "batch", io.BytesIO(content), max_bytes=1 << 20)
+    batch = create_batch(ctx, LOCAL_TENANT, uploaded.id, "/v1/embeddings", "24h", {})
+    advance_batch(ctx, LOCAL_TENANT, batch.id)
+    batch = get_batch(ctx, LOCAL_TENANT, batch.id, nudge=False)
     assert batch.status == "completed" and batch.request_counts.completed == len(QUERIES), batch
-    with open_file_content(LOCAL_TENANT, batch.output_file_id, ctx) as stream:
+    with open_file_content(ctx, LOCAL_TENANT, batch.output_file_id) as stream:
         answers = {line["custom_id"]: line for line in map(json.loads, stream.read().splitlines())}
     vectors = np.array([answers[f"q{i}"]["response"]["body"]["data"][0]["embedding"] for i in range(len(QUERIES))])
     assert _centred_cosines(vectors, _expected(home, name)).min() >= 0.9999

@@ -92,7 +92,7 @@ def test_a_gguf_model_job_is_validated_from_its_header_without_converting_it(tmp
     base = local_context(tmp_path)
     registry = ModelRegistry.with_packaged_models(cache_root=tmp_path / "gguf-cache")
     ctx = replace(base, settings=settings, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(),
-                  enqueuer=_HoldingEnqueuer(), registry=registry, engines=EnginePool(registry, settings.engine_config()))
+                  enqueuer=_HoldingEnqueuer(), registry=registry, engines=EnginePool(registry, settings.serving.engine_config()))
     client = authed_client(ctx, settings)
     documents = {"documents": [{"id": "a", "text": "x"}]}
     # When jobs for SmolLM2 (8k context) are submitted

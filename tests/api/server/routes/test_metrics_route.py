@@ -103,7 +103,7 @@ def test_a_queued_job_is_counted_until_it_finishes(local_ctx):
 
 
 def test_metrics_can_require_an_admin_key(local_ctx):
-    settings = local_ctx.settings.model_copy(update={"metrics_public": False})
+    settings = local_ctx.settings.with_values(metrics_public=False)
     admin = authed_client(local_ctx, settings)
     assert admin.get("/metrics").status_code == 200
     assert admin.get("/metrics", headers={"Authorization": ""}).status_code == 401

@@ -28,7 +28,7 @@ def ctx(local_ctx):
 
 def _submit(ctx, n: int = 6, **fields) -> JobHandle:
     docs = [{"id": f"doc-{i}", "text": f"document number {i} about engines and their dtypes"} for i in range(n)]
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": docs}, **fields}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": docs}, **fields})).id
     for task in [t for t in ctx.enqueuer.tasks if t[0] == "plan"]:
         ctx.enqueuer.tasks.remove(task)
         run_task(task, ctx)

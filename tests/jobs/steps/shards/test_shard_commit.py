@@ -62,7 +62,7 @@ def _docs(n: int) -> list[dict]:
 
 def _submit(ctx, docs) -> str:
     """Submit and plan; the shard tasks are left recorded, not run."""
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": docs}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": docs}})).id
     _drain_kind(ctx, "plan")
     return job_id
 
@@ -92,7 +92,7 @@ def _ids_in_parts_and_errors(ctx, job_id) -> tuple[list[str], list[dict]]:
 
 def test_two_attempts_of_a_shard_commit_once_and_the_loser_leaves_nothing(ctx, clock, monkeypatch):
     job_id = _submit(ctx, _docs(6))  # shards of 4 and 2
-    ttl = ctx.settings.lease_ttl_s
+    ttl = ctx.settings.reliability.lease_ttl_s
     losing_commits = []
     original_commit = JobLedger.commit
 
@@ -146,7 +146,7 @@ def test_a_redelivered_shard_after_its_commit_does_no_model_work(ctx):
 def test_a_delivery_of_a_leased_shard_does_nothing(ctx):
     job_id = _submit(ctx, _docs(6))
     # Given another worker holds shard 1's lease
-    held = ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.lease_ttl_s)
+    held = ctx.leases.acquire(job_id, shard_unit(1), ctx.settings.reliability.lease_ttl_s)
     # When shard 1's task is delivered here
     assert run_shard(JobHandle.bind(ctx, job_id), 1) is None
     # Then no model work, no objects, no commit, and the other attempt still holds the lease
@@ -158,10 +158,10 @@ def test_a_delivery_of_a_leased_shard_does_nothing(ctx):
 
 
 def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, clock):
-    ctx.settings = ctx.settings.model_copy(update={"max_shard_crashes": 2})
+    ctx.settings = ctx.settings.with_values(max_shard_crashes=2)
     docs = _docs(6)
     job_id = _submit(ctx, docs)
-    ttl = ctx.settings.lease_ttl_s
+    ttl = ctx.settings.reliability.lease_ttl_s
     # Given shard 0 killed its worker twice: two attempts took the lease and never released it
     for _ in range(2):
         assert ctx.leases.acquire(job_id, shard_unit(0), ttl) is not None
@@ -186,7 +186,7 @@ def test_a_shard_that_crashed_its_worker_too_often_is_committed_as_failed(ctx, c
 
 
 def test_cancel_mid_shard_keeps_its_finished_records_and_lists_the_rest_as_not_processed(ctx, minilm_engine):
-    ctx.settings = ctx.settings.model_copy(update={"cancel_check_interval_s": 1e-6})
+    ctx.settings = ctx.settings.with_values(cancel_check_interval_s=1e-6)
     docs = _docs(10)  # shards of 4, 4 and 2
     job_id = _submit(ctx, docs)
 

@@ -107,7 +107,7 @@ def test_a_routing_read_that_fails_sends_the_shard_to_the_general_queue(ctx, cap
 
 def _planned(ctx, shards: int) -> str:
     documents = [{"id": f"d{i}", "text": f"document {i}"} for i in range(4 * shards)]
-    job_id = submit_job(JobSpec.model_validate({"input": {"documents": documents}}), ctx).id
+    job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": documents}})).id
     ctx.enqueuer.take()
     plan_job(JobHandle.bind(ctx, job_id))
     return job_id

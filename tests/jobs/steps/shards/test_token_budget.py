@@ -45,15 +45,15 @@ def _finished(ctx, status, tenant="local"):
 def test_a_job_over_its_budget_is_refused_at_submit_by_the_exact_count(tmp_path, minilm_engine, sample_documents):
     ctx = _ctx(tmp_path, minilm_engine)
     documents = _sentences(sample_documents, 6)
-    _, unlimited = _finished(ctx, submit_job(_spec(documents), ctx))
+    _, unlimited = _finished(ctx, submit_job(ctx, _spec(documents)))
     used = unlimited.usage.tokens
     assert unlimited.status is JobState.SUCCEEDED and used > 100
     # One token short of what the job runs: refused, naming the field and how it was counted
     with pytest.raises(JobRejected, match="counted exactly") as refused:
-        submit_job(_spec(documents, limits={"max_tokens": used - 1}), ctx)
+        submit_job(ctx, _spec(documents, limits={"max_tokens": used - 1}))
     assert refused.value.field == "limits.max_tokens" and f"would run {used} tokens" in str(refused.value)
     # Exactly what it runs: accepted, and it ends whole (the limit is reached, nothing is left to stop)
-    _, fits = _finished(ctx, submit_job(_spec(documents, limits={"max_tokens": used}), ctx))
+    _, fits = _finished(ctx, submit_job(ctx, _spec(documents, limits={"max_tokens": used})))
     assert fits.status is JobState.SUCCEEDED and fits.usage.tokens == used and fits.counts.completed == 6
 
 
@@ -65,11 +65,11 @@ def test_a_job_that_reaches_its_budget_stops_and_accounts_for_every_record_once(
                estimate_sample_per_stratum=1, webhook_allow="https://hooks.example.com")
     documents = [{"id": f"d{i:02d}", "text": d["text"][:3000]} for i, d in enumerate(sample_documents[:12])]
     options = {"long_documents": {"mode": "chunked", "window_tokens": 64}}
-    _, whole = _finished(ctx, submit_job(_spec(documents, **options), ctx))
+    _, whole = _finished(ctx, submit_job(ctx, _spec(documents, **options)))
     limit = whole.usage.tokens * 4 // 10  # stops in the middle of the second of three shards
     # The estimate of an input priced from a sample lets it through (refused only 90 % over), the run stops it
-    status = submit_job(_spec(documents, limits={"max_tokens": limit}, webhook={"url": "https://hooks.example.com/e"},
-                              **options), ctx)
+    status = submit_job(ctx, _spec(documents, limits={"max_tokens": limit}, webhook={"url": "https://hooks.example.com/e"},
+                                   **options))
     job, manifest = _finished(ctx, status)
     assert manifest.status is JobState.CANCELLED and manifest.error.startswith("budget_exceeded")
     assert limit < manifest.usage.tokens <= limit + 128  # stopped within one step of passing it
@@ -95,20 +95,20 @@ def test_a_job_that_reaches_its_budget_stops_and_accounts_for_every_record_once(
 def _shard_records(job: JobHandle, shard: int) -> list[str]:
     section, local = job.plan.shard_location(shard)
     shard_input = ShardInput.from_bytes(job.ctx.store.get(job.layout.shard_input(section, local)))
-    return list(read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.s3_config()))
+    return list(read_shard_records(shard_input, InputFields.of(job.spec), job.ctx.settings.storage.s3_config()))
 
 
 def test_reused_tokens_are_free(tmp_path, minilm_engine, sample_documents):
     ctx = _ctx(tmp_path, minilm_engine)
     documents = _sentences(sample_documents, 4)
-    _, first = _finished(ctx, submit_job(_spec(documents, reuse="tenant"), ctx))
+    _, first = _finished(ctx, submit_job(ctx, _spec(documents, reuse="tenant")))
     # Each text twice in one job: the repeats are computed once, so the first job's tokens are enough
     twice = documents + [{"id": f"again-{d['id']}", "text": d["text"]} for d in documents]
-    _, repeated = _finished(ctx, submit_job(_spec(twice, limits={"max_tokens": first.usage.tokens}), ctx))
+    _, repeated = _finished(ctx, submit_job(ctx, _spec(twice, limits={"max_tokens": first.usage.tokens})))
     assert repeated.status is JobState.SUCCEEDED and repeated.counts.completed == 8
     assert repeated.usage.tokens == first.usage.tokens
     # The tenant's stored outputs: a job of texts it computed before runs nothing, whatever its budget
-    _, copied = _finished(ctx, submit_job(_spec(documents, reuse="tenant", limits={"max_tokens": 1}), ctx))
+    _, copied = _finished(ctx, submit_job(ctx, _spec(documents, reuse="tenant", limits={"max_tokens": 1})))
     assert copied.status is JobState.SUCCEEDED and copied.usage.tokens == 0
     assert copied.reuse.reused_documents == 4 and copied.reuse.reused_tokens == first.usage.tokens
 
@@ -116,22 +116,22 @@ def test_reused_tokens_are_free(tmp_path, minilm_engine, sample_documents):
 def test_the_operators_per_job_limit_is_the_default_and_the_ceiling(tmp_path, minilm_engine, sample_documents):
     ctx = _ctx(tmp_path, minilm_engine, tenant_max_tokens_per_job=100_000)
     documents = _sentences(sample_documents, 2)
-    job, _ = _finished(ctx, submit_job(_spec(documents), ctx))
+    job, _ = _finished(ctx, submit_job(ctx, _spec(documents)))
     assert job.spec.limits.max_tokens == 100_000  # the default, recorded in the job's spec
     with pytest.raises(JobRejected, match="at most 100000 tokens per job") as refused:
-        submit_job(_spec(documents, limits={"max_tokens": 100_001}), ctx)
+        submit_job(ctx, _spec(documents, limits={"max_tokens": 100_001}))
     assert refused.value.field == "limits.max_tokens"
 
 
 def test_a_tenant_over_its_daily_tokens_is_refused_until_midnight(tmp_path, minilm_engine, sample_documents):
     ctx = _ctx(tmp_path, minilm_engine, tenant_max_tokens_per_day=50)
     documents = _sentences(sample_documents, 2)
-    _, first = _finished(ctx, submit_job(_spec(documents), ctx, tenant="acme"), tenant="acme")
+    _, first = _finished(ctx, submit_job(ctx, _spec(documents), tenant="acme"), tenant="acme")
     assert first.usage.tokens >= 50  # counted from the job's usage, committed shard by shard
     assert ctx.day_usage.total("acme", datetime.now(timezone.utc)) == first.usage.tokens
     with pytest.raises(DailyTokensExhausted, match="daily limit is 50") as refused:
-        submit_job(_spec(documents), ctx, tenant="acme")
+        submit_job(ctx, _spec(documents), tenant="acme")
     expected = seconds_to_day_end(datetime.now(timezone.utc))
     assert expected - 5 <= refused.value.retry_after_s <= expected
     # Another tenant's day is its own
-    assert submit_job(_spec(documents), ctx, tenant="other").id
+    assert submit_job(ctx, _spec(documents), tenant="other").id
