@@ -19,8 +19,8 @@ SinkOpener = Callable[[SinkConfig, SplitResult, Settings], Sink]
 
 
 def _store(module: str, name: str) -> type:
-    """A store's Sink class, its driver imported now (``poolq.products.sinks.<module>``)."""
-    return getattr(importlib.import_module(f"poolq.products.sinks.{module}"), name)
+    """A store's Sink class, its driver imported now (``poolq.products.sinks.stores.<module>``)."""
+    return getattr(importlib.import_module(f"poolq.products.sinks.stores.{module}"), name)
 
 
 def _pgvector(config: SinkConfig, url: SplitResult, settings: Settings) -> Sink:

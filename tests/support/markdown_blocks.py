@@ -38,8 +38,8 @@ class CodeBlock:
 
 
 def documents() -> list[Path]:
-    """README first, then every docs page, in name order."""
-    return [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    """README first, then every docs page, in name order, those in docs' subfolders (docs/sinks/) included."""
+    return [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
 
 
 def code_blocks(path: Path) -> list[CodeBlock]:
