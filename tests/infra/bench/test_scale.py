@@ -1,5 +1,6 @@
 """The scale benchmark (infra/bench/scale.py) end to end on a small corpus: the real local stack,
-one worker, 500 documents. Checks the table's shape and that its numbers are sane; no timings."""
+one worker, 100 documents. Checks the table's shape and that its numbers are sane; no timings
+(what it measures needs no more: every column is counted on any job, one shard or many)."""
 import os
 
 import pytest
@@ -28,9 +29,9 @@ def _number(cell: str) -> float:
 
 
 def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys):
-    # Given 500 short documents and a stack with one worker, its torch threads this test process's share of
+    # Given 100 short documents and a stack with one worker, its torch threads this test process's share of
     # the cores (OMP_NUM_THREADS, which tests/conftest.py sets under xdist: 1; more would spin waiting)
-    results = main(["--documents", "500", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900"])
+    results = main(["--documents", "100", "--workers", "1", "--state-dir", str(tmp_path), "--timeout", "900"])
 
     # Then the job succeeded and the table has every column, with one row
     out = capsys.readouterr().out
@@ -39,7 +40,7 @@ def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys)
     assert len(rows) == 1 and set(COLUMNS) <= set(rows[0]), out
     row = rows[0]
     assert row["status"] == "succeeded", out
-    assert _number(row["documents"]) == 500 and _number(row["workers"]) == 1
+    assert _number(row["documents"]) == 100 and _number(row["workers"]) == 1
     assert _number(row["docs/s"]) > 0
     assert _number(row["shards"]) >= 1
     assert _number(row["S3 PUT"]) > 0 and _number(row["S3 GET"]) > 0
@@ -51,7 +52,7 @@ def test_scale_benchmark_prints_every_column_with_sane_numbers(tmp_path, capsys)
 
     # And the S3 requests were counted inside the server's processes, not only the upload
     (result,) = results
-    assert result.completed == 500 and result.failed == 0
+    assert result.completed == 100 and result.failed == 0
     assert result.s3_total(kinds=("worker",)) > 0 and result.s3_total(kinds=("api",)) > 0
     assert result.s3_total(("PutObject",), kinds=("worker",)) >= result.shards  # at least a part per shard
 
