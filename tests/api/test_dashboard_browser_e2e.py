@@ -129,7 +129,11 @@ def _line_of(driver, selector: str, points: int):
 
 def test_watch_a_job_live_and_cancel_it_from_the_page(stack, client, finished_job, long_text, artifacts):
     assert finished_job["status"] == "partially_succeeded" and finished_job["errors_by_code"], finished_job
-    running = client.submit({"input": {"documents": [{"id": "long", "text": long_text}]}, "long_documents": {"mode": "chunked"}})
+    # Long enough to be watched running on a fast CPU too (it is cancelled below, never waited for): 8 documents of
+    # ~45k tokens, each distinct (no reuse between them): one alone ended before the job page drew its line in a CI
+    # run on a Xeon with AMX (2026-12-05)
+    documents = [{"id": f"long-{i}", "text": f"Part {i}. {long_text}"} for i in range(8)]
+    running = client.submit({"input": {"documents": documents}, "long_documents": {"mode": "chunked"}})
     with headless_chromium(1280, 800) as driver:
         set_viewport(driver, 1280, 800)
         _sign_in(driver, stack["api_url"], stack["api_key"])

@@ -211,7 +211,7 @@ def _patch_s3() -> None:
     if handler is None:
         return
     import poolq.storage
-    from poolq.jobs.settings import storage as store_settings
+    from poolq.jobs.settings.groups import storage as store_settings
     from poolq.storage import s3_store
 
     original_make = s3_store.make_s3_client
