@@ -37,11 +37,10 @@ class EngineConfig:
     # Experimental: bias + LayerNorm after the dense GEMMs as one inductor-compiled pass (packed
     # encoders; engine/models/fused_norm.py). Off by default: not yet measured on a quiet machine.
     fuse_norms: bool = False
-    # The packed BERT-family layer stack as one inductor graph (engine/models/compiled_encoder.py), on
-    # the CPU. None: where measured faster (bfloat16 on CPUs with AMX); False: never; True: also elsewhere.
-    compile_encoder: bool | None = None
-    # ... compiled once the encoder has run this many tokens eager in this process (the compile costs
-    # 10-40 s once; 0: at the first forward), so short runs, tests and one-off commands never pay it.
+    # The packed BERT-family layer stack as one inductor graph (engine/models/compiled_encoder.py), on the CPU.
+    # Off by default: on a Xeon with AMX it measured 1.02-1.04x the eager bf16 forward (docs/benchmarks.md,
+    # 2026-12-05), too little to pay a 10-40 s compile in a running worker.
+    compile_encoder: bool = False
     compile_after_tokens: int = 500_000
 
     def __post_init__(self) -> None:
@@ -61,6 +60,6 @@ class EngineConfig:
         if self.compile_after_tokens < 0:
             raise EngineConfigError(f"compile_after_tokens must be >= 0, got {self.compile_after_tokens}")
         if self.compile_encoder and not self.device.startswith("cpu"):
-            raise EngineConfigError(f"compile_encoder compiles for the CPU; on {self.device} leave it None or False")
+            raise EngineConfigError(f"compile_encoder compiles for the CPU; on {self.device} leave it False")
         if self.dtype == "int8" and not self.device.startswith("cpu"):
             raise EngineConfigError(f"dtype int8 runs on the CPU (fbgemm); on {self.device} use bfloat16 or float16")

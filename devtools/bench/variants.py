@@ -26,7 +26,7 @@ class Variant:
     encode: Encode
 
 
-# DTYPE+OPTION: the engine settings an option changes (auto+eager: the default dtype, layers not compiled).
+# DTYPE+OPTION: the engine settings an option changes (auto+compiled: the default dtype, the layer stack compiled).
 POOLQ_OPTIONS: dict[str, dict[str, bool]] = {
     "": {},
     "fused": {"fuse_norms": True},  # the experimental fused bias + LayerNorm (its layers are not compiled then)
@@ -36,8 +36,8 @@ POOLQ_OPTIONS: dict[str, dict[str, bool]] = {
 
 
 def poolq_variant(model: str, dtype: str, registry, device: str = "cpu") -> Variant | str:
-    """poolq's engine in ``dtype``, with an option after ``+`` (``POOLQ_OPTIONS``: ``auto+eager``, the
-    default dtype with the layer stack not compiled); a string saying why not (int8 refused by its quality gate)."""
+    """poolq's engine in ``dtype``, with an option after ``+`` (``POOLQ_OPTIONS``: ``auto+compiled``, the
+    default dtype with the layer stack compiled); a string saying why not (int8 refused by its quality gate)."""
     from poolq.engine import EngineConfig, LongDocumentMode, LongDocumentPolicy, PoolingEngine
     from poolq.engine.models.int8_encoder import Int8Refused
 

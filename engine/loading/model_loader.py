@@ -7,11 +7,11 @@ from pathlib import Path
 import torch
 
 from poolq.engine.config import EngineConfig
-from poolq.engine.device.hardware import cpu_flags, resolve_dtype
+from poolq.engine.device.hardware import resolve_dtype
 from poolq.engine.loading.int8_runner import quantize_runner
 from poolq.engine.loading.projector import load_projector
 from poolq.engine.model_spec import ModelKind, ModelSpec, read_model_spec
-from poolq.engine.models.compiled_encoder import CompiledBertEncoder, can_compile, compiles_by_default
+from poolq.engine.models.compiled_encoder import CompiledBertEncoder, can_compile
 from poolq.engine.models.fused_norm import fuse_norms
 from poolq.engine.models.packed_bert import PackedBertEncoder
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
@@ -69,18 +69,11 @@ def load_model(model_dir: Path, config: EngineConfig, calibration: Calibration |
         quantize_runner(runner, tokenizer, spec.window_tokens)
     if config.fuse_norms and isinstance(runner, PackedRunner) and isinstance(runner.encoder, PackedBertEncoder):
         fuse_norms(runner.encoder)  # its bias + LayerNorm passes; the other packed families have none to fuse
-    if isinstance(runner, PackedRunner) and _compiles(config, compute_dtype) and can_compile(runner.encoder):
+    if config.compile_encoder and isinstance(runner, PackedRunner) and can_compile(runner.encoder):
         runner.encoder = CompiledBertEncoder(runner.encoder, after_tokens=config.compile_after_tokens)
     output_dim = _last_linear(projector).out_features if projector is not None else spec.hidden_size
     token_output_dim = m3.colbert_linear.out_features if m3 is not None else output_dim
     return LoadedModel(spec, tokenizer, runner, dispatcher, output_dim, token_output_dim, hf_config, compute_dtype)
-
-
-def _compiles(config: EngineConfig, compute_dtype: str) -> bool:
-    """Whether the packed encoder's layers run compiled: as configured, else where that measured faster."""
-    if config.compile_encoder is None:
-        return compiles_by_default(compute_dtype, config.device, cpu_flags())
-    return config.compile_encoder
 
 
 def make_runner(base_model: torch.nn.Module, device: torch.device, pad_token_id: int, packed: bool) -> Runner:

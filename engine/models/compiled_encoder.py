@@ -12,8 +12,8 @@ per process: at the first forward after ``after_tokens`` tokens ran eager (``Eng
 500k by default: tests, one-off commands and small jobs never pay the compile). That forward takes the
 compile's time, 10-40 s on a 2-core CPU (inductor's on-disk cache, ``TORCHINDUCTOR_CACHE_DIR``, makes later
 processes faster). Where compiling fails (no C++ compiler, say) the encoder logs why and runs eager.
-Measured on a Xeon with AMX, bf16, MiniLM: 1.2-1.3x the eager forward (docs/benchmarks.md, 2026-12-05);
-hence the default, ``compile_encoder=None``, compiles only bf16 on CPUs with AMX (``compiles_by_default``).
+Measured on a Xeon with AMX, bf16, MiniLM, in `poolq bench` beside the eager forward: 1.02x (mixed lengths)
+and 1.04x (512-token windows), 2026-12-05 (docs/benchmarks.md); hence off by default (``compile_encoder=False``).
 """
 import logging
 import time
@@ -24,7 +24,6 @@ import torch
 from torch import nn
 
 from poolq.engine.attention import varlen_attention
-from poolq.engine.device.hardware import AMX_BF16_FLAG
 from poolq.engine.models.packed_bert import PackedBertEncoder, PackedLayer
 
 log = logging.getLogger(__name__)
@@ -84,12 +83,6 @@ class _Stack(nn.Module):
         for layer in self.layers:
             hidden = layer(hidden, cu_seqlens, position_bias)
         return hidden
-
-
-def compiles_by_default(compute_dtype: str, device: str, flags: frozenset[str]) -> bool:
-    """Where ``compile_encoder=None`` compiles: bfloat16 on a CPU with AMX, where it was measured faster.
-    float32 stays eager (bit-stable), and so do CPUs it has not been measured on."""
-    return compute_dtype == "bfloat16" and device == "cpu" and AMX_BF16_FLAG in flags
 
 
 def can_compile(encoder: nn.Module) -> TypeGuard[PackedBertEncoder]:

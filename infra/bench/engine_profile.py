@@ -1,21 +1,21 @@
 """Where the engine's time goes: torch.profiler's top operators for one pass over one of the bench's
 corpora (mixed lengths, or long documents in full windows), per compute dtype (CPU).
 
-    python3 infra/bench/engine_profile.py [--dtypes float32,int8] [--corpus mixed|long] [--compile auto|on|off] [--rows 8]
+    python3 infra/bench/engine_profile.py [--dtypes float32,int8] [--corpus mixed|long] [--compile on|off] [--rows 8]
 
 Texts are truncated at the model's position window (512 tokens for MiniLM), as ``poolq bench`` runs
 them; before 2026-12-05 this script truncated at the model's default window (256 for MiniLM). The layer
-stack is compiled (``--compile``: as ``EngineConfig.compile_encoder`` decides, always, never) before the
+stack is compiled (``--compile on``: ``EngineConfig.compile_encoder``; off by default) before the
 profiled pass, so the profile is the steady state of a long-running worker.
 """
 from __future__ import annotations
 
 import argparse
 
-COMPILE = {"auto": None, "on": True, "off": False}  # --compile -> EngineConfig.compile_encoder
+COMPILE = {"on": True, "off": False}  # --compile -> EngineConfig.compile_encoder
 
 
-def profile(model: str, dtype: str, rows: int, texts: int = 200, corpus_name: str = "mixed", compile: str = "auto") -> str:
+def profile(model: str, dtype: str, rows: int, texts: int = 200, corpus_name: str = "mixed", compile: str = "off") -> str:
     import torch
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--dtypes", default="float32,int8")
     parser.add_argument("--corpus", choices=("mixed", "long"), default="mixed")
-    parser.add_argument("--compile", choices=tuple(COMPILE), default="auto")
+    parser.add_argument("--compile", choices=tuple(COMPILE), default="off")
     parser.add_argument("--rows", type=int, default=8)
     args = parser.parse_args()
     for dtype in args.dtypes.split(","):
