@@ -1,5 +1,5 @@
-"""The --reuse, --sink and --webhook options of ``poolq submit``: what a job may reuse, and where its
-rows and its end event go once it is done (``JobSpec.reuse``, ``.sink``, ``.webhook``).
+"""The --reuse, --sink and --webhook (--webhook-running) options of ``poolq submit``: what a job may reuse,
+and where its rows and its events go (``JobSpec.reuse``, ``.sink``, ``.webhook``).
 
 ``delivery_options`` adds the three options and hands the command one ``JobDelivery`` instead of three
 more arguments; ``JobDelivery.add_to(spec)`` sets the fields that were given and no others, so the
@@ -22,6 +22,7 @@ class JobDelivery:
     reuse: str | None = None
     sink: str | None = None
     webhook: str | None = None
+    webhook_running: bool = False  # also job.running, with the job's place, once it is planned
 
     def add_to(self, spec: dict) -> dict:
         """``spec`` with the given fields set (the server checks them: an unknown or ungranted sink, a
@@ -31,7 +32,7 @@ class JobDelivery:
         if self.sink:
             spec["sink"] = self.sink
         if self.webhook:
-            spec["webhook"] = {"url": self.webhook}
+            spec["webhook"] = {"url": self.webhook, **({"send_running": True} if self.webhook_running else {})}
         return spec
 
 
@@ -47,9 +48,13 @@ def delivery_options(command: Callable) -> Callable:
                        "granted you (docs/sinks/)")
     @click.option("--webhook", default=None, metavar="URL",
                   help="POST the job's signed end event here (docs/webhooks.md)")
+    @click.option("--webhook-running", is_flag=True, default=False,
+                  help="with --webhook: also POST job.running once the job is planned, with its place in the queue")
     @functools.wraps(command)
-    def with_delivery(*args: object, reuse: str | None, sink: str | None, webhook: str | None,
+    def with_delivery(*args: object, reuse: str | None, sink: str | None, webhook: str | None, webhook_running: bool,
                       **kwargs: object) -> object:
-        return command(*args, delivery=JobDelivery(reuse, sink, webhook), **kwargs)
+        if webhook_running and not webhook:
+            raise click.UsageError("--webhook-running needs --webhook URL: the address job.running is sent to")
+        return command(*args, delivery=JobDelivery(reuse, sink, webhook, webhook_running), **kwargs)
 
     return with_delivery

@@ -69,3 +69,12 @@ def test_a_sink_not_granted_is_refused_naming_the_field(submit):
 def test_an_unknown_reuse_mode_is_a_usage_error(submit):
     result, _ = submit("--reuse", "everyone")
     assert result.exit_code == 2 and "--reuse" in result.output
+
+
+def test_webhook_running_asks_for_job_running_and_needs_a_webhook(submit):
+    result, client = submit("--webhook", WEBHOOK, "--webhook-running")
+    assert result.exit_code == 0, result.output
+    spec = client.get(f"/v1/jobs/{result.stdout.strip()}/spec").json()
+    assert spec["webhook"] == {**spec["webhook"], "url": WEBHOOK, "send_running": True}
+    alone, _ = submit("--webhook-running")
+    assert alone.exit_code == 2 and "--webhook-running needs --webhook URL" in alone.output
