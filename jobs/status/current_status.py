@@ -113,4 +113,5 @@ def current_status(job: JobHandle, *, place: bool = True) -> JobStatus | None:
         return None
     queue = job_place(job.ctx, status) if place else None  # prices every job in line itself (once)
     # An unmeasured estimate at its model's prior (token_prior.py): the tokens the ETA counts.
-    return priced(job.ctx, status).model_copy(update={"rates": job_rates(status), "queue": queue})
+    [status] = priced(job.ctx, [status])
+    return status.model_copy(update={"rates": job_rates(status), "queue": queue})

@@ -17,11 +17,11 @@ Unmeasured jobs count at the prior of their model (``token_prior.py``).
 from __future__ import annotations
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.coordination.worker_throughput import chars_per_token, fleet_tokens_per_s
+from poolq.jobs.coordination.worker_throughput import fleet_tokens_per_s
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobPlace, JobStatus
 from poolq.jobs.status.fair_share_eta import Backlog, finish_times
-from poolq.jobs.status.token_prior import needs_prior, with_prior
+from poolq.jobs.status.token_prior import priced
 
 IN_LINE = frozenset({JobState.QUEUED, JobState.RUNNING})  # states that take (or will take) fair share's slots
 
@@ -39,7 +39,7 @@ def job_place(ctx: JobContext, status: JobStatus) -> JobPlace | None:
         return None
     others = [other for other in (ctx.status.get(job_id) for job_id in ctx.status.all_active_ids() if job_id != status.id)
               if other is not None and other.status in IN_LINE]
-    in_line = _priced(ctx, [*others, status])
+    in_line = priced(ctx, [*others, status])
     ahead = sum(1 for other in others if other.tenant == status.tenant and _order(other) < _order(status))
     # Tenants with work: planned work left, or a job still to plan (it joins in a moment); its own always.
     with_work = {job.tenant for job in in_line if tokens_left(job) != 0} | {status.tenant}
@@ -54,13 +54,6 @@ def _eta(in_line: list[JobStatus], job_id: str, fleet: float | None) -> float | 
     if fleet is None or len(backlogs) < len(in_line):
         return None
     return round(finish_times(backlogs, fleet)[job_id], 1)
-
-
-def _priced(ctx: JobContext, statuses: list[JobStatus]) -> list[JobStatus]:
-    """Each status with its model's prior for an unmeasured estimate (one board read per such model)."""
-    unmeasured = {status.model for status in statuses if needs_prior(status)}
-    priors = {model: chars_per_token(ctx.throughput.rates(model)) for model in unmeasured}
-    return [with_prior(status, priors.get(status.model)) for status in statuses]
 
 
 def _order(status: JobStatus) -> tuple:

@@ -32,7 +32,9 @@ def with_prior(status: JobStatus, prior: float | None) -> JobStatus:
     return status.model_copy(update={"estimate": JobEstimate(tokens=max(done, round(characters / prior)), measured=False)})
 
 
-def priced(ctx: JobContext, status: JobStatus) -> JobStatus:
-    """``status`` with the prior of its model as this deployment measured it (one read of the
-    throughput board, only for a job that needs it)."""
-    return with_prior(status, chars_per_token(ctx.throughput.rates(status.model))) if needs_prior(status) else status
+def priced(ctx: JobContext, statuses: list[JobStatus]) -> list[JobStatus]:
+    """Each status with its model's prior as this deployment measured it (one read of the throughput
+    board per model that a job needing it uses; none when no job needs it)."""
+    unmeasured = {status.model for status in statuses if needs_prior(status)}
+    priors = {model: chars_per_token(ctx.throughput.rates(model)) for model in unmeasured}
+    return [with_prior(status, priors.get(status.model)) for status in statuses]
