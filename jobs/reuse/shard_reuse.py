@@ -52,12 +52,18 @@ class ShardCopies:
     followers: dict[str, list[str]] = field(default_factory=dict)  # leader id -> same-text records after it
     owners: set[str] = field(default_factory=set)  # leaders whose results another shard waits for
     computed: dict[str, bytes] = field(default_factory=dict)  # content hash -> encoded result (for publishing)
+    # Which fresh results are encoded for publishing: all of them for the tenant's store, else only the
+    # owners' (a job-scoped reuse publishes nothing else, and encoding is per-document work on the hot loop).
+    keep_all: bool = False
+
+    def _published(self, leader: InputRecord) -> bool:
+        return self.keep_all or leader.id in self.owners
 
     def results(self, fresh: Iterable[EngineResult], key_of: Callable[[EngineResult], str]) -> Iterator[RecordResult]:
         """Every record's result: the engine's ``fresh`` ones for the leaders it ran, then the copies."""
         for result in fresh:
             leader = self.records[key_of(result)]
-            if isinstance(result, PoolingOutput):
+            if isinstance(result, PoolingOutput) and self._published(leader):
                 self.computed[leader.content_hash] = encode_result(result)
             yield RecordResult(leader, result, reused=False)
             yield from (RecordResult(self.records[other], result, True) for other in self.followers.get(leader.id, ()))
@@ -76,7 +82,8 @@ def sort_out(job: JobHandle, reuse: JobReuse, shard: int, records: dict[str, Inp
     groups: dict[str, list[str]] = defaultdict(list)
     for record in records.values():
         groups[record.content_hash].append(record.id)
-    copies = ShardCopies(records, {}, followers={ids[0]: ids[1:] for ids in groups.values() if len(ids) > 1})
+    copies = ShardCopies(records, {}, followers={ids[0]: ids[1:] for ids in groups.values() if len(ids) > 1},
+                         keep_all=reuse.tenant is not None)
     leaders = {ids[0] for ids in groups.values()}
     section, _ = job.plan.shard_location(shard)
     decided = _decisions(job, section, leaders)
@@ -102,7 +109,7 @@ def publish(job: JobHandle, reuse: JobReuse, shard: int, attempt: str, copies: S
     """Store what this attempt computed: its owners' results for the job's followers (under the
     attempt's own key: a follower reads the committed attempt's), everything for the tenant."""
     owned = {copies.records[leader].content_hash for leader in copies.owners}
-    for_job = {digest: raw for digest, raw in copies.computed.items() if digest in owned}
+    for_job = {digest: raw for digest, raw in copies.computed.items() if digest in owned}  # all of them without a tenant
     if for_job:
         section, _ = job.plan.shard_location(shard)
         job.ctx.store.put(reuse.shard_object(section, shard, attempt), results_object(for_job))

@@ -159,3 +159,23 @@ def test_a_webhook_changes_no_output_so_the_same_documents_are_reused(tmp_path, 
     again, _ = _run(context, uri, tenant="acme", reuse="tenant")  # and back: the webhook job's outputs serve it
     assert again.reuse.reused_documents == 4 and again.reuse.computed_tokens == 0
     assert hooked_rows == first_rows
+
+
+def test_only_results_someone_reads_are_encoded(ctx, tmp_path, sentences, monkeypatch):
+    """Encoding a result for the reuse store is per-document work in the shard's loop: a job-scoped
+    reuse encodes only the texts another shard follows, the tenant's reuse every text it computed."""
+    import poolq.jobs.reuse.shard_reuse as shard_reuse
+
+    encoded: list[int] = []
+    encode = shard_reuse.encode_result
+    monkeypatch.setattr(shard_reuse, "encode_result", lambda result: encoded.append(1) or encode(result))
+    distinct = [{"id": f"u{i:02d}", "text": t} for i, t in enumerate(sentences[:8])]
+    _run(ctx, _write(tmp_path, "distinct.jsonl", distinct))
+    assert encoded == []  # nothing repeats: nobody reads a result back
+    repeated = distinct + [{"id": f"v{i:02d}", "text": d["text"]} for i, d in enumerate(distinct[:4])]
+    manifest, _ = _run(ctx, _write(tmp_path, "repeated.jsonl", repeated))
+    assert manifest.reuse.reused_documents == 4 and 0 < len(encoded) <= 4  # the followed texts' owners only
+    encoded.clear()
+    _run(ctx, _write(tmp_path, "tenant.jsonl", [{"id": f"t{i}", "text": f"tenant text {i}"} for i in range(5)]),
+         tenant="acme", reuse="tenant")
+    assert len(encoded) == 5
