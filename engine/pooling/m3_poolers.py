@@ -10,9 +10,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from poolq.engine.pooling.host_block import sparse_to_host, tokens_to_host
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.methods import PoolingMethod
-from poolq.engine.pooling.precision import WIDE, through, to_host
+from poolq.engine.pooling.precision import WIDE, through
 from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
@@ -34,18 +35,17 @@ class TokenWeightSparseHead:
         self.unused_token_ids = unused_token_ids
 
     def forward(self, tokens: TokensWithIds, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
-        return [self._one(states, ids) for states, ids in tokens]
+        return sparse_to_host([self._one(states, ids) for states, ids in tokens])
 
-    def _one(self, states: torch.Tensor, ids: torch.Tensor) -> SparseVector:
+    def _one(self, states: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the sequence's weighted vocabulary ids, their weights), on the device."""
         weights = torch.relu(through(self.sparse_linear, states)).squeeze(-1)  # [n] float32
         keep = (weights > 0) & ~torch.isin(ids, torch.tensor(self.unused_token_ids, device=ids.device))
         ids, weights = ids[keep], weights[keep]
-        if ids.numel() == 0:
-            return SparseVector(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
         unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
         maxima = torch.zeros(len(unique), dtype=WIDE, device=weights.device)
         maxima.scatter_reduce_(0, inverse, weights, reduce="amax", include_self=False)
-        return SparseVector(unique.to(torch.int32).cpu().numpy(), to_host(maxima))
+        return unique, maxima
 
     def window_combiner(self, params: PoolingParams) -> SparseReduce:
         return SparseReduce("max")
@@ -60,8 +60,8 @@ class ColbertHead:
         self.colbert_linear = colbert_linear
 
     def forward(self, states: list[torch.Tensor], params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
-        out = []
-        for tokens in states:  # [n, hidden]
-            vectors = through(self.colbert_linear, tokens[self.kept_tokens])
-            out.append(to_host(F.normalize(vectors, p=2, dim=-1)))  # [n - 1, colbert_dim]
-        return out
+        # [n_i - 1, colbert_dim] each; all sequences' kept tokens go through the linear as one block
+        return tokens_to_host([tokens[self.kept_tokens] for tokens in states], [None] * len(states), self._vectors)
+
+    def _vectors(self, tokens: torch.Tensor, key: None) -> torch.Tensor:
+        return F.normalize(through(self.colbert_linear, tokens), p=2, dim=-1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from poolq.engine.model_spec import PoolingType
+from poolq.engine.pooling.host_block import group_rows
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.precision import WIDE
 
@@ -37,9 +38,12 @@ class LastPool(PoolingMethod):
 class MeanPool(PoolingMethod):
     """Span means accumulated in fp32, on the states' device.
 
-    Each span is reduced on its own with an fp32 accumulator, so the only temporary is one
-    ``[hidden]`` row: no fp32 copy of the whole ``[num_tokens, hidden]`` block. On CUDA the
-    Triton span-mean kernel does the same in one launch.
+    On CUDA the Triton span-mean kernel reduces every span in one launch. On the CPU the spans of
+    one length are summed as one ``[rows, length, hidden]`` block (a view where they lie back to
+    back): that sum is bit-identical to summing each span alone, for float32 and bf16 states alike,
+    where a ragged reduction (``index_add_``, ``segment_reduce``, cumsum differences) adds in another
+    order and is not. The sum widens its input to fp32 first, so blocks hold at most ``_WIDE_VALUES``
+    values: never an fp32 copy of the whole ``[num_tokens, hidden]`` block.
     """
 
     def forward(self, hidden_states: torch.Tensor, meta: PoolingMetadata) -> torch.Tensor:
@@ -48,11 +52,32 @@ class MeanPool(PoolingMethod):
 
             device = hidden_states.device
             return span_mean(hidden_states, meta.starts_cpu.to(device, torch.int32), meta.ends_cpu.to(device, torch.int32))
-        out = torch.empty(meta.num_seqs, hidden_states.shape[1], dtype=WIDE, device=hidden_states.device)  # [num_seqs, hidden]
-        for row, (start, end) in enumerate(meta.spans()):
-            torch.sum(hidden_states[start:end], dim=0, dtype=WIDE, out=out[row])
-            out[row].div_(max(end - start, 1))
+        spans = meta.spans()
+        out = torch.empty(len(spans), hidden_states.shape[1], dtype=WIDE, device=hidden_states.device)  # [num_seqs, hidden]
+        for length, rows in group_rows([end - start for start, end in spans]).items():
+            per_block = max(_WIDE_VALUES // max(length * hidden_states.shape[1], 1), 1)
+            for first in range(0, len(rows), per_block):
+                block_rows = rows[first : first + per_block]
+                block = _spans_of_length(hidden_states, [spans[row][0] for row in block_rows], length)
+                means = block.sum(1, dtype=WIDE).div_(max(length, 1))
+                if len(block_rows) == len(spans):  # one block holds every row, in order (rows keep their order)
+                    return means
+                out[block_rows] = means
         return out
+
+
+# Token-state values one CPU mean block holds (the sum's fp32 copy of a bf16 block: 64 MiB).
+_WIDE_VALUES = 1 << 24
+
+
+def _spans_of_length(hidden_states: torch.Tensor, starts: list[int], length: int) -> torch.Tensor:
+    """``[len(starts), length, hidden]``: a view of spans that lie back to back, else a gathered copy
+    in the states' dtype."""
+    first = starts[0]
+    if length == 0 or starts == list(range(first, first + length * len(starts), length)):
+        return hidden_states[first : first + length * len(starts)].unflatten(0, (len(starts), length))
+    index = torch.tensor(starts, device=hidden_states.device).unsqueeze(1) + torch.arange(length, device=hidden_states.device)
+    return hidden_states[index]
 
 
 class AllPool(PoolingMethod):

@@ -5,7 +5,7 @@ sentence embedding to that size after every module ran, its Normalize included, 
 cut vector again (only ``normalize_embeddings=True`` does that). So the cut is made here, on a request's
 finished output (a text's vector, each chunk row, a chunked document's combined vector), and only when
 the request names no ``dimensions``: a request's own ``dimensions`` cut before normalization
-(``heads.finish_vectors``), the contract of a job's ``output.dimensions``, and may ask up to the full size.
+(``heads.task_heads.finish_block``), the contract of a job's ``output.dimensions``, and may ask up to the full size.
 Token embeddings are not cut (sentence-transformers cuts the sentence embedding only).
 """
 from __future__ import annotations

@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from poolq.engine.pooling.host_block import rows_to_host, tokens_to_host
 from poolq.engine.pooling.methods import TokenStates
-from poolq.engine.pooling.precision import through, to_host
+from poolq.engine.pooling.precision import through
 from poolq.engine.pooling.window_combiners import MeanLogits
 from poolq.engine.request import PoolingParams
 
@@ -35,9 +36,10 @@ class ClassifierHead:
 
     def forward(self, pooled: torch.Tensor, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
         logits = _logits(self.classifier, pooled, self.calibration)  # [num_seqs, num_labels]
-        return [
-            to_host(self.activation(row) if p.activation else row) for row, p in zip(logits, params)
-        ]
+        return rows_to_host(logits, [p.activation for p in params], self._activate)
+
+    def _activate(self, logits: torch.Tensor, activate: bool) -> torch.Tensor:
+        return self.activation(logits) if activate else logits
 
     def window_combiner(self, params: PoolingParams) -> MeanLogits:
         return MeanLogits(params, self.activation)
@@ -52,14 +54,19 @@ class TokenClassifierHead:
         self.calibration = calibration
 
     def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
-        out = []
-        for tokens, p in zip(states, params):
-            scores = _logits(self.classifier, tokens, self.calibration)  # [n, num_labels]
-            scores = self.activation(scores) if p.activation else scores
-            if p.returned_token_ids is not None:
-                scores = scores[:, list(p.returned_token_ids)]
-            out.append(to_host(scores))
-        return out
+        # states: [n_i, hidden] each; a group's tokens go through the classifier as one block
+        return tokens_to_host(states, [(p.activation, _columns(p)) for p in params], self._scores)
+
+    def _scores(self, tokens: torch.Tensor, key: tuple[bool, tuple[int, ...] | None]) -> torch.Tensor:
+        activate, returned_token_ids = key
+        scores = _logits(self.classifier, tokens, self.calibration)  # [n, num_labels]
+        scores = self.activation(scores) if activate else scores
+        return scores if returned_token_ids is None else scores[:, list(returned_token_ids)]
+
+
+def _columns(params: PoolingParams) -> tuple[int, ...] | None:
+    """The label columns a request keeps, hashable (rows are grouped by them)."""
+    return None if params.returned_token_ids is None else tuple(params.returned_token_ids)
 
 
 def _logits(classifier: Classifier, states: torch.Tensor, calibration: Calibration | None) -> torch.Tensor:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from poolq.engine.pooling.host_block import sparse_to_host
 from poolq.engine.pooling.methods import TokenStates
-from poolq.engine.pooling.precision import through, to_host
+from poolq.engine.pooling.precision import WIDE, through
 from poolq.engine.pooling.window_combiners import SparseReduce
 from poolq.engine.request import PoolingParams, SparseVector
 
@@ -24,12 +25,13 @@ class SparseHead:
         self.reduce = reduce
 
     def forward(self, states: TokenStates, params: tuple[PoolingParams, ...]) -> list[SparseVector]:
-        return [self._one(tokens) for tokens in states]
+        return sparse_to_host([self._one(tokens) for tokens in states])
 
     def window_combiner(self, params: PoolingParams) -> SparseReduce:
         return SparseReduce(self.reduce)
 
-    def _one(self, tokens: torch.Tensor) -> SparseVector:  # tokens: [n, hidden]
+    def _one(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the ids of the sequence's nonzero vocabulary weights, those weights), on the device; tokens: [n, hidden]."""
         weights = None  # [vocab] float32
         for start in range(0, tokens.shape[0], _BLOCK_TOKENS):
             block = torch.log1p(torch.relu(through(self.mlm_head, tokens[start : start + _BLOCK_TOKENS])))
@@ -41,6 +43,6 @@ class SparseHead:
             else:
                 weights += reduced
         if weights is None:
-            return SparseVector(torch.empty(0, dtype=torch.int32).numpy(), torch.empty(0).numpy())
+            return torch.empty(0, dtype=torch.int32, device=tokens.device), torch.empty(0, dtype=WIDE, device=tokens.device)
         ids = torch.nonzero(weights).squeeze(1)
-        return SparseVector(ids.to(torch.int32).cpu().numpy(), to_host(weights[ids]))
+        return ids, weights[ids]

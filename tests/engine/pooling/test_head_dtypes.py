@@ -44,8 +44,9 @@ def test_every_head_runs_its_layer_in_its_own_dtype_and_returns_float32(name, st
     head, shape_input = HEADS[name](layer_dtype)
     states = torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).to(states_dtype)
     with torch.inference_mode():
-        outputs = head.forward(shape_input(states), (PoolingParams(),) * 3)
-        reference = HEADS[name](torch.float32)[0].forward(shape_input(states.float()), (PoolingParams(),) * 3)
+        params = (PoolingParams(),) * len(shape_input(states))  # one per sequence: 3 pooled rows, or 1 token sequence
+        outputs = head.forward(shape_input(states), params)
+        reference = HEADS[name](torch.float32)[0].forward(shape_input(states.float()), params)
     for got, expected in zip(outputs, reference):
         got_values, expected_values = (got.weights, expected.weights) if isinstance(got, SparseVector) else (got, expected)
         assert got_values.dtype == np.float32 and np.isfinite(got_values).all()

@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from poolq.engine.batch import BatchMetadata
 from poolq.engine.model_spec import ModelSpecError, PoolingType
-from poolq.engine.pooling import AllPool, PoolingMetadata, StepPool, pooling_method
+from poolq.engine.pooling import AllPool, PoolingMetadata, StepPool, methods, pooling_method
 from poolq.engine.pooling.heads.activation import Softmax, resolve_activation
 from poolq.engine.pooling.heads.classifier_heads import Calibration, ClassifierHead, TokenClassifierHead
 from poolq.engine.pooling.heads.task_heads import EmbeddingHead, TokenEmbeddingHead
@@ -46,6 +47,56 @@ def test_mean_accumulates_in_fp32_for_half_inputs():
     pooled = pooling_method(PoolingType.MEAN).forward(hidden, m)
     assert pooled.dtype == torch.float32
     torch.testing.assert_close(pooled, torch.full((1, 2), float(torch.tensor(0.1, dtype=torch.bfloat16))))
+
+
+class _SumCalls(TorchFunctionMode):
+    """Counts sums (``torch.sum``, ``Tensor.sum``) made in the mode."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += func in (torch.sum, torch.Tensor.sum)
+        return func(*args, **(kwargs or {}))
+
+
+def _per_span_means(hidden, m):  # the old CPU MeanPool: one fp32 sum per span
+    out = torch.empty(m.num_seqs, hidden.shape[1], dtype=torch.float32)
+    for row, (start, end) in enumerate(m.spans()):
+        torch.sum(hidden[start:end], dim=0, dtype=torch.float32, out=out[row])
+        out[row].div_(max(end - start, 1))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "lengths, rows",
+    [([64] * 6, range(6)),  # equal and back to back: one view
+     ([7] * 6, [4, 1, 2]),  # equal, some rows out of order: gathered
+     ([5, 3, 5, 2, 3, 5], range(6))],  # ragged: one sum per length
+)
+def test_cpu_mean_sums_each_length_once_bit_identical_to_a_sum_per_span(dtype, lengths, rows):
+    torch.manual_seed(0)
+    batch = BatchMetadata.from_sequences(list(range(len(lengths))), [[1] * n for n in lengths])
+    hidden = torch.randn(sum(lengths), 16).to(dtype)
+    m = PoolingMetadata.for_rows(batch, list(rows), [PoolingParams()] * len(rows), torch.device("cpu"))
+    with _SumCalls() as sums:
+        pooled = pooling_method(PoolingType.MEAN).forward(hidden, m)
+    assert torch.equal(pooled, _per_span_means(hidden, m))
+    assert sums.calls == len({lengths[row] for row in rows})
+
+
+def test_cpu_mean_blocks_bound_the_widened_values(monkeypatch):
+    monkeypatch.setattr(methods, "_WIDE_VALUES", 2 * 3 * 16)  # two spans of 3 tokens a block
+    torch.manual_seed(0)
+    batch = BatchMetadata.from_sequences(list(range(5)), [[1] * 3] * 5)
+    hidden = torch.randn(15, 16).to(torch.bfloat16)
+    m = PoolingMetadata.for_rows(batch, [0, 1, 2, 4, 3], [PoolingParams()] * 5, torch.device("cpu"))
+    with _SumCalls() as sums:
+        pooled = pooling_method(PoolingType.MEAN).forward(hidden, m)
+    assert torch.equal(pooled, _per_span_means(hidden, m))
+    assert sums.calls == 3
 
 
 def test_all_and_step_return_token_states():
