@@ -92,8 +92,9 @@ def test_the_progress_of_one_long_document_moves_step_by_step(client, long_text)
     assert len([count for count in moving if 0 < count < final["usage"]["tokens"]]) >= 5, moving
     assert seen == sorted(seen)
     # And while it ran, the job knew its tokens in all (tokenized before its windows ran): the ETA's basis
-    assert estimates and all(abs(estimate - final["usage"]["tokens"]) <= 0.05 * final["usage"]["tokens"]
-                             for estimate in estimates), (estimates, final["usage"])
+    # (on failure: the estimates off by more than 5 %, how many were seen, and the progress they were seen beside)
+    off = [estimate for estimate in estimates if abs(estimate - final["usage"]["tokens"]) > 0.05 * final["usage"]["tokens"]]
+    assert estimates and not off, (off, len(estimates), final["usage"], seen)
 
 
 def test_a_cancel_stops_a_long_document_mid_way_and_lists_it_as_not_processed(stack, client, long_text):
