@@ -1,13 +1,16 @@
 """What each planning stage wrote: typed, written once (``If-None-Match: *``), read by the next.
 
-A stage's record is written after its data objects, so it is the stage's commit point: a section
-whose ``scan.json`` exists has its id spill; one whose ``cut.json`` exists has its shards and
-error lines. Repeating a stage writes the same objects, so the first record written stands.
+A stage's record is written after its data objects (``planning_objects.py``), so it is the stage's
+commit point: a section whose ``scan.json`` exists has its id spill; one whose ``cut.json`` exists
+has its shards and error lines. Repeating a stage writes the same objects, so the first record
+written stands.
 
-Since a record never changes once written, a ``PlanningLedger`` keeps each record it read or wrote:
-a task that builds one and hands it down (``jobs/planning/planning_run.py``) reads each record at
-most once, however many stages ask. Which sections have done a stage is asked of the bucket each
-time (``is_done``, ``done``, ``stages_done``): other tasks add to it meanwhile.
+Only the planning tasks (``jobs/steps/planner.py``, ``plan_section.py``) read and write records:
+they read what a stage needs, run it (a plain function of those records), and write what it
+returns. Since a record never changes once written, a ``PlanningLedger`` keeps each record it read
+or wrote: a task reads each record at most once, however many stages need it. Which sections have
+done a stage is asked of the bucket each time (``is_done``, ``done``, ``stages_done``): other tasks
+add to it meanwhile.
 """
 from __future__ import annotations
 
@@ -22,12 +25,6 @@ from poolq.jobs.ledger.error_summary import ErrorSummary
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.layout import JobLayout
 from poolq.storage import ObjectNotFoundError, ObjectStore
-
-# The objects a section's stages write under its key (PlanningLedger.section_key).
-SPILL_NAME = "ids.tsv"  # scan: one line per valid record, in input order: id <TAB> content hash
-GROUPS_NAME = "groups.tsv"  # scan, score jobs: one line per run of pairs sharing a query id: id <TAB> first <TAB> count
-SKIPS_NAME = "skips.npz"  # decide: which records of the section are left out (duplicates, carried)
-ERRORS_NAME = "errors.jsonl"  # cut: the section's rejected records
 
 
 class SectionStage(Enum):
@@ -81,6 +78,16 @@ class SectionCut:
         return ErrorSummary(dict(self.error_codes), tuple(self.error_samples))
 
 
+@dataclass(frozen=True)
+class PlanningProgress:
+    """How far a job's planning got, as one planning task finds it: read once, handed down."""
+
+    done: dict[SectionStage, set[int]]  # for each stage, the sections that recorded it
+    decided: Decided | None
+    scans: list[SectionScan] | None  # every section's, in input order, when all are scanned and nothing is decided
+    cuts: list[SectionCut] | None  # every section's, in input order, when all are cut
+
+
 _STAGE_RECORD = re.compile(r"section-(\d{5,})\.(scan|cut)\.json")
 
 _Record = TypeVar("_Record")
@@ -119,9 +126,6 @@ class PlanningLedger:
         """Store the sections unless some are stored (the input may have changed since): returns the stored ones."""
         return self._write_once(self.layout.planning_sections, dump_sections(sections), load_sections)
 
-    def section_key(self, section: int, name: str) -> str:
-        return self.layout.section_object(section, name)
-
     def stage_key(self, stage: SectionStage, section: int) -> str:
         return self.layout.stage_record(section, stage.value)
 
@@ -152,6 +156,20 @@ class PlanningLedger:
             if match:
                 found[SectionStage(match.group(2))].add(int(match.group(1)))
         return found
+
+    def progress(self, sections: int) -> PlanningProgress:
+        """What the planning recorded for a job of ``sections`` sections, from one listing of the
+        stage records: the decided record, and the records of a stage every section has done, where
+        the plan task needs them next (the scans to decide, the cuts to commit)."""
+        done = self.stages_done()
+        every = set(range(sections))
+        if not done[SectionStage.SCAN] >= every:
+            return PlanningProgress(done, None, None, None)  # nothing is decided before every section is scanned
+        decided = self.decided()
+        if decided is None:
+            return PlanningProgress(done, None, [self.scan(index) for index in range(sections)], None)
+        cuts = [self.cut(index) for index in range(sections)] if done[SectionStage.CUT] >= every else None
+        return PlanningProgress(done, decided, None, cuts)
 
     def write_decided(self, decided: Decided) -> Decided:
         return self._write_once(self.layout.planning_decided, _dump(decided), _parse_decided)

@@ -15,4 +15,9 @@ each written to the ledger before the next starts, so a crash redoes one section
 5. **commit** (the plan task): concatenate the error lines, write ``plan.json``.
 
 Every stage is deterministic: a section scanned or cut twice writes the same objects.
+
+Each stage is a plain function of the run (``planning_run.py``: the job, its sections, its
+planning objects) and of the records it is handed; it writes its data objects and returns its
+record. The planning tasks (``jobs/steps/planner.py``, ``plan_section.py``) alone read the records
+(once, as the ledger's ``progress``) and write what each stage returned: its commit point.
 """

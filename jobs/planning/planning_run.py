@@ -1,9 +1,10 @@
 """A planning run: what one planning task knows of a job's planning, built once and handed down.
 
-The plan task and each section task build one run: the job, its planning ledger (which keeps every
-record it reads or writes: ``jobs/ledger/planning_ledger.py``) and the input's sections. Each stage
-(scan, decide, cut) and the plan's commit is a plain function of the run, so a record one stage
-wrote or read is not fetched again by the next, and no stage opens the ledger on its own.
+The plan task and each section task build one run: the job, its planning ledger (the stage
+records, each read at most once: ``jobs/ledger/planning_ledger.py``), its planning objects (the
+sections' data: ``planning_objects.py``) and the input's sections. The stages (scan, decide, cut,
+commit) are plain functions of the run and of the records they are handed: they write their data
+objects and return their record; only the planning tasks read and write records.
 """
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from dataclasses import dataclass
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger
+from poolq.jobs.ledger.planning_objects import PlanningObjects
 from poolq.jobs.planning.sections import list_sections
 
 
 @dataclass(frozen=True)
 class PlanningRun:
     job: JobHandle
-    ledger: PlanningLedger
+    ledger: PlanningLedger  # the planning tasks': no stage reads it
+    objects: PlanningObjects
     sections: list[InputSection]  # the input's, in input order, as stored (``planning/sections.json``)
 
     @classmethod
@@ -28,9 +31,8 @@ class PlanningRun:
         ledger = PlanningLedger(job.ctx.store, job.layout)
         sections = ledger.sections()
         if sections is None:
-            listed = list_sections(job, job.ctx.settings.sharding.plan_section_bytes)
-            sections = ledger.write_sections(listed)
-        return cls(job, ledger, sections)
+            sections = ledger.write_sections(list_sections(job, job.ctx.settings.sharding.plan_section_bytes))
+        return cls(job, ledger, PlanningObjects(job.ctx.store, job.layout), sections)
 
     @classmethod
     def for_section_task(cls, job: JobHandle) -> "PlanningRun":
@@ -40,4 +42,4 @@ class PlanningRun:
         if sections is None:
             raise RuntimeError(f"job {job.id}: a section task ran before the input's sections were stored "
                                f"({job.layout.planning_sections} is missing)")
-        return cls(job, ledger, sections)
+        return cls(job, ledger, PlanningObjects(job.ctx.store, job.layout), sections)

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, PlanningLedger, SectionScan
+from poolq.jobs.ledger.planning_ledger import SectionScan
+from poolq.jobs.ledger.planning_objects import GROUPS_NAME, PlanningObjects
 from poolq.jobs.planning.id_partitions import IdPartitions
 
 _RUN_FIELDS = 3  # section, first position, count: one int64 triple per run, in run order
 
 
-def split_query_runs(planning: PlanningLedger, scans: list[SectionScan], partitions: int,
+def split_query_runs(objects: PlanningObjects, scans: list[SectionScan], partitions: int,
                      spill_dir: Path) -> dict[int, np.ndarray]:
     """Per section, the positions (relative to the section) of pairs in runs that repeat a query id."""
     total = sum(scan.groups for scan in scans)
@@ -28,7 +29,7 @@ def split_query_runs(planning: PlanningLedger, scans: list[SectionScan], partiti
     with runs_path.open("wb") as runs:
         for section, scan in enumerate(scans):
             if scan.groups:
-                _spill_runs(planning, section, ids, runs)
+                _spill_runs(objects, section, ids, runs)
     ids.decide()
     repeated = ids.positions("duplicate", 0, total)
     if not len(repeated):
@@ -40,8 +41,8 @@ def split_query_runs(planning: PlanningLedger, scans: list[SectionScan], partiti
     return {section: np.concatenate(parts) for section, parts in by_section.items()}
 
 
-def _spill_runs(planning: PlanningLedger, section: int, ids: IdPartitions, runs) -> None:
-    with planning.store.open(planning.section_key(section, GROUPS_NAME)) as stream:
+def _spill_runs(objects: PlanningObjects, section: int, ids: IdPartitions, runs) -> None:
+    with objects.open(section, GROUPS_NAME) as stream:
         for raw in stream:
             query_id, first, count = raw.decode("utf-8").rstrip("\n").split("\t")
             ids.add_record(query_id, "")

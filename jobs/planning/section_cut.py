@@ -19,9 +19,10 @@ from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
 from poolq.jobs.ledger.error_summary import SAMPLES_KEPT
-from poolq.jobs.ledger.planning_ledger import ERRORS_NAME, SKIPS_NAME, SectionCut
-from poolq.jobs.planning.decide import SectionSkips
+from poolq.jobs.ledger.planning_ledger import Decided, SectionCut, SectionScan
+from poolq.jobs.ledger.planning_objects import ERRORS_NAME
 from poolq.jobs.planning.planning_run import PlanningRun
+from poolq.jobs.planning.section_skips import read_skips
 from poolq.jobs.planning.sections import section_records
 from poolq.jobs.planning.shard_cutter import ShardCutter
 from poolq.storage import JsonlObject
@@ -29,17 +30,13 @@ from poolq.storage import JsonlObject
 _UPLOAD_CHUNK = 1 << 20
 
 
-def cut_section(run: PlanningRun, index: int) -> SectionCut:
+def cut_section(run: PlanningRun, index: int, scan: SectionScan, decided: Decided) -> SectionCut:
+    """Cut section ``index`` (``scan``: its scan record) as ``decided``: write its shards and error
+    lines, and return its cut record."""
     job = run.job
-    planning = run.ledger
     sections = run.sections
-    ctx = job.ctx
     section = sections[index]
-    decided = planning.decided()
-    if decided is None:
-        raise RuntimeError(f"job {job.id}: section {index} is cut before its duplicates were decided")
-    skips = SectionSkips.from_bytes(ctx.store.get(planning.section_key(index, SKIPS_NAME)))
-    scan = planning.scan(index)
+    skips = read_skips(run.objects, index)
     scanned = scan.valid
     checked_types = types_to_check(decided.field_types, scan.field_types)
     cutter = ShardCutter(job, index, section)
@@ -83,9 +80,9 @@ def cut_section(run: PlanningRun, index: int) -> SectionCut:
         shards = cutter.close()
         if codes:
             errors.seek(0)
-            ctx.store.put_chunks(planning.section_key(index, ERRORS_NAME), iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
-    return planning.write_cut(index, SectionCut(records=records - replaced, valid=valid, shards=shards,
-                                                 characters=cutter.characters, error_codes=dict(codes), error_samples=samples))
+            run.objects.put_chunks(index, ERRORS_NAME, iter(lambda: errors.read(_UPLOAD_CHUNK), b""))
+    return SectionCut(records=records - replaced, valid=valid, shards=shards, characters=cutter.characters,
+                      error_codes=dict(codes), error_samples=samples)
 
 
 class _Positions:

@@ -1,4 +1,6 @@
-"""The scan stage: validate a section's lines and spill its valid records' ids and content hashes."""
+"""The scan stage: validate a section's lines and spill its valid records' ids and content hashes.
+
+Returns the section's scan record; the planning task that ran it writes it (the commit point)."""
 from __future__ import annotations
 
 import tempfile
@@ -7,7 +9,8 @@ from typing import IO, Iterator
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
-from poolq.jobs.ledger.planning_ledger import GROUPS_NAME, SPILL_NAME, SectionScan
+from poolq.jobs.ledger.planning_ledger import SectionScan
+from poolq.jobs.ledger.planning_objects import GROUPS_NAME, SPILL_NAME
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
 from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.sections import section_field_types, section_records
@@ -17,9 +20,8 @@ _CHUNK_BYTES = 1 << 20  # spill lines uploaded per chunk (held as line objects m
 
 
 def scan_section(run: PlanningRun, section: int) -> SectionScan:
-    """Scan ``section`` of the job's input: its id spill, then its scan record (the commit point)."""
+    """Scan ``section`` of the job's input: write its id spill, and return its scan record."""
     job = run.job
-    planning = run.ledger
     sections = run.sections
     fields = InputFields.of(job.spec)
     progress = JsonlProgress()
@@ -41,15 +43,14 @@ def scan_section(run: PlanningRun, section: int) -> SectionScan:
                 # object: Parquet) lets a later duplicate name where its id first appeared
                 yield f"{record.id}\t{digest}\t{record.line}\n".encode("utf-8")
 
-    job.ctx.store.put_chunks(planning.section_key(section, SPILL_NAME), chunked(spill_lines(), _CHUNK_BYTES))
+    run.objects.put_chunks(section, SPILL_NAME, chunked(spill_lines(), _CHUNK_BYTES))
     runs = 0
     if groups is not None:
         runs = groups.close()
         groups.spill.seek(0)
-        job.ctx.store.put_chunks(planning.section_key(section, GROUPS_NAME), iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
+        run.objects.put_chunks(section, GROUPS_NAME, iter(lambda: groups.spill.read(_CHUNK_BYTES), b""))
         groups.spill.close()
-    return planning.write_scan(section, SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs,
-                                                    field_types=types))
+    return SectionScan(lines=progress.lines, valid=counted["valid"], groups=runs, field_types=types)
 
 
 class _GroupRuns:

@@ -31,7 +31,8 @@ from poolq.jobs.planning.parquet_sections import (
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 from poolq.storage.input_limits import InputLimits
 
-__all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
+__all__ = ["InputSection", "first_lines", "list_sections", "object_starts", "section_lines", "section_records",
+           "section_field_types", "sections_bytes"]
 
 
 @dataclass(frozen=True)
@@ -139,3 +140,23 @@ def sections_bytes(sections: list[InputSection]) -> int:
     return sum(section.size_bytes for section in sections)
 
 
+
+
+def first_lines(sections: list[InputSection], lines_read: list[int]) -> tuple[int, ...]:
+    """Each section's first line number in its object (``lines_read``: each section's lines, blank
+    ones too): 1 at an object's start, else one past the previous section's."""
+    numbers: list[int] = []
+    for index, section in enumerate(sections):
+        numbers.append(1 if section.start == 0 else numbers[-1] + lines_read[index - 1])
+    return tuple(numbers)
+
+
+def object_starts(sections: list[InputSection], valid: list[int]) -> tuple[int, ...]:
+    """Where each input object's valid records start, by position in the input (``valid``: each
+    section's valid records); an object's sections are consecutive."""
+    starts, position = [], 0
+    for index, section in enumerate(sections):
+        if index == 0 or section.uri != sections[index - 1].uri:
+            starts.append(position)
+        position += valid[index]
+    return tuple(starts)

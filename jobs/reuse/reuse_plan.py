@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 from poolq.engine import ModelSpecError, UnknownModelError
 from poolq.jobs.inputs.spill_files import SpillFiles
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.planning_ledger import SPILL_NAME, PlanningLedger
-from poolq.jobs.reuse.reuse_scope import SECTION_TABLE, JobReuse
+from poolq.jobs.ledger.planning_objects import REUSE_TABLE_NAME, SPILL_NAME, PlanningObjects
+from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
 
 log = logging.getLogger(__name__)
@@ -58,10 +58,11 @@ def spill_digits(input_bytes: int, partition_bytes: int) -> int:
     return digits
 
 
-def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int],
+def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int],
                left_out: Callable[[int], np.ndarray], input_bytes: int) -> ReusePlanned:
     """Decide every section's reuse table; ``left_out(section)``: its sorted left-out positions;
     ``input_bytes``: the input's size, which sizes the spill files."""
+    digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
     reuse = JobReuse.of(job)
     if reuse is None:
         return ReusePlanned()
@@ -71,10 +72,9 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
         settings = job.ctx.settings
         reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
-        digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
         spill = SpillFiles(Path(spill_dir), "content", 16 ** digits)
         for section in range(len(valid_counts)):
-            _spill_section(planning, section, left_out(section), spill, digits)
+            _spill_section(objects, section, left_out(section), spill, digits)
         spill.flush()
         decisions = SpillFiles(Path(spill_dir), "decided", len(valid_counts))
         planned = ReusePlanned()
@@ -86,7 +86,7 @@ def plan_reuse(job: JobHandle, planning: PlanningLedger, valid_counts: list[int]
                 _decide_file(spill.read(partition * subs + sub), stored, decisions, planned)
         decisions.flush()
         for section in range(len(valid_counts)):
-            _write_table(planning, section, decisions.read(section))
+            _write_table(objects, section, decisions.read(section))
     return planned
 
 
@@ -98,10 +98,10 @@ def _knows_model(reuse: JobReuse) -> bool:
         return False
 
 
-def _spill_section(planning: PlanningLedger, section: int, left_out: np.ndarray, spill: SpillFiles, digits: int) -> None:
+def _spill_section(objects: PlanningObjects, section: int, left_out: np.ndarray, spill: SpillFiles, digits: int) -> None:
     """The section's kept records into ``spill``; ``left_out`` (sorted) is walked, not copied."""
     skip = 0
-    with planning.store.open(planning.section_key(section, SPILL_NAME)) as stream:
+    with objects.open(section, SPILL_NAME) as stream:
         for position, raw in enumerate(stream):
             while skip < len(left_out) and left_out[skip] < position:
                 skip += 1
@@ -141,7 +141,7 @@ TABLE_SCHEMA = pa.schema([("id", pa.string()), ("kind", pa.string()), ("owner_se
                           ("object", pa.string())])
 
 
-def _write_table(planning: PlanningLedger, section: int, rows: Iterator[list[str]]) -> None:
+def _write_table(objects: PlanningObjects, section: int, rows: Iterator[list[str]]) -> None:
     """The section's decisions as Parquet, built a row group at a time (spooled to a local file)."""
     with tempfile.TemporaryFile() as spooled:
         with pq.ParquetWriter(spooled, TABLE_SCHEMA) as writer:
@@ -149,7 +149,7 @@ def _write_table(planning: PlanningLedger, section: int, rows: Iterator[list[str
             for batch in _batches(rows):
                 writer.write_table(pa.table([list(column) for column in zip(*batch)], schema=TABLE_SCHEMA))
         spooled.seek(0)
-        planning.store.put_chunks(planning.section_key(section, SECTION_TABLE), iter(lambda: spooled.read(1 << 20), b""))
+        objects.put_chunks(section, REUSE_TABLE_NAME, iter(lambda: spooled.read(1 << 20), b""))
 
 
 def _batches(rows: Iterator[list[str]]) -> Iterator[list[tuple]]:

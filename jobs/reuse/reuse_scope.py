@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 # A score's rank depends on the other pairs of its query, not on the pair alone: never reused.
 UNREUSABLE_TASKS = frozenset({"score"})
-SECTION_TABLE = "reuse.parquet"  # the decide step's reuse decisions for one section's records
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 from poolq.engine import EngineResult, PoolingOutput
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.planning_ledger import PlanningLedger
+from poolq.jobs.ledger.planning_objects import REUSE_TABLE_NAME, PlanningObjects
 from poolq.jobs.reuse.result_codec import decode_result, encode_result
-from poolq.jobs.reuse.reuse_scope import SECTION_TABLE, JobReuse
+from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.reuse_store import read_results, results_object
 from poolq.storage import ObjectNotFoundError, read_embeddings
 
@@ -125,9 +125,8 @@ def _take(copies: ShardCopies, wanted: dict[str, str], found: dict[str, bytes]) 
 
 def _decisions(job: JobHandle, section: int, leaders: set[str]) -> dict[str, tuple[str, int, str]]:
     """The section's reuse decisions for ``leaders``: id -> (kind, owner section, object)."""
-    planning = PlanningLedger(job.ctx.store, job.layout)
     try:
-        table = read_embeddings(job.ctx.store.get(planning.section_key(section, SECTION_TABLE)))
+        table = read_embeddings(PlanningObjects(job.ctx.store, job.layout).get(section, REUSE_TABLE_NAME))
     except ObjectNotFoundError:
         return {}  # planned before reuse existed, or a task that is never reused
     mine = table.filter(pc.is_in(table.column("id"), value_set=pa.array(sorted(leaders), pa.string())))

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.layout import ShardObjectKind, parse_shard_object
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.ledger.planning_ledger import SKIPS_NAME, SPILL_NAME, PlanningLedger
+from poolq.jobs.ledger.planning_ledger import PlanningLedger
+from poolq.jobs.ledger.planning_objects import SKIPS_NAME, SPILL_NAME, PlanningObjects
 
 
 def delete_losing_attempts(job: JobHandle, keep: set[str]) -> int:
@@ -63,11 +64,11 @@ def delete_planning_spills(job: JobHandle) -> int:
     """A finished job: delete its sections' id spills and skip arrays (planning's bulk, ~40 bytes
     per document). The stage records, shard descriptors and sections stay: they are small, and
     they say how the job was planned."""
-    planning = PlanningLedger(job.ctx.store, job.layout)
-    sections = planning.sections() or []
+    sections = PlanningLedger(job.ctx.store, job.layout).sections() or []
+    objects = PlanningObjects(job.ctx.store, job.layout)
     for index in range(len(sections)):
         for name in (SPILL_NAME, SKIPS_NAME):
-            job.ctx.store.delete(planning.section_key(index, name))
+            objects.delete(index, name)
     return 2 * len(sections)
 
 

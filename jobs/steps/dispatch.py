@@ -95,6 +95,16 @@ def record_plan(job: JobHandle, plan: Plan) -> None:
     job.ctx.status.count_unit(job.id, PLAN_UNIT, planned, errors=plan.errors_summary)
 
 
+def publish_plan(job: JobHandle, plan: Plan) -> None:
+    """A committed plan: cached in the status store; its shards join fair share, and the free slots go out."""
+    record_plan(job, plan)
+    if plan.num_shards == 0:
+        dispatch_finalize(job)
+        return
+    open_shards(job, plan)  # the rest follow, by fair share, as shards commit
+    job.ctx.hooks.job_planned(job)  # the products': the webhook's job.running, with the job's place
+
+
 def record_shard(job: JobHandle, shard: int, commit: ShardCommit) -> None:
     """Count a committed shard once (for the job, and for its tenant's day) and free its slot for the
     next shard in line; the count that completes the job sends the finalizer, and one that brings an

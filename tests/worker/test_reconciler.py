@@ -310,7 +310,7 @@ def test_a_plan_whose_publishing_was_lost_is_published_by_the_reconciler(ctx, mo
 
     job_id = _submit(ctx)
     ctx.enqueuer.take()
-    monkeypatch.setattr(planner, "_publish", lambda *args: None)
+    monkeypatch.setattr(planner, "publish_plan", lambda *args: None)
     plan_job(JobHandle.bind(ctx, job_id))
     monkeypatch.undo()
     assert JobHandle.bind(ctx, job_id).ledger.plan() is not None and ctx.status.field(job_id, "num_shards") is None
