@@ -51,28 +51,30 @@ STAGE_STEPS = {SectionStage.SCAN: _scan_step, SectionStage.CUT: _cut_step}
 
 def plan_job(job: JobHandle) -> Plan | None:
     """Move the planning of ``job.id`` on; once planned, send its shards' tasks. Returns the plan,
-    or None while it is not planned yet."""
-    ctx = job.ctx
+    or None while it is not planned yet (or the job was cancelled)."""
     ledger = job.ledger
-    if ledger.cancel_requested():
+    cancelled = ledger.cancel_requested()
+    plan = None if cancelled else ledger.plan() or _plan_under_lease(job)
+    if cancelled:
         finalize_if_ready(job)
-        return None
-    plan = ledger.plan()
-    if plan is None:
-        lease = ctx.leases.acquire(job.id, PLAN_UNIT, ctx.settings.reliability.lease_ttl_s)
-        if lease is None:
-            return None  # another planner is at it
-        try:
-            ctx.status.transition(job.id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
-            # Renewed while it plans, however long a stage takes: no second planner starts meanwhile.
-            with LeaseKeeper(ctx.leases, lease, ctx.settings.reliability.lease_ttl_s):
-                plan = _advance(job)
-        finally:
-            ctx.leases.release(lease)
-        if plan is None:
-            return None
-    publish_plan(job, plan)
+    elif plan is not None:
+        publish_plan(job, plan)
     return plan
+
+
+def _plan_under_lease(job: JobHandle) -> Plan | None:
+    """Under the job's plan lease, move its planning on; None if another planner holds the lease."""
+    ctx = job.ctx
+    lease = ctx.leases.acquire(job.id, PLAN_UNIT, ctx.settings.reliability.lease_ttl_s)
+    if lease is None:
+        return None  # another planner is at it
+    try:
+        ctx.status.transition(job.id, JobState.RUNNING, started_at=datetime.now(timezone.utc))
+        # Renewed while it plans, however long a stage takes: no second planner starts meanwhile.
+        with LeaseKeeper(ctx.leases, lease, ctx.settings.reliability.lease_ttl_s):
+            return _advance(job)
+    finally:
+        ctx.leases.release(lease)
 
 
 def _advance(job: JobHandle) -> Plan | None:
