@@ -36,10 +36,12 @@ class LocalJobs:
     def __init__(self, engine: "PoolingEngine", model: str, work: Path, shard_tokens_per_s: float = GPU_TOKENS_PER_S) -> None:
         self.engine, self.model, self.work, self.count = engine, model, work, 0
         self.shard_tokens_per_s = shard_tokens_per_s
+        self.compute_thread_s = 0.0  # this thread's CPU seconds in shard tasks (jobpath_run.JobRunner)
 
     def prepare(self, records: list[dict], long_documents: dict) -> Callable[[], int]:
         """The input written and a context built: the job itself is left, to call once."""
         from poolq.jobs import JobSpec
+        from poolq.jobs.coordination.enqueuer import SHARD_TASK
         from poolq.jobs.settings import Settings
         from poolq.worker import local_context
 
@@ -52,9 +54,19 @@ class LocalJobs:
         dtype = self.engine.config.dtype
         ctx = local_context(root / "store", Settings(dtype=dtype, shard_tokens_per_s=self.shard_tokens_per_s))
         ctx.engines.use(self.model, self.engine)
+        ctx.enqueuer.handlers[SHARD_TASK] = self._timed(ctx.enqueuer.handlers[SHARD_TASK])
         spec = JobSpec.model_validate({"model": self.model, "input": {"uri": source.as_uri()}, "compute_dtype": dtype,
                                        "long_documents": long_documents})
         return lambda: self._run(ctx, spec)
+
+    def _timed(self, run_shard: Callable) -> Callable:
+        def timed(*args):
+            started = time.thread_time()
+            try:
+                return run_shard(*args)
+            finally:
+                self.compute_thread_s += time.thread_time() - started
+        return timed
 
     def _run(self, ctx, spec) -> int:
         from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_runner
@@ -213,14 +225,16 @@ def run_probe(options: dict) -> list[dict]:
 
     import torch
 
-    from poolq.devtools.bench.jobpath.jobpath_run import Sizes, measure
+    from poolq.devtools.bench.jobpath.jobpath_run import Sizes, measure, tokenizer_alone
     from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_engine
 
     torch.set_num_threads(options["threads"])
     engine = stand_in_engine(options["model"], dtype=options["dtype"])
     sizes = [Sizes.for_length(engine, length, options["tokens_per_run"]) for length in options["lengths"]]
     with tempfile.TemporaryDirectory(prefix="poolq-jobpath-") as work:
-        return measure(engine, LocalJobs(engine, options["model"], Path(work)), sizes, options["rounds"])
+        rows = measure(engine, LocalJobs(engine, options["model"], Path(work)), sizes, options["rounds"])
+    # The tokenizer alone on this process' cores: its batch calls spread over the Rust tokenizer's threads
+    return [{**row, "tokenizer": tokenizer_alone(engine, size)} for row, size in zip(rows, sizes)]
 
 
 def probe_processes(core_groups: Sequence[Sequence[int]], options: dict) -> list[list[dict]]:

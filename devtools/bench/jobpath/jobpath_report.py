@@ -85,27 +85,10 @@ def _estimate(report: dict) -> str:
     lines = [f"Per core ({length}-token documents): {one:,.0f} docs/s = {one * length:,.0f} tokens/s wall; "
              f"{_number(cpu)} docs per CPU-second. Goal: {GOAL_DOCUMENTS_PER_S:,} docs/s for one worker on a "
              f"{HOST_CORES}-core GPU host."]
-    tokenizer = next(row["documents_per_cpu_s"] for row in report["tokenizer"] if row["length"] == length)
-    if cpu and tokenizer > cpu:
-        # the job's CPU time per document, less the tokenizer's: what the job's own thread spends, which no
-        # second core shares (the tokenizing thread can run beside it, on another core)
-        steps_thread = 1 / cpu - 1 / tokenizer
-        ceiling = 1 / max(steps_thread, 1 / tokenizer)
-        lines.append(f"Of a document's {1000 / cpu:.3f} CPU-ms, the tokenizer takes {1000 / tokenizer:.3f} and the job's own "
-                     f"thread {1000 * steps_thread:.3f}: one worker with its tokenizing thread on a core of its own tops out "
-                     f"near {ceiling:,.0f} docs/s ({ceiling / GOAL_DOCUMENTS_PER_S:.0%} of the goal), whatever the cores.")
-        shard = _shard_share(report, length)
-        if shard is not None:  # in a deployment a control worker plans and finalizes, in another process
-            compute = 1 / max(steps_thread * shard, 1 / tokenizer)
-            lines.append(f"Running the shard is {shard:.0%} of the job's thread in the profile (the rest, planning and "
-                         f"finalizing, is a control worker's in a deployment): a compute worker alone tops out near "
-                         f"{compute:,.0f} docs/s ({compute / GOAL_DOCUMENTS_PER_S:.0%}), "
-                         f"{'its tokenizing thread' if 1 / tokenizer >= steps_thread * shard else 'its own thread'} the limit.")
+    lines += _compute_worker(report, length)
     worker, workers = _rate(report, 2, 1, length), _rate(report, 2, 2, length)  # None: not run, or not measurable
     if worker is not None:
-        lines.append(f"One worker, 1 -> 2 cores: x{worker / one:.2f}. A worker's job path runs in one Python thread beside "
-                     f"one tokenizing thread, so cores past two are not expected to add: {HOST_CORES} cores ~ "
-                     f"{worker:,.0f} docs/s, {worker / GOAL_DOCUMENTS_PER_S:.0%} of the goal.")
+        lines.append(f"One worker (planning, shards and finalizing in one process), 1 -> 2 cores: x{worker / one:.2f}.")
     if workers is not None:
         efficiency = workers / (2 * one)
         noisy = " Above 100%: the machine's load changed between the runs; not a scaling figure." if efficiency > 1 else ""
@@ -114,12 +97,43 @@ def _estimate(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _shard_share(report: dict, length: int) -> float | None:
-    """The share of the profiled job's thread that running its shard took."""
-    for profile in report["profiles"]:
-        if profile["length"] == length:
-            return next((stage["seconds"] / profile["total_s"] for stage in profile["stages"]
-                         if stage["stage"] == "run the shard"), None)
+def _compute_worker(report: dict, length: int) -> list[str]:
+    """A compute worker on the GPU host: its own thread (measured; no second core shares it) beside the
+    tokenizer, whose batch calls spread over the Rust tokenizer's threads (measured on 1 and 2 cores,
+    extrapolated to the cores the job's thread leaves)."""
+    thread_ms = _row(report, 1, 1, length, "compute_thread_ms_per_document")
+    tokenizing = {cores: (_row(report, cores, 1, length, "tokenizer") or {}).get("documents_per_s") for cores in (1, 2)}
+    if thread_ms is None or tokenizing[1] is None:
+        return []
+    thread_cap = 1000 / thread_ms
+    lines = [f"A compute worker's own thread (its shards: records read back, the engine's steps and pooling, rows, the "
+             f"part and commit; that thread's CPU time) spends {thread_ms:.4f} CPU-ms per document: one worker tops out "
+             f"near {thread_cap:,.0f} docs/s ({thread_cap / GOAL_DOCUMENTS_PER_S:.0%} of the goal), whatever the cores."]
+    one, two = tokenizing[1], tokenizing[2]
+    if two is None:
+        return lines
+    tokenizer_cap = one * _amdahl(HOST_CORES - 1, two / one)
+    ceiling = min(thread_cap, tokenizer_cap)
+    limit = "its own thread" if thread_cap <= tokenizer_cap else "the tokenizer"
+    lines.append(f"The tokenizer alone, in the engine's groups of 64: {one:,.0f} docs/s on 1 core, {two:,.0f} on 2 "
+                 f"(x{two / one:.2f}: the Rust tokenizer spreads a batch over its threads); the {HOST_CORES - 1} cores "
+                 f"beside the job's thread would tokenize ~{tokenizer_cap:,.0f} docs/s (Amdahl's law fitted to the 2-core "
+                 f"gain). One compute worker on a {HOST_CORES}-core GPU host: ~{ceiling:,.0f} docs/s "
+                 f"({ceiling / GOAL_DOCUMENTS_PER_S:.0%} of the goal), {limit} the limit.")
+    return lines
+
+
+def _amdahl(cores: int, two_core_gain: float) -> float:
+    """The speedup on ``cores`` of work whose parallel share gives ``two_core_gain`` on two cores."""
+    parallel = min(1.0, max(0.0, 2 * (1 - 1 / two_core_gain)))
+    return 1 / ((1 - parallel) + parallel / cores)
+
+
+def _row(report: dict, cores: int, workers: int, length: int, key: str):
+    """``key`` of the first worker's row for ``length`` in the run of ``cores`` and ``workers``, or None."""
+    for run in report["scaling"]:
+        if (run["cores"], run["workers"]) == (cores, workers):
+            return next((row.get(key) for row in run["per_worker"][0] if row["length"] == length), None)
     return None
 
 

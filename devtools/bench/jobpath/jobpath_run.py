@@ -8,7 +8,9 @@ docs/s = (large - small documents) / (large - small seconds), so a job's fixed c
 finalize) drop out and what is left is what the path sustains. Rounds alternate which size goes first;
 medians are reported. The same from the process' CPU time (all its threads) gives documents per
 CPU-second: on a machine shared with other work, wall seconds stretch with the load and CPU seconds
-far less, so that is the steadier per-core figure there.
+far less, so that is the steadier per-core figure there. The same again from the CPU time of the
+thread that runs the shards (the runner's ``compute_thread_s``) gives what a compute worker's own
+thread spends per document: the part of the path no second core shares.
 """
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ STAGES: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
 
 
 class JobRunner(Protocol):
+    # CPU seconds the calling thread spent running shards so far: a compute worker's own thread (its
+    # shards' records read back, the engine's steps and pooling, rows, the part and its commit)
+    compute_thread_s: float
+
     def prepare(self, records: list[dict], long_documents: dict) -> Callable[[], int]:
         """Everything before a job of ``records`` (its input written, a context built); returns the job
         itself (submit to succeeded), to call once: it returns the job's tokens (its usage)."""
@@ -86,22 +92,26 @@ def measure(engine: PoolingEngine, run_jobs: JobRunner, sizes: Sequence[Sizes], 
         run_jobs.prepare(inputs["small"][:2], policy)()  # warm-up: the first job pays for imports and first calls
         seconds: dict[str, list[float]] = {"small": [], "large": []}
         cpu_seconds: dict[str, list[float]] = {"small": [], "large": []}
+        compute_seconds: dict[str, list[float]] = {"small": [], "large": []}
         tokens: dict[str, int] = {}
         for round_index in range(rounds):
             for name in ("small", "large") if round_index % 2 == 0 else ("large", "small"):
                 job = run_jobs.prepare(inputs[name], policy)
-                started, cpu_started = time.perf_counter(), time.process_time()
+                started, cpu_started, compute_started = time.perf_counter(), time.process_time(), run_jobs.compute_thread_s
                 tokens[name] = job()
                 seconds[name].append(time.perf_counter() - started)
                 cpu_seconds[name].append(time.process_time() - cpu_started)
+                compute_seconds[name].append(run_jobs.compute_thread_s - compute_started)
         median = {name: statistics.median(values) for name, values in seconds.items()}
         per_s, per_cpu_s = _marginal(seconds), _marginal(cpu_seconds)
         extra_documents, extra_tokens = len(inputs["large"]) - len(inputs["small"]), tokens["large"] - tokens["small"]
+        compute_ms = 1000 * (statistics.median(compute_seconds["large"]) - statistics.median(compute_seconds["small"]))
         rows.append({"length": size.length, "documents": [len(inputs["small"]), len(inputs["large"])],
                      "tokens": [tokens["small"], tokens["large"]], "policy": policy, "rounds_s": seconds,
                      "rounds_cpu_s": cpu_seconds, "median_s": median,
                      "documents_per_s": per_s and per_s * extra_documents, "tokens_per_s": per_s and per_s * extra_tokens,
                      "documents_per_cpu_s": per_cpu_s and per_cpu_s * extra_documents,
+                     "compute_thread_ms_per_document": compute_ms / extra_documents if compute_ms > 0 else None,
                      "whole_job_documents_per_s": len(inputs["large"]) / median["large"]})
     return rows
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from poolq.api.cli.main import main
 from poolq.devtools.bench.jobpath.host_reads import HostReads
+from poolq.devtools.bench.jobpath.jobpath_report import _estimate
 from poolq.devtools.bench.jobpath.stand_in_engine import stand_in_for, stand_in_runner
 from poolq.engine import PoolingTask
 
@@ -72,6 +73,8 @@ def test_a_tiny_run_prints_every_section_and_writes_its_profiles(tmp_path):
     assert [(row["length"], row["documents"], row["tokens"]) for row in rows] == [(32, [9, 37], [288, 1184]),
                                                                                (300, [1, 4], [300, 1200])]
     assert rows[1]["policy"] == {"mode": "truncate", "window_tokens": 300}
+    assert all(row["tokenizer"]["documents_per_s"] > 0 for row in rows)  # the tokenizer alone, on the probe's cores
+    assert rows[0]["compute_thread_ms_per_document"] is None or rows[0]["compute_thread_ms_per_document"] > 0
     for profile in report["profiles"]:
         assert pstats.Stats(profile["file"]).get_stats_profile().total_tt > 0
         stages = {stage["stage"].strip(): stage["seconds"] for stage in profile["stages"]}
@@ -97,3 +100,29 @@ def test_a_tiny_run_prints_every_section_and_writes_its_profiles(tmp_path):
 def test_bad_options_are_named_before_anything_runs(options, message):
     run = CliRunner().invoke(main, ["bench", "jobpath", *options])
     assert run.exit_code == 2 and message in run.output, run.output
+
+
+def _report(thread_ms: float, tokenizer_1: float, tokenizer_2: float) -> dict:
+    def row(tokenizer: float) -> dict:
+        return {"length": 64, "documents": [1024, 4096], "whole_job_documents_per_s": 6000.0, "documents_per_s": 6400.0,
+                "tokens_per_s": 409600.0, "documents_per_cpu_s": 6500.0, "compute_thread_ms_per_document": thread_ms,
+                "tokenizer": {"length": 64, "documents_per_s": tokenizer}}
+
+    return {"options": {"lengths": [64]},
+            "scaling": [{"cores": 1, "workers": 1, "per_worker": [[row(tokenizer_1)]]},
+                        {"cores": 2, "workers": 1, "per_worker": [[{**row(tokenizer_2), "documents_per_s": 9000.0}]]}]}
+
+
+def test_the_estimate_takes_the_compute_threads_cap_and_the_tokenizers_measured_scaling():
+    # A thread at 0.05 CPU-ms per document caps a worker at 20,000 docs/s; the tokenizer scales x1.6 on 2 cores:
+    # a parallel share of 75 %, so x3.33 on 15 cores (Amdahl)
+    text = _estimate(_report(0.05, 13_000, 20_800))
+    assert "0.0500 CPU-ms per document: one worker tops out near 20,000 docs/s (80% of the goal)" in text
+    assert "13,000 docs/s on 1 core, 20,800 on 2 (x1.60" in text and "tokenize ~43,333 docs/s" in text
+    assert "One compute worker on a 16-core GPU host: ~20,000 docs/s (80% of the goal), its own thread the limit" in text
+    assert "One worker (planning, shards and finalizing in one process), 1 -> 2 cores: x1.41" in text
+
+
+def test_a_tokenizer_that_does_not_scale_is_the_limit_the_estimate_names():
+    text = _estimate(_report(0.01, 10_000, 10_000))  # no gain from a second core: none from fifteen
+    assert "tokenize ~10,000 docs/s" in text and "~10,000 docs/s (40% of the goal), the tokenizer the limit" in text
