@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Hashable
 
 import numpy as np
@@ -55,7 +56,7 @@ class DocumentPlan(ABC):
     @abstractmethod
     def output(self, key: Hashable) -> PoolingOutput: ...
 
-    @property
+    @cached_property  # a plan's windows are fixed once planned; asked per document by the loop and the output
     def processed_tokens(self) -> int:
         return sum(len(window.token_ids) for window in self.windows)
 

@@ -3,7 +3,7 @@ counts), so shards can each count their own and the finalizer adds them up."""
 from __future__ import annotations
 
 import bisect
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -15,7 +15,7 @@ CHARACTER_EDGES: tuple[int, ...] = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192
                                     262144, 524288, 1048576)
 
 
-def bucket_of(edges: tuple[int, ...], value: int) -> int:
+def bucket_of(edges: Sequence[int], value: int) -> int:
     """The index of the bucket ``[edges[i], edges[i+1])`` holding ``value`` (the last is open)."""
     return max(0, bisect.bisect_right(edges, value) - 1)
 
@@ -34,13 +34,12 @@ class Histogram(BaseModel):
             raise ValueError(f"{len(self.counts)} counts for {len(self.edges)} buckets")
         return self
 
-    def add(self, value: int, times: int = 1) -> None:
-        self.counts[bucket_of(tuple(self.edges), value)] += times
+    def add(self, value: int, times: int = 1) -> None:  # once per document: the edges are not copied
+        self.counts[bucket_of(self.edges, value)] += times
 
     def add_all(self, values: Iterable[int]) -> None:
-        edges = tuple(self.edges)
         for value in values:
-            self.counts[bucket_of(edges, value)] += 1
+            self.counts[bucket_of(self.edges, value)] += 1
 
     def merge(self, other: "Histogram") -> "Histogram":
         """The two histograms' counts added (ValueError if their edges differ: no exact merge)."""

@@ -134,17 +134,19 @@ class JobTask(ABC):
     def append(self, rows: RowColumns, result: PoolingOutput, record: InputRecord, included: dict | None = None) -> None:
         """One row per document, or one per chunk in the chunk modes; each names the document's content
         hash and carries its ``included`` fields (column values by name)."""
-        for value, chunk, split in _row_values(result):
+        if result.chunks is None:  # one document, one row: most rows, so no generator for it
+            self.append_value(rows, result.data, result, RowSource(record))  # type: ignore[arg-type]
+            if rows.included_types:
+                rows.append_included(included or {})
+            return
+        for value, chunk, split in _chunk_rows(result):
             self.append_value(rows, value, result, RowSource(record, chunk, split))
             if rows.included_types:
                 rows.append_included(included or {})
 
 
-def _row_values(result: PoolingOutput) -> Iterator[tuple[PooledData, ChunkFields, bool]]:
-    if result.chunks is None:
-        yield result.data, None, False  # type: ignore[misc]  # one document, one value
-        return
-    for value, chunk in zip(result.data, result.chunks):  # type: ignore[arg-type]  # chunk rows
+def _chunk_rows(result: PoolingOutput) -> Iterator[tuple[PooledData, ChunkFields, bool]]:
+    for value, chunk in zip(result.data, result.chunks or ()):  # type: ignore[arg-type]
         yield value, (chunk.chunk_index, chunk.token_start, chunk.token_end, chunk.char_start, chunk.char_end), chunk.split
 
 

@@ -153,7 +153,7 @@ def _embed_on(engine: "PoolingEngine", identity: EngineIdentity, job: JobHandle,
             if isinstance(result, RequestError):
                 output.errors.append(RecordError(record.id, record.line, result.code, f"{record.place}: {result.message}"))
                 continue
-            task.append(rows, result, record, included.values(record.fields))
+            task.append(rows, result, record, included.values(record.fields) if rows.included_types else None)
             output.count_tokens(result.processed_tokens, reused)
             output.documents += 1
     except ShardCancelled:
