@@ -41,7 +41,7 @@ class LocalJobs:
     def prepare(self, records: list[dict], long_documents: dict) -> Callable[[], int]:
         """The input written and a context built: the job itself is left, to call once."""
         from poolq.jobs import JobSpec
-        from poolq.jobs.coordination.enqueuer import SHARD_TASK
+        from poolq.jobs.coordination.enqueuer import SHARD_TASK, InlineEnqueuer
         from poolq.jobs.settings import Settings
         from poolq.worker import local_context
 
@@ -54,7 +54,10 @@ class LocalJobs:
         dtype = self.engine.config.dtype
         ctx = local_context(root / "store", Settings(dtype=dtype, shard_tokens_per_s=self.shard_tokens_per_s))
         ctx.engines.use(self.model, self.engine)
-        ctx.enqueuer.handlers[SHARD_TASK] = self._timed(ctx.enqueuer.handlers[SHARD_TASK])
+        enqueuer = ctx.enqueuer
+        if not isinstance(enqueuer, InlineEnqueuer):  # local_context's runs every task in this thread
+            raise TypeError(f"the in-process runner sends tasks through {type(enqueuer).__name__}, not an InlineEnqueuer")
+        enqueuer.handlers[SHARD_TASK] = self._timed(enqueuer.handlers[SHARD_TASK])
         spec = JobSpec.model_validate({"model": self.model, "input": {"uri": source.as_uri()}, "compute_dtype": dtype,
                                        "long_documents": long_documents})
         return lambda: self._run(ctx, spec)
