@@ -103,21 +103,23 @@ def test_bad_options_are_named_before_anything_runs(options, message):
 
 
 def _report(thread_ms: float, tokenizer_1: float, tokenizer_2: float) -> dict:
-    def row(tokenizer: float) -> dict:
+    """One worker on 1 and on 2 cores; its thread took ``thread_ms`` on 2 cores, and more on one (taking turns)."""
+    def row(tokenizer: float, compute_ms: float) -> dict:
         return {"length": 64, "documents": [1024, 4096], "whole_job_documents_per_s": 6000.0, "documents_per_s": 6400.0,
-                "tokens_per_s": 409600.0, "documents_per_cpu_s": 6500.0, "compute_thread_ms_per_document": thread_ms,
+                "tokens_per_s": 409600.0, "documents_per_cpu_s": 6500.0, "compute_thread_ms_per_document": compute_ms,
                 "tokenizer": {"length": 64, "documents_per_s": tokenizer}}
 
     return {"options": {"lengths": [64]},
-            "scaling": [{"cores": 1, "workers": 1, "per_worker": [[row(tokenizer_1)]]},
-                        {"cores": 2, "workers": 1, "per_worker": [[{**row(tokenizer_2), "documents_per_s": 9000.0}]]}]}
+            "scaling": [{"cores": 1, "workers": 1, "per_worker": [[row(tokenizer_1, 1.2 * thread_ms)]]},
+                        {"cores": 2, "workers": 1,
+                         "per_worker": [[{**row(tokenizer_2, thread_ms), "documents_per_s": 9000.0}]]}]}
 
 
 def test_the_estimate_takes_the_compute_threads_cap_and_the_tokenizers_measured_scaling():
     # A thread at 0.05 CPU-ms per document caps a worker at 20,000 docs/s; the tokenizer scales x1.6 on 2 cores:
     # a parallel share of 75 %, so x3.33 on 15 cores (Amdahl)
     text = _estimate(_report(0.05, 13_000, 20_800))
-    assert "0.0500 CPU-ms per document: one worker tops out near 20,000 docs/s (80% of the goal)" in text
+    assert "one worker on 2 core(s)) spends 0.0500 CPU-ms per document: one worker tops out near 20,000 docs/s (80% of" in text
     assert "13,000 docs/s on 1 core, 20,800 on 2 (x1.60" in text and "tokenize ~43,333 docs/s" in text
     assert "One compute worker on a 16-core GPU host: ~20,000 docs/s (80% of the goal), its own thread the limit" in text
     assert "One worker (planning, shards and finalizing in one process), 1 -> 2 cores: x1.41" in text
