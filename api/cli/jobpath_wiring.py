@@ -146,6 +146,7 @@ class JobpathOptions:
     requests: int
     top: int
     profile_prefix: Path
+    stack: bool = False  # also on the real stack (jobpath_stack.py)
 
     def probe(self) -> dict:
         return {"model": self.model, "dtype": self.dtype, "lengths": list(self.lengths),
@@ -182,6 +183,13 @@ def run_jobpath(options: JobpathOptions, progress: Callable[[str], None]) -> dic
                               for size in sizes]
         report["syncs"] = [count_syncs(engine, jobs, size) for size in sizes]
         report["tokenizer"] = [tokenizer_alone(engine, size) for size in sizes]
+    if options.stack:
+        from poolq.api.cli.jobpath_stack import run_on_stack
+        from poolq.devtools.bench.jobpath.jobpath_run import long_documents
+
+        report["stack"] = run_on_stack(options.model, options.dtype, GPU_TOKENS_PER_S, sizes,
+                                       [long_documents(engine, size.length) for size in sizes], options.rounds, progress)
+    with tempfile.TemporaryDirectory(prefix="poolq-jobpath-") as work:
         progress(f"/v1/embeddings: {options.requests} requests of one {sizes[0].length}-token input")
         report["lane"] = _lane(engine, options, sizes[0].records[0]["text"], Path(work))
     report["load_after"] = os.getloadavg()

@@ -92,8 +92,10 @@ def _positive_ints(context: click.Context, parameter: click.Parameter, value: st
               help="the profiles go to PROFILE_OUT-<length>.pstats (python -m pstats FILE)")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False, path_type=Path),
               help="also write the whole report here, as JSON")
+@click.option("--stack", is_flag=True, help="also run the jobs on a real stack (poolq dev up on free ports: Redis, "
+              "SeaweedFS, the API, a control worker and a stand-in compute worker)")
 def jobpath(model: str, dtype: str, lengths: tuple[int, ...], tokens_per_run: int, rounds: int, cores: tuple[int, ...],
-            requests: int, top: int, profile_out: Path, json_path: Path | None) -> None:
+            requests: int, top: int, profile_out: Path, json_path: Path | None, stack: bool) -> None:
     """The whole job path with a stand-in engine (the model's tokenizer, shapes and poolers; no forward):
     documents/s and tokens/s per core count, a profile, host reads per step, and /v1/embeddings latency
     (progress on stderr)."""
@@ -108,7 +110,7 @@ def jobpath(model: str, dtype: str, lengths: tuple[int, ...], tokens_per_run: in
     for path, hint in ((json_path, "--json"), (profile_out, "--profile-out")):
         if path is not None and not path.resolve().parent.is_dir():  # found out now, not after the run
             raise click.BadParameter(f"{path.resolve().parent} is not a directory", param_hint=hint)
-    options = JobpathOptions(model, dtype, lengths, tokens_per_run, rounds, cores, requests, top, profile_out)
+    options = JobpathOptions(model, dtype, lengths, tokens_per_run, rounds, cores, requests, top, profile_out, stack)
     report = run_jobpath(options, progress=lambda line: click.echo(line, err=True))
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=1), encoding="utf-8")

@@ -9,8 +9,27 @@ HOST_CORES = 16
 
 
 def render(report: dict) -> str:
-    return "\n\n".join([_header(report), _scaling(report), _estimate(report), _syncs(report), _tokenizer(report),
-                        *(_profile(profile) for profile in report["profiles"]), _lane(report)])
+    return "\n\n".join([_header(report), _scaling(report), _estimate(report), *_stack(report), _syncs(report),
+                        _tokenizer(report), *(_profile(profile) for profile in report["profiles"]), _lane(report)])
+
+
+def _stack(report: dict) -> list[str]:
+    """The real stack's rates beside one in-process worker on the same 2 cores (or 1), if it ran."""
+    if "stack" not in report:
+        return []
+    lines = ["On the real stack (poolq dev up: Redis, SeaweedFS, the API, a control worker and a stand-in compute worker, "
+             "all on this machine's cores; a job's seconds are the server's, submission to end):",
+             "| tokens/document | documents (small, large) | docs/s | tokens/s | whole-job docs/s | "
+             "in process, one worker: docs/s |",
+             "|---|---|---|---|---|---|"]
+    cores = max(report["options"]["cores"])
+    for row in report["stack"]:
+        small, large = row["documents"]
+        local = _rate(report, cores, 1, row["length"])
+        lines.append(f"| {row['length']} | {small:,}, {large:,} | {_number(row['documents_per_s'])} | "
+                     f"{_number(row['tokens_per_s'])} | {row['whole_job_documents_per_s']:,.0f} | "
+                     f"{_number(local)} ({cores} core{'s' if cores > 1 else ''}) |")
+    return ["\n".join(lines)]
 
 
 def _header(report: dict) -> str:

@@ -91,6 +91,23 @@ def test_a_tiny_run_prints_every_section_and_writes_its_profiles(tmp_path):
     assert "job path: 1 worker(s) on 1 core(s)" in run.stderr  # progress on stderr, the report alone on stdout
 
 
+@pytest.mark.slow
+@pytest.mark.integration
+def test_on_the_real_stack_the_jobs_run_on_a_stand_in_compute_worker_and_are_reported(tmp_path):
+    # A stack of its own (poolq dev up on free ports), its compute worker the stand-in: the run fails
+    # if that worker's log does not say the stand-in served the model
+    report_path = tmp_path / "jobpath.json"
+    run = CliRunner().invoke(main, ["bench", "jobpath", "--lengths", "32", "--tokens-per-run", "1200", "--rounds", "1",
+                                    "--cores", "1", "--requests", "3", "--top", "3", "--profile-out",
+                                    str(tmp_path / "profile"), "--json", str(report_path), "--stack"])
+    assert run.exit_code == 0, run.output
+    (row,) = json.loads(report_path.read_text())["stack"]
+    assert (row["length"], row["documents"], row["tokens"]) == (32, [9, 37], [288, 1184])
+    assert all(seconds > 0 for values in row["rounds_s"].values() for seconds in values)
+    assert "On the real stack" in run.stdout and "| 32 | 9, 37 |" in run.stdout
+    assert "the real stack: 32-token documents, round 1, large input" in run.stderr
+
+
 @pytest.mark.parametrize(("options", "message"), [
     (["--cores", "1,4096"], "4096 cores asked for; this process may use"),
     (["--lengths", "64,x"], "comma-separated token counts, got '64,x'"),
