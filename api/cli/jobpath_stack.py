@@ -89,6 +89,8 @@ def _stop(pids: list[int]) -> None:
 
 def _measure(client: "PoolqClient", model: str, dtype: str, size: "Sizes", policy: dict, rounds: int,
              progress: Callable[[str], None]) -> dict:
+    from poolq.devtools.bench.jobpath.jobpath_run import marginal
+
     inputs = {"small": size.records[: size.small], "large": size.records}
     uris = {name: client.upload("".join(json.dumps(record) + "\n" for record in records).encode("utf-8"), format="jsonl")
             for name, records in inputs.items()}
@@ -101,12 +103,11 @@ def _measure(client: "PoolqClient", model: str, dtype: str, size: "Sizes", polic
             progress(f"the real stack: {size.length}-token documents, round {round_index + 1}, {name} input")
             seconds[name].append(_job(client, {**spec, "input": {"uri": uris[name]}}, tokens, name))
     median = {name: statistics.median(values) for name, values in seconds.items()}
-    extra = median["large"] - median["small"]
+    per_s = marginal(seconds)  # the in-process measure's rate, from the server's seconds
     extra_documents, extra_tokens = len(inputs["large"]) - len(inputs["small"]), tokens["large"] - tokens["small"]
     return {"length": size.length, "documents": [len(inputs["small"]), len(inputs["large"])],
             "tokens": [tokens["small"], tokens["large"]], "rounds_s": seconds, "median_s": median,
-            "documents_per_s": extra_documents / extra if extra > 0 else None,
-            "tokens_per_s": extra_tokens / extra if extra > 0 else None,
+            "documents_per_s": per_s and per_s * extra_documents, "tokens_per_s": per_s and per_s * extra_tokens,
             "whole_job_documents_per_s": len(inputs["large"]) / median["large"]}
 
 

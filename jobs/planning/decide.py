@@ -40,7 +40,8 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
     partitions = partitions_for(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
     baseline = Baseline.load(job)
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
-        ids, line_of = _spill_ids(run, scans, numbers, IdPartitions(Path(spill_dir), partitions), Path(spill_dir))
+        ids = IdPartitions(Path(spill_dir), partitions)
+        line_of = _spill_ids(run, scans, numbers, ids, Path(spill_dir))
         if baseline is not None and not baseline.spill_into(job.ctx, ids):
             baseline = None
         decisions = ids.decide(starts)
@@ -63,16 +64,16 @@ def _supersedes(job: JobHandle) -> bool:
 
 
 def _spill_ids(run: PlanningRun, scans: list[SectionScan], numbers: tuple[int, ...], ids: IdPartitions,
-               spill_dir: Path) -> tuple[IdPartitions, np.ndarray]:
-    """Every section's valid records into ``ids``, in input order; returns them with each valid
-    record's line (row) in its object, by position."""
+               spill_dir: Path) -> np.ndarray:
+    """Every section's valid records into ``ids``, in input order; returns each valid record's line
+    (row) in its object, by position."""
     lines_path = spill_dir / "lines.i64"
     with lines_path.open("wb") as lines:
         for index, scan in enumerate(scans):
             # A JSONL section numbers its lines from 1; a Parquet one numbers rows in the object
             offset = 0 if run.sections[index].format == InputFormat.PARQUET.value else numbers[index] - 1
             _spill_section(run.objects, index, scan, ids, lines, offset)
-    return ids, np.fromfile(lines_path, dtype=np.int64)
+    return np.fromfile(lines_path, dtype=np.int64)
 
 
 def _write_skips(run: PlanningRun, scans: list[SectionScan], ids: IdPartitions, split: dict[int, np.ndarray],

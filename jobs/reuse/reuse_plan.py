@@ -62,7 +62,6 @@ def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int]
                left_out: Callable[[int], np.ndarray], input_bytes: int) -> ReusePlanned:
     """Decide every section's reuse table; ``left_out(section)``: its sorted left-out positions;
     ``input_bytes``: the input's size, which sizes the spill files."""
-    digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
     reuse = JobReuse.of(job)
     if reuse is None:
         return ReusePlanned()
@@ -72,6 +71,7 @@ def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int]
         settings = job.ctx.settings
         reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
+        digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
         spill = SpillFiles(Path(spill_dir), "content", 16 ** digits)
         for section in range(len(valid_counts)):
             _spill_section(objects, section, left_out(section), spill, digits)

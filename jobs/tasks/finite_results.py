@@ -19,8 +19,11 @@ NON_FINITE_CODE = "non_finite_vector"
 def non_finite_error(result: PoolingOutput, dtype: str) -> RequestError | None:
     """The error for ``result`` if any value it holds is NaN or infinite; None when all are finite."""
     data = result.data
-    # One dense vector (the common case) is checked without walking the data's kinds
-    if np.isfinite(data).all() if isinstance(data, np.ndarray) else all(np.isfinite(values).all() for values in _values(data)):
+    if isinstance(data, np.ndarray):  # one dense vector, the common case: no walk over the data's kinds
+        finite = bool(np.isfinite(data).all())
+    else:
+        finite = all(np.isfinite(values).all() for values in _values(data))
+    if finite:
         return None
     return RequestError(result.key, NON_FINITE_CODE,
                         f"the model's vector holds NaN or infinity (compute dtype {dtype})")

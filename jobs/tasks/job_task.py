@@ -134,13 +134,10 @@ class JobTask(ABC):
     def append(self, rows: RowColumns, result: PoolingOutput, record: InputRecord, included: dict | None = None) -> None:
         """One row per document, or one per chunk in the chunk modes; each names the document's content
         hash and carries its ``included`` fields (column values by name)."""
-        if result.chunks is None:  # one document, one row: most rows, so no generator for it
-            self.append_value(rows, result.data, result, RowSource(record))  # type: ignore[arg-type]
-            if rows.included_types:
-                rows.append_included(included or {})
-            return
-        for value, chunk, split in _chunk_rows(result):
-            self.append_value(rows, value, result, RowSource(record, chunk, split))
+        # One document, one row (most rows): a tuple of it, not a generator
+        row_values = ((result.data, None, False),) if result.chunks is None else _chunk_rows(result)
+        for value, chunk, split in row_values:
+            self.append_value(rows, value, result, RowSource(record, chunk, split))  # type: ignore[arg-type]
             if rows.included_types:
                 rows.append_included(included or {})
 

@@ -103,7 +103,7 @@ def measure(engine: PoolingEngine, run_jobs: JobRunner, sizes: Sequence[Sizes], 
                 cpu_seconds[name].append(time.process_time() - cpu_started)
                 compute_seconds[name].append(run_jobs.compute_thread_s - compute_started)
         median = {name: statistics.median(values) for name, values in seconds.items()}
-        per_s, per_cpu_s = _marginal(seconds), _marginal(cpu_seconds)
+        per_s, per_cpu_s = marginal(seconds), marginal(cpu_seconds)
         extra_documents, extra_tokens = len(inputs["large"]) - len(inputs["small"]), tokens["large"] - tokens["small"]
         compute_ms = 1000 * (statistics.median(compute_seconds["large"]) - statistics.median(compute_seconds["small"]))
         rows.append({"length": size.length, "documents": [len(inputs["small"]), len(inputs["large"])],
@@ -116,7 +116,7 @@ def measure(engine: PoolingEngine, run_jobs: JobRunner, sizes: Sequence[Sizes], 
     return rows
 
 
-def _marginal(seconds: dict[str, list[float]]) -> float | None:
+def marginal(seconds: dict[str, list[float]]) -> float | None:
     """1 / (the large input's median seconds - the small one's); None where the large one was not measurably
     slower (too few documents for the noise)."""
     extra = statistics.median(seconds["large"]) - statistics.median(seconds["small"])
