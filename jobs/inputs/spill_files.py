@@ -35,6 +35,13 @@ class SpillFiles:
         self._pending.clear()
         self._pending_bytes = 0
 
+    def discard(self) -> None:
+        """Forget every line, pending or written: the files are as if never written."""
+        self._pending.clear()
+        self._pending_bytes = 0
+        for partition in range(self.partitions):
+            self.path(partition).unlink(missing_ok=True)
+
     def read(self, partition: int) -> Iterator[list[str]]:
         """The partition's lines, split at tabs (nothing for a partition never written)."""
         path = self.path(partition)

@@ -38,12 +38,10 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
     # A superseding input's later objects replace earlier ones' records; else every repeated id is a duplicate
     starts = object_starts(sections, [scan.valid for scan in scans]) if _supersedes(job) else (0,)
     partitions = partitions_for(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
-    baseline = Baseline.load(job)
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
+        baseline = Baseline.load(job, ids)
         line_of = _spill_ids(run, scans, numbers, ids, Path(spill_dir))
-        if baseline is not None and not baseline.spill_into(job.ctx, ids):
-            baseline = None
         decisions = ids.decide(starts)
         split = split_query_runs(run.objects, scans, partitions, Path(spill_dir) / "queries")
         _write_skips(run, scans, ids, split, line_of)

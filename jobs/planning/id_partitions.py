@@ -70,6 +70,10 @@ class IdPartitions:
         line = "\t".join((record_id, digest[:HASH_DIGITS], str(part))) + "\n"
         self._baseline.add(partition_of(record_id, self.partitions), line)
 
+    def discard_baseline(self) -> None:
+        """Forget the baseline spilled so far (its output turned out incomplete): nothing is carried."""
+        self._baseline.discard()
+
     def flush(self) -> None:
         """Write out what is pending (the first pass is over: its buffer is not needed meanwhile)."""
         self._records.flush()

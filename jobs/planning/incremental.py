@@ -71,6 +71,18 @@ def baseline_manifest(ctx: JobContext, spec: JobSpec, tenant: str) -> JobManifes
     return manifest
 
 
+def _spill_part(ctx: JobContext, key: str, index: int, partitions: IdPartitions) -> None:
+    """One baseline part's documents' (id, content hash, part ``index``) into ``partitions``."""
+    table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash"])
+    if "content_hash" not in table.column_names:
+        return  # written before content hashes existed: its documents are embedded again
+    seen: set[str] = set()  # chunk rows repeat their document's id within a part
+    for record_id, digest in zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()):
+        if record_id not in seen:
+            seen.add(record_id)
+            partitions.add_baseline(record_id, digest, index)
+
+
 @dataclass
 class Baseline:
     """The earlier run whose rows may be carried: its parts, read one at a time (never whole)."""
@@ -80,30 +92,23 @@ class Baseline:
     dimensions: int | None
 
     @classmethod
-    def load(cls, job: JobHandle) -> "Baseline | None":
-        """The baseline of ``job``, or None when it has none (or cannot use it)."""
+    def load(cls, job: JobHandle, partitions: IdPartitions) -> "Baseline | None":
+        """The baseline of ``job``, its documents spilled into ``partitions``; None when it has none,
+        cannot use it, or its output is gone (then nothing of it is left in ``partitions``)."""
         manifest = baseline_manifest(job.ctx, job.spec, job.tenant)
         if manifest is None:
             return None
-        return cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
-
-    def spill_into(self, ctx: JobContext, partitions: IdPartitions) -> bool:
-        """Spill every baseline document's (id, content hash, part) into ``partitions``; False if
-        its output is gone (then nothing is carried)."""
-        for index, key in enumerate(self.part_keys):
-            try:
-                table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash"])
-            except ObjectNotFoundError as exc:
-                log.warning("incremental_from %s: %s; embedding everything", self.job_id, exc)
-                return False
-            if "content_hash" not in table.column_names:
-                continue  # written before content hashes existed: its documents are embedded again
-            seen: set[str] = set()  # chunk rows repeat their document's id within a part
-            for record_id, digest in zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()):
-                if record_id not in seen:
-                    seen.add(record_id)
-                    partitions.add_baseline(record_id, digest, index)
-        return True
+        baseline = cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
+        try:
+            for index, key in enumerate(baseline.part_keys):
+                _spill_part(job.ctx, key, index, partitions)
+        except ObjectNotFoundError as exc:
+            # The parts spilled before this one must not count: their documents would be left out as
+            # carried, and no carried part would hold them
+            partitions.discard_baseline()
+            log.warning("incremental_from %s: %s; embedding everything", baseline.job_id, exc)
+            return None
+        return baseline
 
     def write_carried(self, job: JobHandle, decisions: Decisions) -> tuple[CarriedPart, ...]:
         """Copy the carried documents' rows into ``job.id``'s carried parts, one per baseline part

@@ -50,6 +50,21 @@ def test_partitions_find_exactly_the_repeats_and_the_unchanged(tmp_path, monkeyp
     assert carried_ids == {records[position][0] for position in expected_carried}
 
 
+def test_a_discarded_baseline_carries_nothing_whether_flushed_or_pending(tmp_path, monkeypatch):
+    # Given a baseline spilled in part to disk (a tiny flush size) and in part still pending
+    monkeypatch.setattr("poolq.jobs.inputs.spill_files.FLUSH_BYTES", 200)
+    ids = IdPartitions(tmp_path / "spill", 4)
+    for i in range(20):
+        ids.add_record(f"id-{i}", f"{i:016x}")
+        ids.add_baseline(f"id-{i}", f"{i:016x}", part=0)
+    assert list((tmp_path / "spill").glob("baseline-*.tsv"))  # some of it was written
+    # When it is discarded, then no record is carried, and the records are decided as before
+    ids.discard_baseline()
+    decisions = ids.decide()
+    assert (decisions.carried, decisions.carried_by_part) == (0, {})
+    assert list(ids.positions("carried", 0, 20)) == [] and decisions.duplicates == 0
+
+
 def test_duplicate_ids_across_two_input_objects_are_reported_naming_the_second(tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()

@@ -211,6 +211,24 @@ def test_an_unusable_baseline_means_a_full_run(tmp_path, local_ctx, engine, sent
     assert len(engine.keys) == 5 and _manifest(local_ctx, again)["counts"]["carried"] == 0
 
 
+def test_a_baseline_part_gone_after_the_first_embeds_every_document_again(tmp_path, local_ctx, engine, sentences):
+    # Given a finished run of two parts (4 documents a shard), whose second part was deleted since
+    uri = _write(tmp_path / "in.jsonl", _docs(sentences, 6))
+    job = _run(local_ctx, uri)
+    parts = _manifest(local_ctx, job)["parts"]
+    assert len(parts) == 2
+    local_ctx.store.delete(parts[1]["key"])
+    # When the job runs again, incrementally from it
+    engine.keys.clear()
+    again = _run(local_ctx, uri, incremental_from=job)
+    # Then nothing is carried (the first part's ids, read before the second was missed, are
+    # forgotten): every document is embedded and listed, none left out as carried
+    manifest = _manifest(local_ctx, again)
+    assert sorted(engine.keys) == [f"doc-{i:03d}" for i in range(6)]
+    assert manifest["counts"]["carried"] == 0 and manifest["counts"]["completed"] == 6
+    assert _table(local_ctx, again).column("id").to_pylist() == [f"doc-{i:03d}" for i in range(6)]
+
+
 def test_a_prefix_input_reads_every_jsonl_object_in_key_order(tmp_path, local_ctx, engine, sentences):
     # Given three objects under a prefix (and one that is not JSONL), one with a bad line
     docs = _docs(sentences, 9)
