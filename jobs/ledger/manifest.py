@@ -18,7 +18,7 @@ from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.reuse_counts import ReuseCounts
 from poolq.jobs.spec.sink_config import SinkOutcome, SinkState
 
-MANIFEST_VERSION = 3  # 3: output.schema
+MANIFEST_VERSION = 4  # 3: output.schema; 4: counts.superseded
 
 
 class _ManifestBlock(BaseModel):
@@ -66,6 +66,10 @@ class ManifestCounts(_ManifestBlock):
     not_processed: int = 0  # a cancelled job's documents that were never embedded
     carried: int = 0  # unchanged documents copied from an earlier run
     rows: int = 0
+    # A superseding input's (``input.supersede``) records replaced by a later object's with the same
+    # id: in no part and no error file, and not in ``total``. Written only for such an input.
+    superseded: int | None = None
+    _omitted_when_none: ClassVar[tuple[str, ...]] = ("superseded",)
 
 
 class ManifestShards(_ManifestBlock):

@@ -26,7 +26,6 @@ from poolq.jobs.planning.query_groups import split_query_runs
 from poolq.jobs.planning.section_skips import SectionSkips, left_out
 from poolq.jobs.planning.sections import first_lines, object_starts, sections_bytes
 from poolq.jobs.reuse.reuse_plan import plan_reuse
-from poolq.jobs.spec.job_spec import UriInput
 
 
 def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
@@ -36,7 +35,7 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
     input_bytes = sections_bytes(sections)
     numbers = first_lines(sections, [scan.lines for scan in scans])
     # A superseding input's later objects replace earlier ones' records; else every repeated id is a duplicate
-    starts = object_starts(sections, [scan.valid for scan in scans]) if _supersedes(job) else (0,)
+    starts = object_starts(sections, [scan.valid for scan in scans]) if job.spec.supersedes else (0,)
     partitions = partitions_for(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
@@ -55,10 +54,6 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
         # the engine Baseline.load checked the baseline's rows were made with
         engine=job.ctx.engines.identity(job.spec.model, job.spec.compute_dtype) if carried else None,
     )
-
-
-def _supersedes(job: JobHandle) -> bool:
-    return isinstance(job.spec.input, UriInput) and job.spec.input.supersede
 
 
 def _spill_ids(run: PlanningRun, scans: list[SectionScan], numbers: tuple[int, ...], ids: IdPartitions,

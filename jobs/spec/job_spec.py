@@ -273,6 +273,11 @@ class JobSpec(_Strict, PromptOptions):
     )
 
     @property
+    def supersedes(self) -> bool:
+        """The input is versions of one corpus: each id's record in the latest object holding it wins."""
+        return isinstance(self.input, UriInput) and self.input.supersede
+
+    @property
     def task_label(self) -> str:
         """The task as statuses and manifests name it: ``embed``, or ``embed+sparse_embed+token_embed``."""
         return self.task if isinstance(self.task, str) else "+".join(self.task)

@@ -160,6 +160,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         counts=ManifestCounts(
             total=plan.total, completed=documents, failed=failed, not_processed=not_processed,
             carried=plan.carried_records, rows=sum(part.rows for part in parts),
+            superseded=plan.superseded if spec.supersedes else None,
         ),
         shards=ManifestShards(total=plan.num_shards, committed=len(commits),
                               gave_up=sum(c.gave_up for c in commits.values()),

@@ -66,6 +66,7 @@ def test_a_schedule_over_a_growing_prefix_embeds_only_what_is_new_and_outputs_th
     assert manifest2["status"] == JobState.SUCCEEDED.value, manifest2
     assert errors2 == [] and manifest2["counts"]["failed"] == 0
     assert JobHandle.bind(ctx, second.job_id).ledger.plan().superseded == 2
+    assert manifest2["counts"]["superseded"] == 2 and manifest1["counts"]["superseded"] == 0  # the public record says so
     # embedding only upload 2's edited and new documents (a and the unchanged c are carried)
     assert manifest2["counts"]["carried"] == 2 and _embedded(manifest2) == 2
     assert manifest2["counts"]["total"] == manifest2["counts"]["completed"] == 4
@@ -98,7 +99,7 @@ def test_a_repeated_id_within_one_upload_is_still_a_duplicate(tmp_path, minilm_e
         ("duplicate_id", "y", 3, "b.jsonl"), ("duplicate_id", "x", 2, "a.jsonl")]
     assert errors[0]["message"].endswith("this id appeared before, at line 2")
     assert errors[1]["message"].endswith("this id appeared before, at line 1")
-    assert JobHandle.bind(ctx, run.job_id).ledger.plan().superseded == 1
+    assert JobHandle.bind(ctx, run.job_id).ledger.plan().superseded == manifest["counts"]["superseded"] == 1
     assert dict(zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist())) == {
         "x": content_hash("new x"), "y": content_hash("old y")}
     assert manifest["counts"]["total"] == 4 and manifest["counts"]["failed"] == 2
