@@ -16,7 +16,6 @@ import numpy as np
 from poolq.jobs.inputs.included_fields import merge_section_types
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.shard_input import InputChanged
-from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import Decided, SectionScan
 from poolq.jobs.ledger.planning_objects import SKIPS_NAME, SPILL_NAME, PlanningObjects
 from poolq.jobs.planning.id_partitions import IdPartitions, partitions_for
