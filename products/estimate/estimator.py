@@ -57,7 +57,8 @@ def _scaled(stratum: PricedStratum) -> Counter[str]:
 def _extrapolated(ctx: JobContext, spec: JobSpec, scan: InputScan, priced: list[PricedStratum], reuse_source: str,
                   price_seconds: float) -> JobEstimate:
     # Scaled to the whole input (a pass stopped early read part of it), then less the records
-    # planning refuses as repeated ids (it keeps each id's first record).
+    # planning leaves out for a repeated id (it keeps one record of each: the first, or with
+    # input.supersede the latest object's).
     whole = 1 / scan.fraction_read if scan.fraction_read else 1.0
     distinct_ids = scan.ids.count().distinct
     factor = whole * (distinct_ids / scan.documents if scan.documents else 1.0)
@@ -67,8 +68,9 @@ def _extrapolated(ctx: JobContext, spec: JobSpec, scan: InputScan, priced: list[
     totals = {name: round(value * factor) for name, value in sums.items()}
     failed = {name.removeprefix("failed:"): value for name, value in totals.items() if name.startswith("failed:")}
     failed.update({code: round(count * whole) for code, count in scan.invalid.items()})
-    if scan.documents > distinct_ids:
-        failed["duplicate_id"] = round((scan.documents - distinct_ids) * whole)
+    duplicate_ids, superseded = scan.id_repeats()
+    if duplicate_ids:
+        failed["duplicate_id"] = round(duplicate_ids * whole)
     distinct = scan.distinct.count()
     repeated = max(0, scan.documents - distinct.distinct)
     tokens = totals.get("tokens", 0)
@@ -78,7 +80,8 @@ def _extrapolated(ctx: JobContext, spec: JobSpec, scan: InputScan, priced: list[
     computed = _computed_tokens(ctx, spec, tokens, savings)
     return JobEstimate(
         model=spec.model, task=spec.task_label, long_documents_mode=spec.long_documents.mode.value,
-        documents=round(scan.documents * whole), characters=round(scan.characters * whole),
+        documents=round((scan.documents - superseded) * whole), superseded=round(superseded * whole),
+        characters=round(scan.characters * whole),
         tokens=tokens, computed_tokens=computed, document_tokens=totals.get("document_tokens", 0),
         rows=totals.get("rows", 0),
         failed={code: count for code, count in sorted(failed.items()) if count},

@@ -35,6 +35,10 @@ class InputScan:
     invalid: Counter[str] = field(default_factory=Counter)  # records planning would refuse, by code
     distinct: DistinctCounter = field(default_factory=DistinctCounter)  # contents
     ids: DistinctCounter = field(default_factory=DistinctCounter)  # ids: a repeated one is planning's duplicate_id
+    # A superseding input (``input.supersede``) counts ids per object too: a repeat within an object is
+    # a duplicate_id, of an earlier object's id a superseding. None for any other input.
+    object_ids: DistinctCounter | None = None  # the object being read
+    distinct_in_objects: int = 0  # summed over the objects read before it
     bytes_read: int = 0
     bytes_total: int = 0
     seconds: float = 0.0
@@ -43,11 +47,29 @@ class InputScan:
     def fraction_read(self) -> float:
         return 1.0 if not self.bytes_total else min(1.0, self.bytes_read / self.bytes_total)
 
+    def start_object(self) -> None:
+        """A superseding input's next object: its ids are counted apart from here on."""
+        if self.object_ids is not None:
+            self.distinct_in_objects += self.object_ids.count().distinct
+        self.object_ids = DistinctCounter()
+
+    def id_repeats(self) -> tuple[int, int]:
+        """Records planning leaves out for their id: (``duplicate_id`` failures, superseded records)."""
+        distinct = self.ids.count().distinct
+        if self.object_ids is None:
+            return max(0, self.documents - distinct), 0
+        # Each object keeps one record per id (its repeats fail); of those, every id's latest wins
+        kept_per_object = self.distinct_in_objects + self.object_ids.count().distinct
+        return max(0, self.documents - kept_per_object), max(0, kept_per_object - distinct)
+
     def add(self, record: InputRecord) -> None:
         self.documents += 1
         self.characters += record.characters
         self.distinct.add(record.content_hash)
-        self.ids.add(hashlib.sha256(record.id.encode("utf-8")).hexdigest())
+        id_hash = hashlib.sha256(record.id.encode("utf-8")).hexdigest()
+        self.ids.add(id_hash)
+        if self.object_ids is not None:
+            self.object_ids.add(id_hash)
         spans = tuple((int(a), int(b)) for a, b in record.chunk_spans) if record.chunk_spans is not None else None
         self.sample.add(SampledDocument(record.text, record.content_hash, spans, record.query))
 
@@ -75,9 +97,13 @@ def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
     sections = list_sections(job, job.ctx.settings.sharding.plan_section_bytes)
     scan.bytes_total = sum(section.size_bytes for section in sections)
     fields = InputFields.of(job.spec)
+    previous = None
     for section in sections:
         if time.monotonic() > deadline and scan.bytes_read:
             return
+        if job.spec.supersedes and section.uri != previous:  # an object's sections come one after another
+            scan.start_object()
+        previous = section.uri
         progress, records = JsonlProgress(), 0
         for _, record in section_records(job.ctx, section, fields, progress=progress):
             if isinstance(record, RecordError):

@@ -52,6 +52,8 @@ class JobEstimate(BaseModel):
     task: str
     long_documents_mode: str
     documents: int = Field(description="valid records (planning's refusals not counted)")
+    superseded: int = Field(0, description="input.supersede: records a later object's record with the same id "
+                            "replaces (not in documents; the manifest's counts.superseded)")
     characters: int
     tokens: int = Field(description="estimated tokens of the job's documents as the model takes them, every repeat "
                         "counted (the job's usage.tokens + reuse.reused_tokens)")

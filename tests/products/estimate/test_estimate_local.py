@@ -2,6 +2,7 @@
 within a few percent from a sample a fraction of the input, bounded sample memory, and the data
 report of the finished job counting the same things exactly."""
 import json
+import os
 import random
 
 import pytest
@@ -70,6 +71,26 @@ def test_estimate_is_within_5_percent_of_the_job_and_the_report_counts_the_job(t
     if long_documents["mode"] == "naive_chunks":
         assert report.chunk_tokens.total == manifest.counts.rows and report.chunked > 0
     assert report.duplicate_rate == pytest.approx(0.1, abs=0.01)
+
+
+@pytest.mark.parametrize("supersede", [True, False])
+def test_repeated_ids_across_objects_are_estimated_as_the_job_leaves_them_out(tmp_path, ctx, supersede):
+    # Given two objects under a prefix, the older with an id repeated within it and one that the newer
+    # object repeats (written oldest first, as a tenant's uploads)
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    for name, ids, modified in (("b.jsonl", ["x", "y", "y"], 1_000_000), ("a.jsonl", ["x", "z"], 2_000_000)):
+        _write(folder / name, [{"id": i, "text": f"text of {i} in {name}"} for i in ids])
+        os.utime(folder / name, (modified, modified))
+    spec = JobSpec.model_validate({"input": {"uri": folder.as_uri() + "/", "supersede": supersede}})
+    # When it is estimated, then run
+    estimate = estimate_job(ctx, spec, "local")
+    manifest = JobHandle.bind(ctx, run_job_locally(ctx, spec).id).ledger.manifest()
+    # Then the estimate leaves out and fails the records the job did: superseding, b's y repeat fails
+    # and b's x is superseded by a's; else both repeats fail
+    assert estimate.failed == manifest.errors.by_code == {"duplicate_id": 1 if supersede else 2}
+    assert estimate.superseded == (manifest.counts.superseded or 0) == (1 if supersede else 0)
+    assert estimate.documents == manifest.counts.total == (4 if supersede else 5)
 
 
 def test_the_sample_stays_within_its_bounds_and_counts_every_document():
