@@ -37,6 +37,8 @@ def create_app(
     """The API for ``settings`` (default: from POOLQ_* env). ``ctx``, the limiters, ``checks``,
     ``gauges`` and ``lane`` replace the Redis-backed defaults (in-process use and tests; a ``ctx``
     without a ``lane`` gets one nobody serves: /v1/embeddings answers 503)."""
+    if isinstance(ctx, Settings):  # create_app(settings), as callers wrote it before ctx came first
+        raise TypeError("create_app's first argument is a JobContext; pass settings by name: create_app(settings=...)")
     settings = settings or Settings()
     if ctx is None:
         from poolq.api.server.services import api_services
