@@ -93,7 +93,8 @@ class StackState:
             "POOLQ_KEY_SIGNING_SECRET": self.key_signing_secret,
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
+            # TOKENIZERS_PARALLELISM is left as the caller has it, as deployments leave it unset:
+            # a worker's tokenizer spreads each batch over the cores, so a dev stack is timed as one
         }
 
     def worker_env(self) -> dict[str, str]:

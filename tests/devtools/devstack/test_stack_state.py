@@ -1,4 +1,5 @@
-"""The local stack's state file holds its admin key and S3 secret: its owner alone reads it."""
+"""The local stack's state: its file holds its admin key and S3 secret (its owner alone reads it);
+the environment it gives its services."""
 import stat
 from dataclasses import fields
 
@@ -40,3 +41,9 @@ def test_a_state_gets_its_secrets_once_and_its_redis_url_carries_the_password():
     assert "POOLQ_FLOWER_BASIC_AUTH" not in state.env()  # the API and workers have no use for it
     assert "POOLQ_KEY_SIGNING_SECRET" not in state.worker_env()  # only the API checks keys
     assert state.cli_env()["POOLQ_FLOWER_BASIC_AUTH"] == f"poolq:{state.flower_password}"
+
+
+def test_the_stack_leaves_the_tokenizers_threads_as_a_deployment_does():
+    # A deployment (compose, k8s, `poolq worker`) leaves TOKENIZERS_PARALLELISM unset, so a worker's
+    # tokenizer spreads each batch over the cores; a dev stack forcing it off would tokenize on one
+    assert "TOKENIZERS_PARALLELISM" not in _state().env() and "TOKENIZERS_PARALLELISM" not in _state().worker_env()
