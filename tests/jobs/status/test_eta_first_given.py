@@ -1,65 +1,41 @@
 """The first ETA a job is given (docs/benchmarks.md#eta-accuracy): no job has one while another in
 line is still to plan (its work is not counted yet), and an unmeasured job's tokens are its
 characters at the characters per token the workers measured for its model, not a fixed 4."""
-from datetime import datetime, timedelta, timezone
 
 import pytest
+from support.jobs_in_line import MODEL, START, fleet_of_one, job_in_line, planned
 
-from poolq.jobs.coordination.status_store import CHARACTERS_FIELD
 from poolq.jobs.coordination.worker_throughput import InMemoryThroughputBoard, MeasuredRate, chars_per_token
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobEstimate, JobStatus, JobUsage
 from poolq.jobs.status.current_status import current_status
 from poolq.jobs.status.token_prior import with_prior
-from poolq.worker.local_runner import local_context
-
-START = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
-MODEL = "m"
 
 
 @pytest.fixture
 def ctx(tmp_path):
-    ctx = local_context(tmp_path / "out", Settings())
-    ctx.workers.heartbeat("w1", 60.0)
-    ctx.throughput.record("w1", MODEL, "float32", tokens=1000, seconds=1.0)  # 1,000 tokens/s, no characters counted
-    return ctx
-
-
-def _job(ctx, n: int, tenant: str, characters: int | None = 4000) -> str:
-    job_id = f"{n:032x}"
-    ctx.status.create(JobStatus(id=job_id, tenant=tenant, status=JobState.QUEUED, model=MODEL, task="embed",
-                                created_at=START + timedelta(seconds=n)))
-    ctx.status.add_active(tenant, job_id)
-    if characters is not None:
-        _plan(ctx, job_id, characters)
-    return job_id
-
-
-def _plan(ctx, job_id: str, characters: int) -> None:
-    ctx.status.transition(job_id, JobState.RUNNING, started_at=START)
-    ctx.status.update(job_id, **{CHARACTERS_FIELD: characters})
+    return fleet_of_one(tmp_path / "out")
 
 
 def _status(ctx, job_id: str, tenant: str) -> JobStatus:
     return current_status(JobHandle.of_tenant(ctx, job_id, tenant))
 
 
-def test_no_eta_while_another_job_in_line_is_still_to_plan(ctx):
+def test_no_eta_while_another_job_in_line_is_still_toplanned(ctx):
     # Given tenant a's job planned (1,000 tokens) and tenant b's submitted, not planned yet
-    a1, b1 = _job(ctx, 1, "a"), _job(ctx, 2, "b", characters=None)
+    a1, b1 = job_in_line(ctx, 1, "a"), job_in_line(ctx, 2, "b", characters=None)
     # Then a1's ETA is unknown: on its own it would say 1 s, but b1 takes half the fleet in a moment
     assert _status(ctx, a1, "a").queue.eta_s is None
     # Once b1 is planned (1,000 tokens too) both share the fleet: 500 tokens/s each, 2 s
-    _plan(ctx, b1, 4000)
+    planned(ctx, b1, 4000)
     assert [_status(ctx, job, tenant).queue.eta_s for job, tenant in ((a1, "a"), (b1, "b"))] == [2.0, 2.0]
 
 
 def test_an_unmeasured_job_counts_at_the_characters_per_token_its_model_showed(ctx):
     # Given a worker that ran 1,000 tokens of 5,000 characters of the model (its latest rate: 1,000 tokens/s)
     ctx.throughput.record("w1", MODEL, "float16", tokens=1000, seconds=1.0, characters=5000)
-    job = _job(ctx, 1, "a", characters=4000)
+    job = job_in_line(ctx, 1, "a", characters=4000)
     status = _status(ctx, job, "a")
     # Then its 4,000 characters are 800 tokens (not 1,000 at 4 a token), in the estimate and the ETA alike
     assert (status.estimate.tokens, status.estimate.measured, status.queue.eta_s) == (800, False, 0.8)

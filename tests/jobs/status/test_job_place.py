@@ -1,42 +1,22 @@
 """Where a queued or running job stands: jobs ahead in its tenant, its tenant's share, the fleet's
 tokens/s and an ETA with the fleet shared as fair share shares it."""
-from datetime import datetime, timedelta, timezone
 
 import pytest
+from support.jobs_in_line import MODEL, fleet_of_one, job_in_line
 
-from poolq.jobs.coordination.status_store import CHARACTERS_FIELD, UnitCounts
+from poolq.jobs.coordination.status_store import UnitCounts
 from poolq.jobs.coordination.worker_throughput import MeasuredRate, fleet_tokens_per_s
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_state import JobState
-from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.status.current_status import current_status
 from poolq.jobs.status.fair_share_eta import Backlog, finish_times
 from poolq.worker.local_runner import local_context
 
-START = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
-MODEL = "m"
-
 
 @pytest.fixture
 def ctx(tmp_path):
-    ctx = local_context(tmp_path / "out", Settings())
-    ctx.workers.heartbeat("w1", 60.0)
-    ctx.throughput.record("w1", MODEL, "float32", tokens=1000, seconds=1.0)  # the fleet: 1,000 tokens/s
-    return ctx
-
-
-def _job(ctx, n: int, tenant: str, characters: int | None = 4000) -> str:
-    """Job number ``n`` (submitted n s after START) of ``tenant``; planned with ``characters`` (4 a token
-    before any is measured: 4,000 -> 1,000 tokens) unless None (still queued)."""
-    job_id = f"{n:032x}"
-    ctx.status.create(JobStatus(id=job_id, tenant=tenant, status=JobState.QUEUED, model=MODEL, task="embed",
-                                created_at=START + timedelta(seconds=n)))
-    ctx.status.add_active(tenant, job_id)
-    if characters is not None:
-        ctx.status.transition(job_id, JobState.RUNNING, started_at=START + timedelta(seconds=n))
-        ctx.status.update(job_id, **{CHARACTERS_FIELD: characters})
-    return job_id
+    return fleet_of_one(tmp_path / "out")
 
 
 def _place(ctx, job_id: str, tenant: str):
@@ -45,7 +25,7 @@ def _place(ctx, job_id: str, tenant: str):
 
 def test_two_tenants_three_jobs_the_place_of_each(ctx):
     # Given tenant a's two jobs and then b's one, 1,000 tokens each, on a fleet of 1,000 tokens/s
-    a1, a2, b1 = _job(ctx, 1, "a"), _job(ctx, 2, "a"), _job(ctx, 3, "b")
+    a1, a2, b1 = job_in_line(ctx, 1, "a"), job_in_line(ctx, 2, "a"), job_in_line(ctx, 3, "b")
     places = {job: _place(ctx, job, tenant) for job, tenant in ((a1, "a"), (a2, "a"), (b1, "b"))}
     # Then only a2 has a job ahead (b's job is another tenant's), each tenant has half the fleet,
     assert [places[job].jobs_ahead for job in (a1, a2, b1)] == [0, 1, 0]
@@ -56,7 +36,7 @@ def test_two_tenants_three_jobs_the_place_of_each(ctx):
 
 
 def test_the_eta_counts_what_is_done_and_the_fleet_it_has(ctx):
-    job = _job(ctx, 1, "a", characters=8000)  # 2,000 tokens
+    job = job_in_line(ctx, 1, "a", characters=8000)  # 2,000 tokens
     ctx.status.note_progress(job, "shard:0", documents=1, tokens=500)
     ctx.status.count_unit(job, "shard:1", UnitCounts(completed=1, tokens=500, characters=2000))
     place = _place(ctx, job, "a")
@@ -67,23 +47,23 @@ def test_the_eta_counts_what_is_done_and_the_fleet_it_has(ctx):
 
 
 def test_a_queued_job_has_its_place_but_no_eta_until_planned(ctx):
-    _job(ctx, 1, "a")
-    queued = _job(ctx, 2, "a", characters=None)
+    job_in_line(ctx, 1, "a")
+    queued = job_in_line(ctx, 2, "a", characters=None)
     place = _place(ctx, queued, "a")
     assert (place.jobs_ahead, place.tenant_share, place.eta_s) == (1, 1.0, None)
-    other = _job(ctx, 3, "b", characters=None)  # a tenant whose job is still planning takes its part soon
+    other = job_in_line(ctx, 3, "b", characters=None)  # a tenant whose job is still planning takes its part soon
     assert _place(ctx, other, "b").tenant_share == 0.5
 
 
 def test_no_place_once_finished_or_cancelling_and_no_eta_without_a_measured_fleet(ctx, tmp_path):
-    done, stopping = _job(ctx, 1, "a"), _job(ctx, 2, "a")
+    done, stopping = job_in_line(ctx, 1, "a"), job_in_line(ctx, 2, "a")
     ctx.status.transition(done, JobState.SUCCEEDED)
     ctx.status.transition(stopping, JobState.CANCELLING)
     assert _place(ctx, done, "a") is None and _place(ctx, stopping, "a") is None
-    later = _job(ctx, 3, "a")
+    later = job_in_line(ctx, 3, "a")
     assert _place(ctx, later, "a").jobs_ahead == 0  # neither counts any more
     bare = local_context(tmp_path / "bare", Settings())
-    job = _job(bare, 1, "a")
+    job = job_in_line(bare, 1, "a")
     place = _place(bare, job, "a")
     assert (place.fleet_tokens_per_s, place.eta_s) == (None, None)
 
