@@ -63,7 +63,7 @@ class ManifestCounts(_ManifestBlock):
     total: int
     completed: int
     failed: int
-    not_processed: int = 0  # a cancelled job's documents that were never embedded
+    not_processed: int = 0  # a cancelled or failed job's documents that were never embedded
     carried: int = 0  # unchanged documents copied from an earlier run
     rows: int = 0
     # A superseding input's (``input.supersede``) records replaced by a later object's with the same
@@ -76,8 +76,8 @@ class ManifestShards(_ManifestBlock):
     total: int
     committed: int
     gave_up: int = 0
-    # A cancelled job's shards no attempt ran (written only for a cancelled job): their records are
-    # in no part and no error file (the shard descriptors of the job's planning name them). Records
+    # A cancelled or failed job's shards no attempt committed (written only for such a job): their
+    # records are in no part and no error file, counted as not processed (the shard descriptors of the job's planning name them). Records
     # of a shard that a cancel stopped half-way are in the error file, code ``not_processed``.
     not_started: list[int] | None = None
     _omitted_when_none: ClassVar[tuple[str, ...]] = ("not_started",)

@@ -71,4 +71,10 @@ def fail_shard(job: JobHandle, shard: int, exc: BaseException) -> None:
         abandon_shard(job, shard, f"shard {shard} failed: {describe(exc)}")
     except Exception as store_exc:  # noqa: BLE001
         log.error("job %s shard %s: cannot record its failure: %s", job.id, shard, describe(store_exc))
+        if not is_retryable(store_exc):
+            # Its records cannot even be read back to be named (the input changed or went away since
+            # planning): no retry reads them, so the job ends failed, its unrun records counted
+            exc.add_note(f"shard {shard}")
+            fail_job(job, exc)
+            return
         job.ctx.status.advance_to(job.id, JobState.FAILED, error=describe(exc), finished_at=datetime.now(timezone.utc))

@@ -129,7 +129,9 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
     documents = sum(commit.documents for commit in commits.values()) + plan.carried_records
     failed = error_count - sum(commit.not_processed for commit in commits.values())  # error lines, less the unrun
     state = JobState.FAILED if failure else JobState.CANCELLED if cancelled else _final_state(documents, failed)
-    not_processed = max(0, plan.total - documents - failed) if cancelled else 0
+    # A cancel or a failure may leave records unrun (in no part and no error line): counted, so the counts add up
+    stopped = cancelled or failure is not None
+    not_processed = max(0, plan.total - documents - failed) if stopped else 0
     errors = job_errors(stored_plan, commits)
     if state is JobState.FAILED and failure is None and failed:  # every record failed: say why
         failure = f"every record failed: {errors.describe()}"
@@ -164,7 +166,7 @@ def _build_manifest(job: JobHandle, failure: str | None = None) -> JobManifest:
         ),
         shards=ManifestShards(total=plan.num_shards, committed=len(commits),
                               gave_up=sum(c.gave_up for c in commits.values()),
-                              not_started=sorted(set(range(plan.num_shards)) - set(commits)) if cancelled else None),
+                              not_started=sorted(set(range(plan.num_shards)) - set(commits)) if stopped else None),
         usage=ManifestUsage(tokens=usage_tokens(commits)),
         parts=parts,
         errors=ManifestErrors(key=layout.errors, uri=ctx.store.uri(layout.errors), count=error_count,

@@ -202,6 +202,8 @@ def abandon_shard(job: JobHandle, shard: int, reason: str) -> ShardCommit | None
     winner = ledger.shard_commit(shard)
     if winner is not None:
         record_shard(job, shard, winner)
+        if ledger.cancel_requested():  # as at run_shard's end: the cancel left the finalizer to a running shard
+            finalize_if_ready(job)
     return winner
 
 
