@@ -77,8 +77,9 @@ class ManifestShards(_ManifestBlock):
     committed: int
     gave_up: int = 0
     # A cancelled or failed job's shards no attempt committed (written only for such a job): their
-    # records are in no part and no error file, counted as not processed (the shard descriptors of the job's planning name them). Records
-    # of a shard that a cancel stopped half-way are in the error file, code ``not_processed``.
+    # records are in no part and no error file, counted as not processed (the shard descriptors of
+    # the job's planning name them). Records of a shard that a cancel stopped half-way are in the
+    # error file, code ``not_processed``.
     not_started: list[int] | None = None
     _omitted_when_none: ClassVar[tuple[str, ...]] = ("not_started",)
 

@@ -41,8 +41,10 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
         baseline = Baseline.load(job, ids)
         line_of = _spill_ids(run, scans, numbers, ids, Path(spill_dir))
         decisions = ids.decide(starts)
-        split = split_query_runs(run.objects, scans, partitions, Path(spill_dir) / "queries")
-        _write_skips(run, scans, ids, split, line_of)
+        bounds = np.cumsum([0, *(scan.valid for scan in scans)])  # each section's first position, and the end
+        split = split_query_runs(run.objects, scans, partitions, Path(spill_dir) / "queries",
+                                 lambda index: ids.positions("superseded", bounds[index], bounds[index + 1]) - bounds[index])
+        _write_skips(run, ids, split, line_of, bounds)
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
     plan_reuse(job, run.objects, [scan.valid for scan in scans], lambda index: left_out(run.objects, index), input_bytes)
     included = tuple(job.spec.output.include_fields or ())
@@ -68,20 +70,18 @@ def _spill_ids(run: PlanningRun, scans: list[SectionScan], numbers: tuple[int, .
     return np.fromfile(lines_path, dtype=np.int64)
 
 
-def _write_skips(run: PlanningRun, scans: list[SectionScan], ids: IdPartitions, split: dict[int, np.ndarray],
-                 line_of: np.ndarray) -> None:
-    """Each section's skips (``section_skips.py``), from the decided ids and the split query runs."""
-    starts = np.cumsum([0, *(scan.valid for scan in scans)])[:-1]
-    start = 0
-    for index, scan in enumerate(scans):
-        end = start + scan.valid
+def _write_skips(run: PlanningRun, ids: IdPartitions, split: dict[int, np.ndarray], line_of: np.ndarray,
+                 bounds: np.ndarray) -> None:
+    """Each section's skips (``section_skips.py``), from the decided ids and the split query runs;
+    ``bounds``: each section's first position, then the end."""
+    for index in range(len(bounds) - 1):
+        start, end = int(bounds[index]), int(bounds[index + 1])
         firsts = ids.first_positions(start, end)
         skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start,
                              np.sort(split.get(index, np.zeros(0, dtype=np.int64))),
-                             np.searchsorted(starts, firsts, side="right") - 1, line_of[firsts],
+                             np.searchsorted(bounds[:-1], firsts, side="right") - 1, line_of[firsts],
                              ids.positions("superseded", start, end) - start)
         run.objects.put(index, SKIPS_NAME, skips.to_bytes())
-        start = end
 
 
 def _spill_section(objects: PlanningObjects, index: int, scan: SectionScan, ids: IdPartitions, lines: IO[bytes],

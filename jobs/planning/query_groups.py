@@ -8,6 +8,7 @@ split off: its pairs become ``query_not_contiguous`` errors, and the first run i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -18,9 +19,11 @@ from poolq.jobs.planning.id_partitions import IdPartitions
 _RUN_FIELDS = 3  # section, first position, count: one int64 triple per run, in run order
 
 
-def split_query_runs(objects: PlanningObjects, scans: list[SectionScan], partitions: int,
-                     spill_dir: Path) -> dict[int, np.ndarray]:
-    """Per section, the positions (relative to the section) of pairs in runs that repeat a query id."""
+def split_query_runs(objects: PlanningObjects, scans: list[SectionScan], partitions: int, spill_dir: Path,
+                     superseded: Callable[[int], np.ndarray]) -> dict[int, np.ndarray]:
+    """Per section, the positions (relative to the section) of pairs in runs that repeat a query id.
+    ``superseded(section)``: the section's superseded positions, sorted (a run of those alone is no run:
+    a later object re-sent its pairs, and that object's run is the query's)."""
     total = sum(scan.groups for scan in scans)
     if not total:
         return {}
@@ -29,7 +32,7 @@ def split_query_runs(objects: PlanningObjects, scans: list[SectionScan], partiti
     with runs_path.open("wb") as runs:
         for section, scan in enumerate(scans):
             if scan.groups:
-                _spill_runs(objects, section, ids, runs)
+                _spill_runs(objects, section, ids, runs, superseded(section))
     ids.decide()
     repeated = ids.positions("duplicate", 0, total)
     if not len(repeated):
@@ -41,9 +44,12 @@ def split_query_runs(objects: PlanningObjects, scans: list[SectionScan], partiti
     return {section: np.concatenate(parts) for section, parts in by_section.items()}
 
 
-def _spill_runs(objects: PlanningObjects, section: int, ids: IdPartitions, runs) -> None:
+def _spill_runs(objects: PlanningObjects, section: int, ids: IdPartitions, runs, superseded: np.ndarray) -> None:
     with objects.open(section, GROUPS_NAME) as stream:
         for raw in stream:
             query_id, first, count = raw.decode("utf-8").rstrip("\n").split("\t")
-            ids.add_record(query_id, "")
-            np.array([section, int(first), int(count)], dtype=np.int64).tofile(runs)
+            start, end = int(first), int(first) + int(count)
+            if np.searchsorted(superseded, end) - np.searchsorted(superseded, start) == end - start:
+                continue  # every pair of it superseded: left out, as if never sent
+            ids.add_record(query_id, "")  # the run's index in ``runs`` is its position among the ids
+            np.array([section, start, end - start], dtype=np.int64).tofile(runs)
