@@ -13,7 +13,9 @@ from poolq.jobs.ledger.layout import JobLayout
 from poolq.storage import ObjectStore
 
 # The objects a section's stages write (``planning/section-00007.<name>``)
-SPILL_NAME = "ids.tsv"  # scan: one line per valid record, in input order: id <TAB> content hash <TAB> line
+# scan: one line per valid record, in input order: id <TAB> content hash <TAB> line, then <TAB> carry
+# key for a job carrying fields (planning/carry_key.py)
+SPILL_NAME = "ids.tsv"
 GROUPS_NAME = "groups.tsv"  # scan, score jobs: one line per run of pairs sharing a query id: id <TAB> first <TAB> count
 SKIPS_NAME = "skips.npz"  # decide: which records of the section are left out (duplicates, carried)
 ERRORS_NAME = "errors.jsonl"  # cut: the section's rejected records

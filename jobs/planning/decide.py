@@ -36,9 +36,11 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
     # A superseding input's later objects replace earlier ones' records; else every repeated id is a duplicate
     starts = object_starts(sections, [scan.valid for scan in scans]) if job.spec.supersedes else (0,)
     partitions = partitions_for(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
+    included = tuple(job.spec.output.include_fields or ())
+    field_types = merge_section_types(included, [scan.field_types for scan in scans])
     with tempfile.TemporaryDirectory(prefix=f"poolq-decide-{job.id}-") as spill_dir:
         ids = IdPartitions(Path(spill_dir), partitions)
-        baseline = Baseline.load(job, ids)
+        baseline = Baseline.load(job, ids, field_types)
         line_of = _spill_ids(run, scans, numbers, ids, Path(spill_dir))
         decisions = ids.decide(starts)
         bounds = np.cumsum([0, *(scan.valid for scan in scans)])  # each section's first position, and the end
@@ -47,10 +49,9 @@ def decide(run: PlanningRun, scans: list[SectionScan]) -> Decided:
         _write_skips(run, ids, split, line_of, bounds)
         carried = baseline.write_carried(job, decisions) if baseline is not None else ()
     plan_reuse(job, run.objects, [scan.valid for scan in scans], lambda index: left_out(run.objects, index), input_bytes)
-    included = tuple(job.spec.output.include_fields or ())
     return Decided(
         first_lines=numbers, duplicates=decisions.duplicates, superseded=decisions.superseded, carried=carried,
-        field_types=merge_section_types(included, [scan.field_types for scan in scans]),
+        field_types=field_types,
         carried_records=decisions.carried if carried else 0,
         # the engine Baseline.load checked the baseline's rows were made with
         engine=job.ctx.engines.identity(job.spec.model, job.spec.compute_dtype) if carried else None,
@@ -91,9 +92,10 @@ def _spill_section(objects: PlanningObjects, index: int, scan: SectionScan, ids:
     numbers: list[int] = []  # one section's worth at a time
     with objects.open(index, SPILL_NAME) as stream:
         for raw in stream:
-            record_id, digest, *line = raw.decode("utf-8").rstrip("\n").split("\t")
-            ids.add_record(record_id, digest)
-            numbers.append(offset + int(line[0]) if line else 0)  # 0: a spill from before lines were kept
+            record_id, digest, *rest = raw.decode("utf-8").rstrip("\n").split("\t")
+            # the key an incremental run compares: the content hash, with the carried fields if any (carry_key.py)
+            ids.add_record(record_id, rest[1] if len(rest) > 1 else digest)
+            numbers.append(offset + int(rest[0]) if rest else 0)  # 0: a spill from before lines were kept
     np.asarray(numbers, dtype=np.int64).tofile(lines)
     read = len(numbers)
     if read != scan.valid:

@@ -4,12 +4,13 @@ A job with ``incremental_from`` names an earlier job. If that job finished (succ
 partially succeeded) with the same model and options, and its vectors were all made by the engine
 that would make them now (the model files' fingerprint and the compute dtype: see
 ``JobContext.engine_identity``; a name pointing at new files changes it), its output is the
-*baseline*: a document
-of the new input whose id and content hash match a baseline row is *carried*: its rows are
+*baseline*: a document of the new input whose id and carry key (its content hash, and the values
+of the fields its rows carry: ``carry_key.py``) match a baseline row is *carried*: its rows are
 copied into ``parts/carried-NNNNN.parquet`` of the new job (one per baseline part), so the new
-run's manifest lists every document, like a full run's.
+run's manifest lists every document, like a full run's. A baseline whose carried fields' columns
+have other types than this job's carries nothing (its parts would not fit beside the job's).
 
-Memory: the baseline's ``(id, content hash)`` are spilled into the planner's id partitions
+Memory: the baseline's ``(id, carry key)`` are spilled into the planner's id partitions
 (``id_partitions.py``) one part at a time and compared one partition at a time; carried rows are
 copied one baseline part at a time. Nothing is held for the whole baseline.
 """
@@ -25,6 +26,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
+from poolq.jobs.planning.carry_key import columns_match, stored_carry_keys
 from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
@@ -71,16 +73,23 @@ def baseline_manifest(ctx: JobContext, spec: JobSpec, tenant: str) -> JobManifes
     return manifest
 
 
-def _spill_part(ctx: JobContext, key: str, index: int, partitions: IdPartitions) -> None:
-    """One baseline part's documents' (id, content hash, part ``index``) into ``partitions``."""
-    table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash"])
+class BaselineUnfit(Exception):
+    """The baseline's rows cannot sit beside this job's: a carried field's column has another type."""
+
+
+def _spill_part(ctx: JobContext, key: str, index: int, partitions: IdPartitions, field_types: dict[str, str]) -> None:
+    """One baseline part's documents' (id, carry key, part ``index``) into ``partitions``."""
+    names = tuple(field_types)
+    table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash", *names])
     if "content_hash" not in table.column_names:
         return  # written before content hashes existed: its documents are embedded again
+    if not columns_match(table.schema, names, field_types):
+        raise BaselineUnfit(f"{ctx.store.uri(key)} carries {', '.join(names)} typed otherwise than this job does")
     seen: set[str] = set()  # chunk rows repeat their document's id within a part
-    for record_id, digest in zip(table.column("id").to_pylist(), table.column("content_hash").to_pylist()):
+    for record_id, carry_key in zip(table.column("id").to_pylist(), stored_carry_keys(table, names, field_types)):
         if record_id not in seen:
             seen.add(record_id)
-            partitions.add_baseline(record_id, digest, index)
+            partitions.add_baseline(record_id, carry_key, index)
 
 
 @dataclass
@@ -92,17 +101,18 @@ class Baseline:
     dimensions: int | None
 
     @classmethod
-    def load(cls, job: JobHandle, partitions: IdPartitions) -> "Baseline | None":
+    def load(cls, job: JobHandle, partitions: IdPartitions, field_types: dict[str, str]) -> "Baseline | None":
         """The baseline of ``job``, its documents spilled into ``partitions``; None when it has none,
-        cannot use it, or its output is gone (then nothing of it is left in ``partitions``)."""
+        cannot use it, or its output is gone (then nothing of it is left in ``partitions``).
+        ``field_types``: the job's carried fields' types (``carry_key.py`` compares their values too)."""
         manifest = baseline_manifest(job.ctx, job.spec, job.tenant)
         if manifest is None:
             return None
         baseline = cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
         try:
             for index, key in enumerate(baseline.part_keys):
-                _spill_part(job.ctx, key, index, partitions)
-        except ObjectNotFoundError as exc:
+                _spill_part(job.ctx, key, index, partitions, field_types)
+        except (ObjectNotFoundError, BaselineUnfit) as exc:
             # The parts spilled before this one must not count: their documents would be left out as
             # carried, and no carried part would hold them
             partitions.discard_baseline()

@@ -11,6 +11,7 @@ from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
 from poolq.jobs.ledger.planning_ledger import SectionScan
 from poolq.jobs.ledger.planning_objects import GROUPS_NAME, SPILL_NAME
+from poolq.jobs.planning.carry_key import record_carry_key
 from poolq.jobs.planning.id_partitions import HASH_DIGITS
 from poolq.jobs.planning.planning_run import PlanningRun
 from poolq.jobs.planning.sections import section_field_types, section_records
@@ -29,6 +30,7 @@ def scan_section(run: PlanningRun, section: int) -> SectionScan:
     groups = _GroupRuns(tempfile.TemporaryFile()) if fields.groups_pairs else None
     # A Parquet section's schema types its carried columns; a JSONL section's first values do.
     types = section_field_types(job.ctx, sections[section], fields.include_fields)
+    names = fields.include_fields
 
     def spill_lines() -> Iterator[bytes]:
         for _, record in section_records(job.ctx, sections[section], fields, progress=progress):
@@ -40,8 +42,11 @@ def scan_section(run: PlanningRun, section: int) -> SectionScan:
                 counted["valid"] += 1
                 digest = record.content_hash[:HASH_DIGITS]
                 # ids hold no tab or newline (records.py); the line (in the section: JSONL; in the
-                # object: Parquet) lets a later duplicate name where its id first appeared
-                yield f"{record.id}\t{digest}\t{record.line}\n".encode("utf-8")
+                # object: Parquet) lets a later duplicate name where its id first appeared; a job
+                # carrying fields adds the key an incremental run compares (``carry_key.py``)
+                carry = record_carry_key(record.content_hash, names, types, record.fields) if names else None
+                yield (f"{record.id}\t{digest}\t{record.line}\t{carry}\n" if carry else
+                       f"{record.id}\t{digest}\t{record.line}\n").encode("utf-8")
 
     run.objects.put_chunks(section, SPILL_NAME, chunked(spill_lines(), _CHUNK_BYTES))
     runs = 0

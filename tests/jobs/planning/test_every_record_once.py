@@ -52,6 +52,21 @@ def _assert_ledger(ctx, job_id, input_ids: list[str]):
     assert (counts["completed"], counts["failed"]) == (sum(ids.values()), len(failed)), counts
 
 
+def test_a_carried_document_whose_field_has_another_type_now_is_in_one_place(tmp_path, local_ctx):
+    # Given a run carrying field "meta" (a string in its input)
+    spec = {"output": {"include_fields": ["meta"]}}
+    first = _run(local_ctx, {**spec, "input": {"uri": _write(tmp_path / "v1.jsonl", [
+        {"id": "a", "text": "the first document", "meta": "x"}])}})
+    # When a new input types "meta" as an integer first, and re-sends "a" unchanged (text and field)
+    docs = [{"id": "b", "text": "the second document", "meta": 1}, {"id": "a", "text": "the first document", "meta": "x"}]
+    second = _run(local_ctx, {**spec, "input": {"uri": _write(tmp_path / "v2.jsonl", docs)}, "incremental_from": first.id})
+    # Then "a" is in one place only, where a fresh run puts it: its field_type_mismatch error (the
+    # baseline's column is a string, the job's an integer: nothing of it is carried)
+    _assert_ledger(local_ctx, second.id, ["a", "b"])
+    manifest, ids, errors = _outcome(local_ctx, second.id)
+    assert [(e["id"], e["code"]) for e in errors] == [("a", "field_type_mismatch")] and manifest["counts"]["carried"] == 0
+
+
 def test_an_inline_job_whose_planning_fails_counts_its_documents_in_one_place(tmp_path, local_ctx, monkeypatch):
     # Given a finished run, and an incremental run of the same inline documents whose baseline part
     # vanishes after it was read, before its rows were copied (planning fails: BaselineChanged)
@@ -59,8 +74,8 @@ def test_an_inline_job_whose_planning_fails_counts_its_documents_in_one_place(tm
     first = _run(local_ctx, {"input": {"documents": docs}})
     spill = incremental._spill_part
 
-    def spill_then_vanish(ctx, key, index, partitions):
-        spill(ctx, key, index, partitions)
+    def spill_then_vanish(ctx, key, *args):
+        spill(ctx, key, *args)
         ctx.store.delete(key)
 
     monkeypatch.setattr(incremental, "_spill_part", spill_then_vanish)

@@ -211,6 +211,28 @@ def test_an_unusable_baseline_means_a_full_run(tmp_path, local_ctx, engine, sent
     assert len(engine.keys) == 5 and _manifest(local_ctx, again)["counts"]["carried"] == 0
 
 
+def test_a_document_whose_carried_fields_changed_is_embedded_again_with_its_new_values(tmp_path, local_ctx, engine,
+                                                                                      sentences):
+    # Given a run carrying a string, a number and a JSON field into its rows
+    spec = {"output": {"include_fields": ["title", "score", "tags"]}}
+    docs = [{**d, "title": f"title {i}", "score": i + 0.5, "tags": {"n": [i]}} for i, d in enumerate(_docs(sentences, 6))]
+    first = _run(local_ctx, _write(tmp_path / "v1" / "in.jsonl", docs), **spec)
+    # When the texts stay but doc 1's title, doc 3's score and doc 4's tags change (and doc 5 loses its title)
+    edited = [dict(d) for d in docs]
+    edited[1]["title"], edited[3]["score"], edited[4]["tags"] = "a new title", 9.25, {"n": [4, 4]}
+    del edited[5]["title"]
+    uri = _write(tmp_path / "v2" / "in.jsonl", edited)
+    engine.keys.clear()
+    second = _run(local_ctx, uri, incremental_from=first, **spec)
+    # Then exactly those are embedded again; the others, fields and all the same, are carried
+    assert sorted(engine.keys) == ["doc-001", "doc-003", "doc-004", "doc-005"]
+    assert _manifest(local_ctx, second)["counts"]["carried"] == 2
+    # And the rows (the fields' new values included) equal a fresh run's over the edited input
+    fresh = _run(local_ctx, uri, **spec)
+    _assert_same_output(local_ctx, second, fresh)
+    assert _table(local_ctx, second).column("title").to_pylist()[1] == "a new title"
+
+
 def test_a_baseline_part_gone_after_the_first_embeds_every_document_again(tmp_path, local_ctx, engine, sentences):
     # Given a finished run of two parts (4 documents a shard), whose second part was deleted since
     uri = _write(tmp_path / "in.jsonl", _docs(sentences, 6))
