@@ -55,7 +55,8 @@ def cut_section(run: PlanningRun, index: int, scan: SectionScan, decided: Decide
                     cutter.skip()
                     continue
                 repeated = duplicates.holds(valid)
-                mistyped = field_type_error(record, checked_types)
+                unchanged = carried.holds(valid)  # its rows are in a carried part: in no other place
+                mistyped = None if unchanged else field_type_error(record, checked_types)
                 if repeated:
                     first = skips.first_of(duplicates.next)  # holds() stopped at this duplicate
                     _file_error(errors, duplicate_error(record, _first_place(first, section, sections)), section,
@@ -66,7 +67,7 @@ def cut_section(run: PlanningRun, index: int, scan: SectionScan, decided: Decide
                 elif mistyped is not None:
                     _file_error(errors, mistyped, section, codes, samples)
                     repeated = True
-                left_out = repeated or carried.holds(valid)
+                left_out = repeated or unchanged
                 valid += 1
                 if not left_out:
                     cutter.add(record, item)
