@@ -5,7 +5,8 @@ for the reply; it never loads a model (docs/embeddings.md)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request, status
@@ -36,6 +37,8 @@ class LaneAccess:
     lane: EmbeddingLane
     waiting: anyio.CapacityLimiter
     settings: Settings  # the app's: limits and timeout
+    # Requests waiting, by tenant: counted on the event loop alone (no lock), a tenant's share bounded
+    waiting_by_tenant: Counter[str] = field(default_factory=Counter)
 
 
 def _unavailable(message: str) -> HTTPException:
@@ -45,6 +48,7 @@ def _unavailable(message: str) -> HTTPException:
 
 @router.post("", response_model=EmbeddingList, responses={
     413: {"model": OpenAIErrorBody, "description": "too many inputs, or too many tokens in all"},
+    429: {"model": OpenAIErrorBody, "description": "the tenant's request rate, or its share of the waiting requests"},
     503: {"model": OpenAIErrorBody, "description": "no compute worker answered in time (or one failed); retry later",
           "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds to wait"}}},
 })
@@ -54,9 +58,21 @@ async def create_embeddings(ctx: Context, body: EmbeddingsBody, request: Request
     equal to what an embed job with the same model, ``dimensions`` and ``long_documents`` writes.
     A per-input failure (say ``document_too_long``) is a 400 naming the input (``param`` ``input.3``)."""
     access: LaneAccess = request.app.state.lane
+    tenant = principal.tenant
     if access.waiting.available_tokens < 1:
         raise _unavailable("this API process has too many embeddings requests waiting for a worker")
-    return await anyio.to_thread.run_sync(_answer, ctx, body, access, limiter=access.waiting)
+    if access.waiting_by_tenant[tenant] >= access.settings.lane.waiting_per_tenant:
+        raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS,
+                            f"tenant {tenant!r} has {access.waiting_by_tenant[tenant]} embeddings requests waiting for a "
+                            f"worker in this API process, the most one tenant may; try again in {RETRY_AFTER_S} s",
+                            headers={"Retry-After": str(RETRY_AFTER_S)})
+    access.waiting_by_tenant[tenant] += 1
+    try:
+        return await anyio.to_thread.run_sync(_answer, ctx, body, access, limiter=access.waiting)
+    finally:
+        access.waiting_by_tenant[tenant] -= 1
+        if not access.waiting_by_tenant[tenant]:
+            del access.waiting_by_tenant[tenant]
 
 
 def _answer(ctx: JobContext, body: EmbeddingsBody, access: LaneAccess) -> JSONResponse:

@@ -5,11 +5,13 @@ the input is read once and a sample tokenized, in a thread pool of its own
 threads other routes run on."""
 from __future__ import annotations
 
-import anyio
+from functools import partial
+
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.dependencies import Caller, Context
+from poolq.api.server.guards.estimate_pool import run_checks
 from poolq.api.server.guards.security import AUTH_RESPONSES
 from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.routes.jobs import submission_refusals
@@ -32,11 +34,10 @@ async def estimate(ctx: Context, spec: JobSpec, request: Request, principal: Cal
     time on the compute workers alive now (none when no worker has measured its throughput).
     Nothing is submitted. An input that cannot be read is a 422 at ``input.uri``."""
     with submission_refusals():
-        # A Hub model pinned to its commit, as a submission would; the budget is not checked (that check is
-        # this estimate, and check_job runs on the event loop).
-        spec = check_job(ctx, spec, principal.tenant, budget=False)
-    limiter: anyio.CapacityLimiter = request.app.state.estimates
-    return await anyio.to_thread.run_sync(_estimate, ctx, spec, principal.tenant, limiter=limiter)
+        # A Hub model pinned to its commit, as a submission would (a download: off the event loop); the
+        # budget is not checked (that check is this estimate)
+        spec = await run_checks(request, partial(check_job, ctx, spec, principal.tenant, budget=False), estimates=False)
+    return await run_checks(request, partial(_estimate, ctx, spec, principal.tenant), estimates=True)
 
 
 def _estimate(ctx: JobContext, spec: JobSpec, tenant: str) -> JobEstimate:

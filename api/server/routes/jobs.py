@@ -3,12 +3,14 @@ functions; every route is authenticated and sees only its caller's tenant (other
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import partial
 from typing import Iterator
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 
 from poolq.api.server.dependencies import Caller, CallersJob, Context
+from poolq.api.server.guards.estimate_pool import run_checks
 from poolq.api.server.guards.security import AUTH_RESPONSES
 from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.schemas import ErrorBody, JobList, JobResults, OpenApiResponses, SpecValidation
@@ -66,7 +68,7 @@ submission_refusals = _refusals  # the same answers for POST /v1/jobs/estimate (
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=JobStatus,
              responses={413: {"model": ErrorBody, "description": "body too large"},
                         429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
-def create_job(
+async def create_job(
     ctx: Context,
     spec: JobSpec,
     request: Request,
@@ -76,21 +78,27 @@ def create_job(
     idempotency_key: str | None = Header(None, min_length=1, max_length=255, description="same key, same job"),
 ) -> JobStatus:
     with _refusals():
-        job = submit_job(ctx, spec, idempotency_key=idempotency_key, tenant=principal.tenant)
+        job = await run_checks(request, partial(submit_job, ctx, spec, idempotency_key=idempotency_key,
+                                                tenant=principal.tenant), estimates=spec.limits is not None)
     response.headers["Location"] = str(request.url_for("get_job", job_id=job.id))
     return job
 
 
 @router.post("/validate", response_model=SpecValidation,
              responses={429: {"model": ErrorBody, "description": "rate, active-job or daily token limit"}})
-def validate(ctx: Context, spec: JobSpec, principal: Caller, _strict: None = strict_body(JobSpec)) -> SpecValidation:
+async def validate(ctx: Context, spec: JobSpec, request: Request, principal: Caller,
+                   _strict: None = strict_body(JobSpec)) -> SpecValidation:
     """Exactly the checks ``POST /v1/jobs`` makes before it writes anything (model, task, options,
     sizes, access to the input URI, the caller's earlier run), then its active-job cap as it stands
     now; submits nothing. A refusal is the answer ``POST /v1/jobs`` would give: 422 naming the
     field, or 429. The input object itself is not read (planning reads it)."""
-    with _refusals():
+
+    def checks() -> None:
         check_job(ctx, spec, principal.tenant)
         check_active_cap(ctx, principal.tenant)
+
+    with _refusals():
+        await run_checks(request, checks, estimates=spec.limits is not None)
     return SpecValidation(valid=True)
 
 

@@ -1,11 +1,14 @@
 """``/v1/schedules``: scheduled (incremental) reindex. Routes only translate HTTP <-> plain functions."""
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
 from poolq.api.server.dependencies import AdminCaller, Context
+from poolq.api.server.guards.estimate_pool import run_checks
 from poolq.api.server.guards.security import ADMIN_RESPONSES
 from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.schemas import ErrorBody, OpenApiResponses
@@ -47,11 +50,12 @@ def _schedule_or_404(ctx: JobContext, schedule_id: str, principal: Principal) ->
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=Schedule,
              responses={413: {"model": ErrorBody, "description": "body too large"}})
-def create(ctx: Context, body: ScheduleRequest, request: Request, response: Response,
-           principal: AdminCaller, _strict: None = strict_body(ScheduleRequest)) -> Schedule:
+async def create(ctx: Context, body: ScheduleRequest, request: Request, response: Response,
+                 principal: AdminCaller, _strict: None = strict_body(ScheduleRequest)) -> Schedule:
     """Store a schedule; beat runs it at every cron time (UTC), one job per slot."""
     try:
-        schedule = create_schedule(ctx, body, tenant=principal.tenant)
+        schedule = await run_checks(request, partial(create_schedule, ctx, body, tenant=principal.tenant),
+                                    estimates=body.template.limits is not None)
     except JobRejected as exc:
         loc = ("body", *exc.field.split("."))
         raise RequestValidationError([{"loc": loc, "msg": str(exc), "type": "value_error"}]) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, HTTPException, status
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from poolq.api.server.dependencies import Caller, Context
 from poolq.api.server.guards.security import AUTH_RESPONSES
@@ -25,6 +25,8 @@ class UploadRequest(BaseModel):
     """What the file is, so its key keeps its ending: ``format``, or a ``filename`` whose ending says
     it (only the ending is used). Neither: JSONL. Readers still look at the bytes first (``PAR1``:
     Parquet, gzip: ``.jsonl.gz``)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt field is a 422 naming it, as in every body
 
     format: UploadFormat | None = None
     filename: str | None = Field(None, min_length=1, max_length=1024, description="e.g. corpus.parquet")

@@ -18,3 +18,10 @@ class LaneSettings(SettingsGroup):
         "over it alone: 422). Default: what a worker embeds in a quarter of embeddings_timeout_s")
     embeddings_max_waiting: int = Field(64, ge=1, description="requests one API process waits on at once (each "
                                         "holds a thread); more: 503 at once")
+    embeddings_max_waiting_per_tenant: int | None = Field(
+        None, ge=1, description="requests of one tenant one API process waits on at once; more: 429 at once, so one "
+        "tenant never holds every waiting slot. Default: half of embeddings_max_waiting")
+
+    @property
+    def waiting_per_tenant(self) -> int:
+        return self.embeddings_max_waiting_per_tenant or max(1, self.embeddings_max_waiting // 2)
