@@ -19,6 +19,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.spec.job_ids import JobNotFound
 from poolq.jobs.spec.sink_config import SinkState
+from poolq.products.sinks.sink_outcome import announce_ended_loads
 from poolq.storage import ObjectNotFoundError, join_key
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,15 @@ def settle(job: JobHandle) -> None:
         job.ctx.store.delete(_prefix(job.ctx) + job.id)
 
 
+def settle_left_over(job: JobHandle, manifest: JobManifest) -> None:
+    """No load of ``manifest`` is pending, yet its marker may still be there: the last load's worker
+    died after writing its outcome, maybe before queuing its event. Each ended load's event is queued
+    (again: delivery is at least once, one event id per load's end), then the marker is forgotten."""
+    if job.ctx.store.exists(_prefix(job.ctx) + job.id):
+        announce_ended_loads(job, manifest)
+        settle(job)
+
+
 def resend_stuck_loads(ctx: JobContext, now: float) -> list[str]:
     """Send again each marked load left pending past its lease; ``<job>/sinks`` of each sent."""
     resent = []
@@ -67,7 +77,11 @@ def _resend_if_stuck(ctx: JobContext, job_id: str, key: str, now: float) -> bool
     except (JobNotFound, ObjectNotFoundError):
         ctx.store.delete(key)
         return False
-    if not has_pending(job.ledger.manifest()):
+    manifest = job.ledger.manifest()
+    if manifest is not None and not has_pending(manifest):
+        settle_left_over(job, manifest)
+        return False
+    if manifest is None:
         settle(job)
         return False
     if ctx.leases.holder(job_id, SINK_UNIT) is not None:

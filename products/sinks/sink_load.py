@@ -30,7 +30,7 @@ from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.sink_config import SinkState
 from poolq.products.sinks.lineage import row_owner
-from poolq.products.sinks.pending_loads import SINK_UNIT, has_pending, note_sent, settle
+from poolq.products.sinks.pending_loads import SINK_UNIT, has_pending, note_sent, settle, settle_left_over
 from poolq.products.sinks.sink import RowKey, RowOwner, Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
 from poolq.products.sinks.sink_entries import rewrite_sinks
 from poolq.products.sinks.sink_factory import open_sink
@@ -48,7 +48,10 @@ FOREIGN_KEYS_NAMED = 5  # keys a refused load's error names
 def load_sinks(job: JobHandle) -> None:
     """Load the job's rows into each pending sink; SinkUnavailable (retryable) propagates."""
     manifest = job.ledger.manifest()
-    if manifest is None or not has_pending(manifest):
+    if manifest is None:
+        return
+    if not has_pending(manifest):
+        settle_left_over(job, manifest)  # sent again after its loads ended: its worker died before settling?
         return
     ttl = job.ctx.settings.reliability.lease_ttl_s
     lease = job.ctx.leases.acquire(job.id, SINK_UNIT, ttl)

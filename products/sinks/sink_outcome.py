@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.manifest import ManifestSink
+from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
+from poolq.jobs.spec.sink_config import SinkState
 from poolq.products.webhooks.events import send_job_event
 
 log = logging.getLogger(__name__)
@@ -17,6 +18,18 @@ def record_sink_outcome(job: JobHandle, outcome: ManifestSink) -> None:
     """A sink load of ``job`` ended with ``outcome`` (already in the manifest)."""
     log.info("job %s: sink %s %s (upserted %d, deleted %d, unchanged %d)", job.id, outcome.name, outcome.state,
              outcome.upserted, outcome.deleted, outcome.unchanged)
+    _announce(job, outcome)
+
+
+def announce_ended_loads(job: JobHandle, manifest: JobManifest) -> None:
+    """The event of each load of ``manifest`` that ended, queued again: one already queued is not queued
+    twice, and one whose worker died between the manifest and its event is queued now."""
+    for entry in manifest.sinks or []:
+        if entry.state in (SinkState.SUCCEEDED, SinkState.FAILED):
+            _announce(job, entry)
+
+
+def _announce(job: JobHandle, outcome: ManifestSink) -> None:
     # One event per load that ends: a retried load (poolq sink retry) ends later, so it is a new event,
     # while a repeated call for the same end queues the same one (same webhook-id).
     ended = outcome.finished_at.isoformat() if outcome.finished_at else ""
