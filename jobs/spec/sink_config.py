@@ -24,7 +24,7 @@ class SinkState:
     PENDING: Final = "pending"  # the job finished; the load is queued (or retried)
     SUCCEEDED: Final = "succeeded"
     FAILED: Final = "failed"  # the load failed: retry it (`poolq sink retry JOB`); the job's own state is unaffected
-    SKIPPED: Final = "skipped"  # nothing to load: the job failed or was cancelled
+    SKIPPED: Final = "skipped"  # nothing to load: the job failed or was cancelled (or a newer run of its lineage loaded)
 
 
 SinkStateName = Literal["pending", "succeeded", "failed", "skipped"]

@@ -29,9 +29,11 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest, ManifestSink
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.sink_config import SinkState
+from poolq.products.sinks.configured_sinks import sink_config
 from poolq.products.sinks.lineage import row_owner
+from poolq.products.sinks.lineage_head import LineageHead, LoadSuperseded
 from poolq.products.sinks.pending_loads import SINK_UNIT, has_pending, note_sent, settle, settle_left_over
-from poolq.products.sinks.sink import RowKey, RowOwner, Sink, SinkError, SinkLoad, SinkSchema, SinkUnavailable
+from poolq.products.sinks.sink import RowKey, RowOwner, SinkError, SinkLoad, SinkSchema, SinkUnavailable
 from poolq.products.sinks.sink_entries import rewrite_sinks
 from poolq.products.sinks.sink_factory import open_sink
 from poolq.products.sinks.sink_outcome import record_sink_outcome
@@ -62,11 +64,7 @@ def load_sinks(job: JobHandle) -> None:
         with LeaseKeeper(job.ctx.leases, lease, ttl):
             for entry in manifest.sinks or []:
                 if entry.state == SinkState.PENDING:
-                    plan = _load_scrubbed(job, manifest, entry.name)
-                    outcome = ManifestSink(name=entry.name, state=SinkState.SUCCEEDED, upserted=plan.upserted,
-                                           deleted=len(plan.stale), unchanged=plan.unchanged,
-                                           finished_at=datetime.now(timezone.utc))
-                    manifest = _record(job, outcome) or manifest
+                    manifest = _record(job, _load_outcome(job, manifest, entry.name)) or manifest
         settle(job)
     finally:
         job.ctx.leases.release(lease)
@@ -84,13 +82,18 @@ def _come_back(job: JobHandle) -> None:
     log.info("job %s: its sink load's lease is held; the load comes back in %.1f s", job.id, countdown)
 
 
-def _load_scrubbed(job: JobHandle, manifest: JobManifest, name: str) -> SyncPlan:
-    """``load_into`` sink ``name``; a sink error leaves with any configured URL or password masked
-    (the worker logs what a task raises)."""
+def _load_outcome(job: JobHandle, manifest: JobManifest, name: str) -> ManifestSink:
+    """``load_into`` sink ``name``: succeeded, or skipped if a newer run of the lineage loaded; a sink
+    error leaves with any configured URL or password masked (the worker logs what a task raises)."""
+    now = datetime.now(timezone.utc)
     try:
-        return load_into(job, manifest, open_sink(name, job.ctx.settings))
+        plan = load_into(job, manifest, name, job.ctx.settings)
+    except LoadSuperseded as superseded:
+        return ManifestSink(name=name, state=SinkState.SKIPPED, error=str(superseded), finished_at=now)
     except (SinkError, SinkUnavailable) as exc:
         raise type(exc)(scrub(str(exc), job.ctx.settings)) from None
+    return ManifestSink(name=name, state=SinkState.SUCCEEDED, upserted=plan.upserted, deleted=len(plan.stale),
+                        unchanged=plan.unchanged, finished_at=datetime.now(timezone.utc))
 
 
 def fail_sinks(job: JobHandle, exc: BaseException) -> None:
@@ -106,20 +109,27 @@ def fail_sinks(job: JobHandle, exc: BaseException) -> None:
         settle(job)
 
 
-def load_into(job: JobHandle, manifest: JobManifest, sink: Sink) -> SyncPlan:
-    """Make ``sink`` hold exactly the job's rows among its lineage's (documents that failed this run
-    keep theirs); SinkError, before writing anything, if another lineage's rows hold keys of the job."""
+def load_into(job: JobHandle, manifest: JobManifest, name: str, settings: Settings) -> SyncPlan:
+    """Make sink ``name`` (as ``settings`` configure it) hold exactly the job's rows among its lineage's
+    (documents that failed this run keep theirs); SinkError, before writing anything, if another
+    lineage's rows hold keys of the job; LoadSuperseded if the sink holds a newer run of the lineage
+    (``lineage_head.py``)."""
+    sink = open_sink(name, settings)
     try:
         parts = [part.key for part in manifest.parts]
         schema = _schema(job, manifest, parts)
         origin = vector_origin(manifest)
         owner = row_owner(job)
-        current = _current_keys(job, parts, origin, owner)
-        plan = plan_sync(sink.stored_keys(), current, owner, _failed_ids(job))
-        if plan.foreign:
-            raise SinkError(_foreign_keys_error(plan.foreign))
-        rows = _changed_rows(job, parts, schema, origin, owner, plan.changed)
-        sink.apply(SinkLoad(schema=schema, owner=owner, rows=rows, stale=plan.stale))
+        head = LineageHead(job, owner, name, sink_config(name, settings))
+        with head.held():
+            head.check(manifest)
+            current = _current_keys(job, parts, origin, owner)
+            plan = plan_sync(sink.stored_keys(), current, owner, _failed_ids(job))
+            if plan.foreign:
+                raise SinkError(_foreign_keys_error(plan.foreign))
+            rows = _changed_rows(job, parts, schema, origin, owner, plan.changed)
+            sink.apply(SinkLoad(schema=schema, owner=owner, rows=rows, stale=plan.stale))
+            head.advance(manifest)
         return plan
     finally:
         sink.close()

@@ -1,5 +1,6 @@
-"""Where a sink load's outcome is recorded, once per load that ends (succeeded or failed): logged, and
-announced to the job's webhook as ``sink.succeeded`` / ``sink.failed`` (docs/webhooks.md).
+"""Where a sink load's outcome is recorded, once per load that ends (succeeded, failed, or skipped for
+a newer run of its lineage): logged, and announced to the job's webhook as ``sink.succeeded``,
+``sink.failed`` or ``sink.skipped`` (docs/webhooks.md).
 
 Nothing may raise out of it into the load: ``send_job_event`` logs what went wrong instead."""
 from __future__ import annotations
@@ -25,7 +26,7 @@ def announce_ended_loads(job: JobHandle, manifest: JobManifest) -> None:
     """The event of each load of ``manifest`` that ended, queued again: one already queued is not queued
     twice, and one whose worker died between the manifest and its event is queued now."""
     for entry in manifest.sinks or []:
-        if entry.state in (SinkState.SUCCEEDED, SinkState.FAILED):
+        if entry.state != SinkState.PENDING and entry.finished_at is not None:  # a job that did not finish: no load
             _announce(job, entry)
 
 

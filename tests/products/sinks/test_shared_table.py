@@ -86,7 +86,7 @@ def table(request, tmp_path, jobs):
 
 
 def _load(table, job: JobHandle):
-    return load_into(job, job.ledger.manifest(), open_sink("search", table.settings))
+    return load_into(job, job.ledger.manifest(), "search", table.settings)
 
 
 def _stored(table) -> dict[tuple[str, int], tuple]:

@@ -125,7 +125,7 @@ def test_an_incremental_reindex_leaves_exactly_the_current_corpus(ctx, tmp_path,
         assert {k: v for k, v in after.items() if k[0] not in changed_ids} == \
                {k: v for k, v in untouched.items() if k[0] not in changed_ids | gone_ids}
 
-    again = load_into(second, second.ledger.manifest(), open_sink("search", ctx.settings))
+    again = load_into(second, second.ledger.manifest(), "search", ctx.settings)
     assert (again.upserted, len(again.stale), again.unchanged) == (0, 0, len(second_rows))
     assert _stored(ctx) == second_rows
 
