@@ -37,7 +37,7 @@ class ProductHooks:
         try:
             check_sink_access(spec, tenant, settings)
         except SinkNotAllowed as exc:
-            raise SubmissionRefused("sink", str(exc)) from None
+            raise SubmissionRefused(exc.field, str(exc)) from None
 
     def check_budget(self, ctx: JobContext, spec: JobSpec, tenant: str) -> None:
         """The job's estimated tokens are within its ``limits.max_tokens`` (products/estimate/token_budget.py)."""

@@ -5,11 +5,16 @@ from __future__ import annotations
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.products.sinks.configured_sinks import sink_config
-from poolq.products.sinks.sink_rows import SINK_TASKS
+from poolq.products.sinks.sink_rows import SINK_TASKS, sink_row_columns_named
 
 
 class SinkNotAllowed(ValueError):
-    """The sink is unknown, not granted to the tenant, or cannot hold the job's task."""
+    """The sink is unknown, not granted to the tenant, or cannot hold the job's task or fields
+    (``field``: the spec's field that says so)."""
+
+    def __init__(self, message: str, field: str = "sink") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def check_sink_access(spec: JobSpec, tenant: str, settings: Settings) -> None:
@@ -23,6 +28,10 @@ def check_sink_access(spec: JobSpec, tenant: str, settings: Settings) -> None:
     tasks = set(spec.task) if isinstance(spec.task, list) else {spec.task}
     if not tasks <= SINK_TASKS:
         raise SinkNotAllowed(f"task {spec.task_label} has no vectors to load; sinks take embed, sparse_embed, token_embed")
+    taken = sink_row_columns_named(spec.output.include_fields)
+    if taken:
+        raise SinkNotAllowed(f"{', '.join(taken)}: a sink row holds a column of that name (its key, origin or vectors); "
+                             "rename the field to load it into a sink", field="output.include_fields")
     config = sink_config(spec.sink, settings)
     if config.scheme in ("postgresql", "postgres") and "token_embed" in tasks:
         raise SinkNotAllowed(f"sink {spec.sink!r} is pgvector, which keeps one vector per row: token_embed "

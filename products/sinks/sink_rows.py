@@ -29,11 +29,8 @@ from poolq.products.sinks.sink import (
 )
 from poolq.storage import EmbeddingCodec
 
-# Parts' columns that are not carried fields (row bookkeeping of the part format).
-_PART_COLUMNS = frozenset({
-    "id", "embedding", "num_tokens", "truncated", "content_hash", "chunk_index", "token_start", "token_end",
-    "char_start", "char_end", "split", SPARSE_INDICES, SPARSE_VALUES, MULTI_COLUMN, "token_ids", "char_offsets",
-})
+# The columns a sink row holds of its own: its key and origin, and its vectors.
+SINK_ROW_COLUMNS = frozenset({*STORED_KEYS_SCHEMA.names, DENSE_COLUMN, SPARSE_INDICES, SPARSE_VALUES, MULTI_COLUMN})
 SINK_TASKS = frozenset({"embed", "sparse_embed", "token_embed"})
 
 
@@ -59,10 +56,7 @@ def sink_schema(spec: JobSpec, part_schema: pa.Schema, dimensions: int | None,
     tasks = set(spec.task) if isinstance(spec.task, list) else {spec.task}
     if not tasks <= SINK_TASKS:
         raise SinkError(f"task {spec.task_label} has no vectors to load; sinks take embed, sparse_embed and token_embed")
-    fields = tuple(field for field in part_schema if field.name not in _PART_COLUMNS)
-    taken = [field.name for field in fields if field.name in STORED_KEYS_SCHEMA.names]
-    if taken:
-        raise SinkError(f"output.include_fields names {taken[0]!r}, a column every sink row has; rename that field")
+    fields = _carried_fields(spec, part_schema)
     return SinkSchema(
         dense_dtype=spec.output.dtype if "embed" in tasks else None,
         dimensions=dimensions if "embed" in tasks else None,
@@ -71,6 +65,25 @@ def sink_schema(spec: JobSpec, part_schema: pa.Schema, dimensions: int | None,
         multi_dimensions=dimensions if "token_embed" in tasks else None,
         fields=fields,
     )
+
+
+def sink_row_columns_named(names: list[str] | None) -> list[str]:
+    """The carried fields ``names`` that a sink row holds a column of its own by (its key, its origin,
+    its vectors): such a field cannot be loaded beside them (submission refuses it)."""
+    return sorted(set(names or ()) & SINK_ROW_COLUMNS)
+
+
+def _carried_fields(spec: JobSpec, part_schema: pa.Schema) -> tuple[pa.Field, ...]:
+    """The job's carried fields, as the parts type them: by their names (a field may be named like a
+    part column another task writes: a whole-document job's ``split``)."""
+    names = list(spec.output.include_fields or ())
+    taken = sink_row_columns_named(names)
+    if taken:
+        raise SinkError(f"output.include_fields names {taken[0]!r}, a column every sink row has; rename that field")
+    missing = [name for name in names if name not in part_schema.names]
+    if missing:
+        raise SinkError(f"the job's parts have no column {missing[0]!r} for its carried field")
+    return tuple(part_schema.field(name) for name in names)
 
 
 def sink_rows(part: pa.Table, schema: SinkSchema, codec: EmbeddingCodec | None, origin: str, owner: RowOwner) -> pa.Table:
