@@ -23,8 +23,16 @@ from poolq.jobs.coordination.leases import LeaseKeeper
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.sink_settings import SinkConfig
-from poolq.products.sinks.sink import RowOwner, SinkUnavailable
+from poolq.products.sinks.sink import RowOwner
 from poolq.storage import ObjectNotFoundError, join_key
+
+
+class LineageBusy(Exception):
+    """Another load of the lineage into the table runs: this one comes back once its lease lapses."""
+
+    def __init__(self, message: str, expires_in_s: float | None) -> None:
+        super().__init__(message)
+        self.expires_in_s = expires_in_s
 
 
 class LoadSuperseded(Exception):
@@ -55,11 +63,13 @@ class LineageHead:
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        """One load of the lineage into this sink at a time; SinkUnavailable (retried) while another runs."""
+        """One load of the lineage into this sink's table at a time; LineageBusy while another runs."""
         ttl = self.ctx.settings.reliability.lease_ttl_s
-        lease = self.ctx.leases.acquire(self.owner.lineage, f"sink-head-{self.table}", ttl)
+        unit = f"sink-head-{self.table}"
+        lease = self.ctx.leases.acquire(self.owner.lineage, unit, ttl)
         if lease is None:
-            raise SinkUnavailable(f"another load of lineage {self.owner.lineage} into sink {self.name!r} is running")
+            raise LineageBusy(f"another load of lineage {self.owner.lineage} into sink {self.name!r} is running",
+                              self.ctx.leases.expires_in(self.owner.lineage, unit))
         try:
             with LeaseKeeper(self.ctx.leases, lease, ttl):
                 yield

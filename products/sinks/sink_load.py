@@ -31,7 +31,7 @@ from poolq.jobs.settings import Settings
 from poolq.jobs.spec.sink_config import SinkState
 from poolq.products.sinks.configured_sinks import sink_config
 from poolq.products.sinks.lineage import row_owner
-from poolq.products.sinks.lineage_head import LineageHead, LoadSuperseded
+from poolq.products.sinks.lineage_head import LineageBusy, LineageHead, LoadSuperseded
 from poolq.products.sinks.pending_loads import SINK_UNIT, has_pending, note_sent, settle, settle_left_over
 from poolq.products.sinks.sink import RowKey, RowOwner, SinkError, SinkLoad, SinkSchema, SinkUnavailable
 from poolq.products.sinks.sink_entries import rewrite_sinks
@@ -58,7 +58,7 @@ def load_sinks(job: JobHandle) -> None:
     ttl = job.ctx.settings.reliability.lease_ttl_s
     lease = job.ctx.leases.acquire(job.id, SINK_UNIT, ttl)
     if lease is None:
-        _come_back(job)
+        _come_back(job, job.ctx.leases.expires_in(job.id, SINK_UNIT), "its sink load's lease is held")
         return
     try:
         with LeaseKeeper(job.ctx.leases, lease, ttl):
@@ -66,20 +66,22 @@ def load_sinks(job: JobHandle) -> None:
                 if entry.state == SinkState.PENDING:
                     manifest = _record(job, _load_outcome(job, manifest, entry.name)) or manifest
         settle(job)
+    except LineageBusy as busy:  # the sink's entry stays pending: loaded when the other load is done
+        _come_back(job, busy.expires_in_s, str(busy))
     finally:
         job.ctx.leases.release(lease)
 
 
-def _come_back(job: JobHandle) -> None:
-    """The lease is held: by a load that is running (it may end before loading a sink a retry has
-    just marked pending), or by one whose worker was killed (nothing releases it). Either way
-    this task is sent again to run once the lease lapses; the lease's holder renews it while it
-    runs, so a task that comes back too early comes back again."""
-    remaining = job.ctx.leases.expires_in(job.id, SINK_UNIT)
-    countdown = max(remaining or 0.0, 0.0) + COME_BACK_AFTER_S
+def _come_back(job: JobHandle, remaining_s: float | None, why: str) -> None:
+    """A lease is held: the job's (by a load that is running, which may end before loading a sink a
+    retry has just marked pending, or by one whose worker was killed: nothing releases it), or its
+    lineage's (another run's load into the same table). Either way this task is sent again to run
+    once that lease lapses; its holder renews it while it runs, so a task that comes back too early
+    comes back again."""
+    countdown = max(remaining_s or 0.0, 0.0) + COME_BACK_AFTER_S
     note_sent(job)
     job.ctx.enqueuer.load_sinks(job.id, countdown_s=countdown)
-    log.info("job %s: its sink load's lease is held; the load comes back in %.1f s", job.id, countdown)
+    log.info("job %s: %s; the load comes back in %.1f s", job.id, why, countdown)
 
 
 def _load_outcome(job: JobHandle, manifest: JobManifest, name: str) -> ManifestSink:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from qdrant_client import QdrantClient
-from support.job_doubles import RecordingEnqueuer, drain
+from support.job_doubles import RecordingEnqueuer, drain, run_task
 
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
@@ -20,6 +20,8 @@ from poolq.jobs.steps.submit import JobRejected, submit_job
 from poolq.products.schedules.schedule import ScheduleRequest
 from poolq.products.schedules.schedule_admin import create_schedule
 from poolq.products.schedules.schedule_runner import run_schedule
+from poolq.products.sinks.configured_sinks import sink_config
+from poolq.products.sinks.lineage_head import table_identity
 from poolq.products.sinks.stores.memory_sink import MemorySink
 from poolq.storage import read_embeddings
 from poolq.worker.local_runner import local_context
@@ -80,6 +82,23 @@ def test_an_older_runs_late_load_does_not_undo_the_newer_runs_load(world):
     # and run 1's load ended skipped, naming the run the table holds
     [entry] = first.ledger.manifest().sinks
     assert entry.state == "skipped" and second.id in entry.error
+
+
+def test_a_load_waits_while_another_load_of_its_lineage_runs_and_then_loads(world):
+    """Loads of one lineage into one table run one at a time: while another holds the lineage's
+    lease, a load is sent again for after it lapses (not failed, not retried to exhaustion)."""
+    ctx = world.ctx
+    job = _submit(ctx, {"input": {"documents": [{"id": "a", "text": "apples are red"}]}, "sink": "search"})
+    [load] = ctx.enqueuer.take()
+    [unit] = [f"sink-head-{table_identity(sink_config('search', ctx.settings))}"]
+    other = ctx.leases.acquire(job.id, unit, 30.0)  # another load of the lineage (this job starts it) runs
+    run_task(load, ctx)
+    assert [entry.state for entry in job.ledger.manifest().sinks] == ["pending"] and not world.table
+    [again] = ctx.enqueuer.take()  # sent again, for after the other load's lease lapses
+    assert again[0] == "sink" and again[2] > 25.0
+    ctx.leases.release(other)
+    run_task(again, ctx)
+    assert [entry.state for entry in job.ledger.manifest().sinks] == ["succeeded"] and sorted(world.table) == [("a", 0)]
 
 
 def test_a_carried_field_named_like_another_tasks_part_column_lands_as_its_own_column(world):
