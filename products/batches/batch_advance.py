@@ -16,6 +16,7 @@ from poolq.jobs.spec.job_status import JobStatus
 from poolq.jobs.status.current_status import current_status
 from poolq.jobs.steps.cancel import JobAlreadyFinished, cancel_job
 from poolq.jobs.steps.failures import describe, is_retryable
+from poolq.jobs.steps.shards.budget import stopped_by_budget
 from poolq.products.batches.batch_files import FileNotFound
 from poolq.products.batches.batch_layout import BatchLayout
 from poolq.products.batches.batch_output import write_batch_files
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 BATCH_UNIT = "batch"  # the lease's unit: one step of a batch at a time
 EXPIRED = ("batch_expired", "This request could not be executed before the completion window expired.")
 CANCELLED = ("batch_cancelled", "This request was not executed: the batch was cancelled.")
+BUDGET_STOPPED = ("token_limit_exceeded", "This request was not executed: the batch's job reached its token budget.")
 # A step that fails for good this often (a bug, an input no step can get past; not an outage) ends the batch.
 MAX_STEP_FAILURES = 3
 
@@ -81,7 +83,9 @@ def _advance(ctx: JobContext, layout: BatchLayout, batch_id: str, now: float) ->
         if cancelled or expired:
             _stop(batch_job)
         return None
-    return _finish_ran(ctx, records, layout, request, prepared, job, cancelled, now)
+    # The first stop asked is the one the job records: the batch's cancel or expiry, or the job's token budget
+    budget = job.status is JobState.CANCELLED and stopped_by_budget(batch_job)
+    return _finish_ran(ctx, records, layout, request, prepared, job, cancelled and not budget, budget, now)
 
 
 def give_up_batch(ctx: JobContext, tenant: str, batch_id: str, exc: Exception,
@@ -109,12 +113,18 @@ def give_up_batch(ctx: JobContext, tenant: str, batch_id: str, exc: Exception,
 
 
 def _finish_ran(ctx: JobContext, records: BatchRecords, layout: BatchLayout, request: BatchRequest, prepared: PreparedInput,
-                job: JobStatus, cancelled: bool, now: float) -> BatchOutcome | None:
-    """The job has ended: the batch's status follows from how, and from why it was stopped."""
+                job: JobStatus, cancelled: bool, budget: bool, now: float) -> BatchOutcome | None:
+    """The job has ended: the batch's status follows from how, and from why it was stopped (the
+    batch's cancel, its window, or the job's token budget: ``budget``)."""
     if job.status is JobState.FAILED:
         failure = BatchError(code="batch_failed", message=f"the batch's job {job.id} failed: {job.error}")
         return _finish(ctx, records, layout, request, prepared, "failed", now, [*prepared.errors, failure],
                        unrun=("batch_failed", f"not executed: the batch's job failed ({job.error})"))
+    if budget:  # what ran is answered; the rest is unrun, as in an expired batch, but the batch failed
+        failure = BatchError(code="token_limit_exceeded",
+                             message=f"the batch's job {job.id} reached its token budget: {job.error}")
+        return _finish(ctx, records, layout, request, prepared, "failed", now, [*prepared.errors, failure],
+                       unrun=BUDGET_STOPPED, finalizing_at=job.finished_at.timestamp() if job.finished_at else now)
     stopped = job.status is JobState.CANCELLED
     status: FinalState = "cancelled" if cancelled else "expired" if stopped else "completed"
     unrun = (CANCELLED if cancelled else EXPIRED) if stopped else None

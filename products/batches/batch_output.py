@@ -19,7 +19,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.manifest import JobManifest
 from poolq.jobs.planning.section_scan import chunked
-from poolq.jobs.steps.shards.shard_attempt import GAVE_UP_CODE, NOT_PROCESSED_CODE
+from poolq.jobs.steps.shards.shard_attempt import GAVE_UP_CODE, UNRUN_CODES
 from poolq.products.batches.batch_files import delete_file, write_file
 from poolq.products.batches.batch_layout import BatchLayout
 from poolq.products.batches.batch_records import BatchRecords, BatchRequest, PreparedInput
@@ -144,8 +144,8 @@ def _job_failures(ctx: JobContext, manifest: JobManifest | None) -> dict[int, tu
             if not isinstance(item, JsonlObject):
                 continue  # a line that is not a JSON object names no request
             record_id = item.value.get("id")
-            if item.value.get("code") == NOT_PROCESSED_CODE:
-                continue  # stopped by the batch's cancel or expiry: an unrun request, not a failed one
+            if item.value.get("code") in UNRUN_CODES:
+                continue  # stopped (the batch's cancel or expiry, the job's token budget): an unrun request, not a failed one
             if isinstance(record_id, str):
                 line, index = record_id.split(".")
                 # The job's message names its own input's line and record id: say the request's line instead.
