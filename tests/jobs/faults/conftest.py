@@ -37,6 +37,7 @@ from poolq.devtools.devstack.process import pid_alive, spawn, stop_pid
 from poolq.devtools.devstack.redis_server import RedisConfig, RedisServer
 from poolq.devtools.devstack.seaweed import SeaweedConfig, SeaweedServer
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.steps.shards.shard_attempt import UNRUN_CODES
 from poolq.storage import S3Config
 
 LAUNCHER = Path(__file__).with_name("launch_worker.py")
@@ -465,7 +466,7 @@ class Deployment:
             ids += table.column("id").to_pylist()
             vectors += row_values(table, manifest["task"])
         lines = [json.loads(line) for line in ctx.store.get(layout.errors).decode().splitlines()]
-        errors = [line for line in lines if line["code"] != "not_processed"]  # a cancel's unrun records are no failures
+        errors = [line for line in lines if line["code"] not in UNRUN_CODES]  # a stop's unrun records are no failures
         assert state == "cancelled" or len(errors) == len(lines), lines
         error_ids = [error["id"] for error in lines]
         all_ids = {d["id"] for d in documents}
