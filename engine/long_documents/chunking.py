@@ -68,12 +68,13 @@ def sentence_char_spans(text: str, sentences_per_chunk: int) -> list[tuple[int, 
 
 
 def char_spans_to_token_chunks(
-    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], text_length: int
+    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]], text_length: int, *, drop_empty: bool = False
 ) -> list[tuple[int, int]]:
     """Map character spans to content-token spans: a token belongs to the span holding its first character.
 
     Spans must lie in ``[0, text_length]``, be non-empty and not overlap; a span holding no
-    token start (e.g. only whitespace) is an error naming it.
+    token start (e.g. only whitespace) is an error naming it, or, with ``drop_empty`` (spans poolq
+    cut itself, such as sentences: the caller named none), left out.
     """
     _check_char_spans(spans, text_length)
     chunks = []
@@ -85,6 +86,8 @@ def char_spans_to_token_chunks(
         while token < len(offsets) and offsets[token][0] < char_end:
             token += 1
         if token == first:
+            if drop_empty:
+                continue  # e.g. a zero-width space after the last sentence: characters the tokenizer drops
             raise ChunkingError(f"chunk span [{char_start}, {char_end}) holds no token")
         chunks.append((first, token))
     return chunks

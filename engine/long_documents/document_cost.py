@@ -127,13 +127,12 @@ class CostModel:
             return token_chunks(content_tokens, self.policy.chunk_tokens or self.room)
         if offsets is None:
             raise ValueError(f"chunk_by={by.value!r} needs the document's token offsets")
-        if by is ChunkBoundary.SENTENCES:
-            spans = sentence_char_spans(text, self.policy.chunk_sentences)
-        elif chunk_spans is None:
+        if by is ChunkBoundary.SENTENCES:  # poolq's own spans: one holding no token is left out
+            return char_spans_to_token_chunks(offsets, sentence_char_spans(text, self.policy.chunk_sentences), len(text),
+                                              drop_empty=True)
+        if chunk_spans is None:
             raise ChunkingError("chunk_by='spans' needs chunk spans for every document")
-        else:
-            spans = list(chunk_spans)
-        return char_spans_to_token_chunks(offsets, spans, len(text))
+        return char_spans_to_token_chunks(offsets, list(chunk_spans), len(text))
 
     def _naive(self, chunks: list[tuple[int, int]], num_tokens: int) -> DocumentCost:
         room = self.room
@@ -145,6 +144,8 @@ class CostModel:
             pieces = balanced_pieces(start, end, room) if end - start > room else [(start, end)]
             lengths += [piece_end - piece_start for piece_start, piece_end in pieces]
             split += len(pieces) if len(pieces) > 1 else 0
+        if self.max_chunks is not None and len(lengths) > self.max_chunks:  # each piece is a row of its own
+            return DocumentCost(num_tokens, error="too_many_chunks")
         specials = self.prefix + self.suffix
         return DocumentCost(num_tokens, sum(lengths) + specials * len(lengths), len(lengths), windows=len(lengths),
                             chunk_lengths=tuple(lengths), split_chunks=split)

@@ -208,13 +208,12 @@ class WindowPlanner:
         if by is ChunkBoundary.TOKENS:
             # Unset: what one window holds besides the lead and suffix, so a token chunk is never split
             return token_chunks(len(doc.content), self.policy.chunk_tokens or self._room(doc))
-        if by is ChunkBoundary.SENTENCES:
+        if by is ChunkBoundary.SENTENCES:  # poolq's own spans: one holding no token is left out
             spans = sentence_char_spans(request.text, self.policy.chunk_sentences)
-        elif request.chunk_spans is None:
+            return char_spans_to_token_chunks(doc.offsets or [], spans, len(request.text), drop_empty=True)
+        if request.chunk_spans is None:
             raise ChunkingError("chunk_by='spans' needs chunk spans for every document")
-        else:
-            spans = list(request.chunk_spans)
-        return char_spans_to_token_chunks(doc.offsets or [], spans, len(request.text))
+        return char_spans_to_token_chunks(doc.offsets or [], list(request.chunk_spans), len(request.text))
 
     def _spans(self, content_chunks, doc: _Document, first_start: int, last_end: int,
                split: tuple[bool, ...] = ()) -> tuple[ChunkSpan, ...]:
@@ -238,6 +237,11 @@ class WindowPlanner:
                                 f"chunk {index} has {length} tokens; a window holds {room} besides its special tokens "
                                 "(and prompt); split_long_chunks cuts such chunks at the window")
         pieces, split = split_at_window(chunks, room)
+        if self.max_chunks is not None and len(pieces) > self.max_chunks:  # each piece is a row of its own
+            return RequestError(request.key, "too_many_chunks",
+                                f"the document makes {len(pieces)} chunk rows ({len(chunks)} chunks, some cut at the "
+                                f"window); at most {self.max_chunks} per document are accepted here: raise chunk_tokens "
+                                "or chunk_sentences, or shorten the spans")
         windows = [Window([*doc.lead, *doc.content[s:e], *self.suffix]) for s, e in pieces]
         lead = len(doc.lead)
         spans = self._spans(pieces, doc, pieces[0][0] + lead, pieces[-1][1] + lead, split)
