@@ -125,6 +125,10 @@ class ReuseStore:
         for key in keys:
             self.store.delete(key)
 
+    def holds(self, scope: str, object_key: str) -> bool:
+        """Whether ``object_key`` is one of ``scope``'s objects (its engine identity and options)."""
+        return object_key.startswith(f"{self._scope(scope)}/objects/")
+
     def read(self, object_key: str, content_hashes: set[str]) -> dict[str, bytes]:
         """The stored results of ``content_hashes`` in one object (those it still holds: an object
         evicted since it was indexed holds none, and those documents are computed again)."""

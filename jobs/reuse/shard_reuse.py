@@ -93,7 +93,8 @@ def sort_out(job: JobHandle, reuse: JobReuse, shard: int, records: dict[str, Inp
         digest = records[leader_id].content_hash
         if kind == "owner":
             copies.owners.add(leader_id)
-        elif kind == "tenant" and reuse.tenant is not None:
+        elif kind == "tenant" and reuse.tenant is not None and reuse.tenant.holds(reuse.scope, stored_object):
+            # planned under this shard's scope: a planner whose engine differs (another dtype) named another's
             tenant_wanted[stored_object][digest] = leader_id
         elif kind == "follow":
             followed[owner_section][digest] = leader_id
