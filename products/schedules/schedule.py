@@ -105,6 +105,9 @@ class Schedule(DictAccessDeprecated, ScheduleRequest):
         return latest_slot(self.cron, now)
 
 
+MANUAL_SUFFIX = "-manual"  # ends a run by hand's record name (after its slot's: names still sort by time)
+
+
 class ScheduleRun(BaseModel):
     """What one (schedule, slot) ran. Claimed before its job exists, so every racer submits the
     same job (same ``incremental_from``); ``job_id`` is filled in once the job is submitted."""
@@ -117,11 +120,13 @@ class ScheduleRun(BaseModel):
 
     @property
     def slot_name(self) -> str:
-        return slot_name(self.slot)
+        """Its record's name: a run by hand has its own (a click in a cron time's first second is
+        not that slot's cron run), sorted after the cron run of the same second."""
+        return slot_name(self.slot) + (MANUAL_SUFFIX if self.manual else "")
 
     @property
     def idempotency_key(self) -> str:
-        return f"schedule:{self.schedule_id}:{self.slot.isoformat()}"
+        return f"schedule:{self.schedule_id}:{self.slot.isoformat()}" + (":manual" if self.manual else "")
 
 
 def validate_cron(expression: str) -> str:
