@@ -3,6 +3,7 @@
     Client                the HTTP API's Python client (poolq.api.client.poolq_client.PoolqClient)
     PoolqError            a refusal from the API (status_code, detail, retry_after)
     PoolqConnectionError  the API could not be reached
+    PoolqProtocolError    what answered is not the poolq API (a wrong URL, a proxy's page)
     PoolingEngine         the engine the workers run, as a library (loads torch on first use)
     PoolingTask           what the engine computes: embed, sparse_embed, classify, ...
 
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what __getattr__ loads on first use, as the type checker should see it
     from poolq.api.client.poolq_client import PoolqClient as Client
-    from poolq.api.client.poolq_client import PoolqConnectionError, PoolqError
+    from poolq.api.client.poolq_client import PoolqConnectionError, PoolqError, PoolqProtocolError
     from poolq.engine import PoolingTask
     from poolq.engine.engine import PoolingEngine
 
@@ -26,6 +27,7 @@ _FACE = {
     "Client": ("poolq.api.client.poolq_client", "PoolqClient"),
     "PoolqError": ("poolq.api.client.poolq_client", "PoolqError"),
     "PoolqConnectionError": ("poolq.api.client.poolq_client", "PoolqConnectionError"),
+    "PoolqProtocolError": ("poolq.api.client.poolq_client", "PoolqProtocolError"),
     "PoolingEngine": ("poolq.engine.engine", "PoolingEngine"),
     "PoolingTask": ("poolq.engine.request", "PoolingTask"),
 }
@@ -42,4 +44,4 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_FACE])
 
 
-__all__ = ["Client", "PoolingEngine", "PoolingTask", "PoolqConnectionError", "PoolqError"]
+__all__ = ["Client", "PoolingEngine", "PoolingTask", "PoolqConnectionError", "PoolqError", "PoolqProtocolError"]

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from poolq.api.cli.local_stack import describe_store, running_stack
-from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError
+from poolq.api.client.poolq_client import PoolqClient, PoolqConnectionError, PoolqError, PoolqProtocolError
 from poolq.api.client.result_files import DownloadError
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import JobPlace, JobStatus
@@ -97,6 +97,8 @@ def reporting_errors(*, api_key_given: bool) -> Iterator[None]:
     except PoolqConnectionError as exc:
         fail(f"{exc} (is it running? set POOLQ_API_URL or pass --api-url; `poolq dev up` starts a local one)",
              ExitCode.UNAVAILABLE)
+    except PoolqProtocolError as exc:  # not the poolq API answering: as unavailable, never "the job failed"
+        fail(str(exc), ExitCode.UNAVAILABLE)
     except DownloadError as exc:
         fail(str(exc), ExitCode.UNAVAILABLE)
     except TimeoutError as exc:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from poolq.api.client.result_files import decode_vectors, fetch_bytes, local_part_path, save_url, with_local_paths
 from poolq.api.client.upload_format import upload_format
@@ -60,6 +60,11 @@ class PoolqConnectionError(ConnectionError):
     """The API could not be reached (refused, DNS, timeout, dropped connection)."""
 
 
+class PoolqProtocolError(RuntimeError):
+    """The server answered, but not as the poolq API does (a wrong URL, a proxy's page): its body is
+    not the JSON the route declares."""
+
+
 class PoolqClient:
     """Submit jobs, poll them, fetch their results; manage schedules."""
 
@@ -84,7 +89,12 @@ class PoolqClient:
 
     def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
         """The request's answer, read as the response model its route declares."""
-        return model.model_validate(self._call(method, path, **kwargs))
+        body = self._call(method, path, **kwargs)
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            raise PoolqProtocolError(f"{method} {self.base_url}{path} answered something that is not a poolq "
+                                     f"{model.__name__} ({exc.error_count()} fields off; is --api-url poolq's?)") from None
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
@@ -95,7 +105,12 @@ class PoolqClient:
             raise _error_from(response)
         if response.status_code == 204:
             return {}
-        return response.json()
+        try:
+            return response.json()
+        except ValueError:
+            kind = response.headers.get("content-type", "no content type")
+            raise PoolqProtocolError(f"{method} {self.base_url}{path} answered HTTP {response.status_code} with "
+                                     f"{kind}, not the poolq API's JSON (is --api-url poolq's?)") from None
 
     # -- jobs --------------------------------------------------------------------------------
     def submit(self, spec: dict, *, idempotency_key: str | None = None) -> JobStatus:
