@@ -29,14 +29,21 @@ def _file_lines(ctx, file_id) -> list[dict]:
         return [json.loads(line) for line in stream.read().splitlines()]
 
 
-def test_a_request_split_across_a_cancelled_shard_boundary_is_one_error_line(local_ctx):
-    # Given requests whose job records are cut into shards of 4: "split" holds records 2-4 (shards 0 and 1)
+def _four_requests(local_ctx):
+    """A batch of four requests whose job is cut into shards of 4 records: "split" holds records 2-4
+    (shards 0 and 1). Its input is read and its job submitted; nothing of the job has run."""
     requests = [_request("a", ["first text"]), _request("b", ["second text"]),
                 _request("split", ["third text", "fourth text", "fifth text"]), _request("c", ["sixth text"])]
     local_ctx.enqueuer = RecordingEnqueuer()
     uploaded = create_file(local_ctx, TENANT, "in.jsonl", "batch", io.BytesIO(b"".join(requests)), max_bytes=1 << 20)
     batch = create_batch(local_ctx, TENANT, uploaded.id, "/v1/embeddings", "24h", None)
     drain(local_ctx, only=frozenset({"batch"}))
+    return batch
+
+
+def test_a_request_split_across_a_cancelled_shard_boundary_is_one_error_line(local_ctx):
+    # Given requests whose job records are cut into shards of 4: "split" holds records 2-4 (shards 0 and 1)
+    batch = _four_requests(local_ctx)
     drain(local_ctx, only=PLANNING)
     shards = [task for task in local_ctx.enqueuer.tasks if task[0] == "shard"]
     assert len(shards) == 2
@@ -79,12 +86,7 @@ class _BudgetPassedInStep:
 
 def test_a_batch_whose_job_reached_its_token_budget_fails_saying_so_and_answers_what_ran(local_ctx, minilm_engine):
     # Given a batch of four requests whose job is cut into shards of 4 records ("split" straddles them)
-    requests = [_request("a", ["first text"]), _request("b", ["second text"]),
-                _request("split", ["third text", "fourth text", "fifth text"]), _request("c", ["sixth text"])]
-    local_ctx.enqueuer = RecordingEnqueuer()
-    uploaded = create_file(local_ctx, TENANT, "in.jsonl", "batch", io.BytesIO(b"".join(requests)), max_bytes=1 << 20)
-    batch = create_batch(local_ctx, TENANT, uploaded.id, "/v1/embeddings", "24h", None)
-    drain(local_ctx, only=frozenset({"batch"}))
+    batch = _four_requests(local_ctx)
     job = JobHandle.of_tenant(local_ctx, get_batch(local_ctx, TENANT, batch.id, nudge=False).poolq_job_id, TENANT)
     # When the first shard's step passes the job's token budget (the job stops as a cancel does)
     local_ctx.engines.use("all-MiniLM-L6-v2", _BudgetPassedInStep(minilm_engine, job))

@@ -2,7 +2,8 @@
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from poolq.jobs.coordination.enqueuer import Enqueuer
+from support.job_doubles import RecordingEnqueuer
+
 from poolq.jobs.coordination.leases import InMemoryLeaseStore
 from poolq.jobs.coordination.memory_status_store import InMemoryJobStatusStore
 from poolq.products.schedules.schedule import ScheduleRequest
@@ -13,18 +14,10 @@ from poolq.worker.local_runner import local_context
 SLOT = datetime(2024, 5, 1, 3, 0, 0, tzinfo=timezone.utc)
 
 
-class _HoldingEnqueuer(Enqueuer):
-    """Accepts work and never runs it: jobs stay queued."""
-
-    def plan(self, job_id): ...
-    def plan_section(self, job_id, stage, section): ...
-    def run_shard(self, job_id, shard): ...
-    def finalize(self, job_id): ...
-
-
 def test_run_now_in_the_first_second_of_a_cron_slot_does_not_swallow_the_cron_run(tmp_path):
     base = local_context(tmp_path / "store")
-    ctx = replace(base, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=_HoldingEnqueuer())
+    # its jobs stay queued: the enqueuer records them, nothing runs them
+    ctx = replace(base, status=InMemoryJobStatusStore(), leases=InMemoryLeaseStore(), enqueuer=RecordingEnqueuer())
     request = ScheduleRequest.model_validate({"cron": "0 3 * * *", "input": {"uri": (tmp_path / "docs").as_uri() + "/"}})
     schedule = create_schedule(ctx, request, now=SLOT - timedelta(days=1))
     # Given a click on "run now" at 03:00:00.2, then beat's 03:00 trigger handled at 03:00:00.6
