@@ -265,6 +265,30 @@ def test_the_models_view_shows_what_the_worker_holds(stack, client, finished_job
         assert _console_errors(driver) == []
 
 
+def test_a_nav_link_reached_while_the_page_loads_keeps_the_focus_and_its_enter(stack):
+    """The page's first view does not take the focus from a nav link the keyboard reached while the
+    page was still asking the API what the key may see (a press of Enter meant for it was lost)."""
+    with headless_chromium(1280, 800) as driver:
+        driver.get(f"{stack['api_url']}/")
+        field = _until(driver, lambda d: _shown(d, "api-key"))
+        # The schedules check that signing in makes is held until the test lets it answer
+        driver.execute_script("""
+            const realFetch = window.fetch;
+            window.heldAnswer = new Promise((resolve) => { window.releaseAnswer = resolve; });
+            window.fetch = async (url, options) => {
+              if (String(url).includes("/v1/schedules")) await window.heldAnswer;
+              return realFetch(url, options);
+            };""")
+        field.send_keys(stack["api_key"], Keys.ENTER)
+        link = _until(driver, lambda d: _shown(d, "nav-models"))
+        driver.execute_script("arguments[0].focus()", link)  # reached from the keyboard while the page loads
+        driver.execute_script("window.releaseAnswer()")
+        _until(driver, lambda d: d.find_element(By.ID, "updated").text, what="the first view never drew")
+        assert driver.switch_to.active_element.get_attribute("id") == "nav-models"
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        _until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "tr[data-model-id]"), what="Enter never opened the models")
+
+
 def test_a_tenant_key_sees_only_its_jobs_and_no_schedules(stack, finished_job):
     env = {name: value for name, value in os.environ.items() if not name.startswith("POOLQ_")}
     created = subprocess.run([sys.executable, "-m", "poolq.api", "keys", "create", "--tenant", "other"], env={

@@ -127,12 +127,14 @@ async function poll(mine) {
   timer = setTimeout(() => poll(mine), document.hidden ? POLL_MS * 5 : delay);
 }
 
-function navigate() {
+// A navigation (hashchange) takes the focus to the new view. The first view after signing in does too,
+// unless the focus is on the nav already: a link reached while the page loaded keeps it (and its keypress).
+function navigate(event) {
   generation += 1;
   shown = "";
   say("");
   poll(generation);
-  $("view").focus({ preventScroll: true });
+  if (event || !$("nav").contains(document.activeElement)) $("view").focus({ preventScroll: true });
 }
 
 async function start() {
