@@ -78,11 +78,11 @@ def _resend_if_stuck(ctx: JobContext, job_id: str, key: str, now: float) -> bool
         ctx.store.delete(key)
         return False
     manifest = job.ledger.manifest()
-    if manifest is not None and not has_pending(manifest):
-        settle_left_over(job, manifest)
-        return False
     if manifest is None:
         settle(job)
+        return False
+    if not has_pending(manifest):
+        settle_left_over(job, manifest)
         return False
     if ctx.leases.holder(job_id, SINK_UNIT) is not None:
         return False  # a load runs (or a killed one's lease has not lapsed: its task comes back after it)

@@ -87,11 +87,10 @@ def _come_back(job: JobHandle, remaining_s: float | None, why: str) -> None:
 def _load_outcome(job: JobHandle, manifest: JobManifest, name: str) -> ManifestSink:
     """``load_into`` sink ``name``: succeeded, or skipped if a newer run of the lineage loaded; a sink
     error leaves with any configured URL or password masked (the worker logs what a task raises)."""
-    now = datetime.now(timezone.utc)
     try:
         plan = load_into(job, manifest, name, job.ctx.settings)
     except LoadSuperseded as superseded:
-        return ManifestSink(name=name, state=SinkState.SKIPPED, error=str(superseded), finished_at=now)
+        return ManifestSink(name=name, state=SinkState.SKIPPED, error=str(superseded), finished_at=datetime.now(timezone.utc))
     except (SinkError, SinkUnavailable) as exc:
         raise type(exc)(scrub(str(exc), job.ctx.settings)) from None
     return ManifestSink(name=name, state=SinkState.SUCCEEDED, upserted=plan.upserted, deleted=len(plan.stale),

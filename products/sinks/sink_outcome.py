@@ -23,8 +23,9 @@ def record_sink_outcome(job: JobHandle, outcome: ManifestSink) -> None:
 
 
 def announce_ended_loads(job: JobHandle, manifest: JobManifest) -> None:
-    """The event of each load of ``manifest`` that ended, queued again: one already queued is not queued
-    twice, and one whose worker died between the manifest and its event is queued now."""
+    """The event of each load of ``manifest`` that ended, queued again: one whose worker died between the
+    manifest and its event is queued now; one already queued keeps its event id (its delivery task may
+    go out twice: delivery is at least once, and a delivered event is not sent again)."""
     for entry in manifest.sinks or []:
         if entry.state != SinkState.PENDING and entry.finished_at is not None:  # a job that did not finish: no load
             _announce(job, entry)
