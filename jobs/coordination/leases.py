@@ -12,7 +12,9 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 
 @dataclass(frozen=True)
@@ -227,3 +229,18 @@ class LeaseKeeper:
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
         self._thread.join()
+
+
+@contextmanager
+def lease_held(leases: LeaseStore, job_id: str, unit: str, ttl_s: float) -> Iterator[Lease | None]:
+    """A lease on the unit, renewed while the block runs and released after it; None (and the block
+    runs all the same, to do nothing) while another attempt holds the unit."""
+    lease = leases.acquire(job_id, unit, ttl_s)
+    if lease is None:
+        yield None
+        return
+    try:
+        with LeaseKeeper(leases, lease, ttl_s):
+            yield lease
+    finally:
+        leases.release(lease)

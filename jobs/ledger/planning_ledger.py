@@ -5,7 +5,7 @@ commit point: a section whose ``scan.json`` exists has its id spill; one whose `
 has its shards and error lines. Repeating a stage writes the same objects, so the first record
 written stands.
 
-Only the planning tasks (``jobs/steps/planner.py``, ``plan_section.py``) read and write records:
+Only the planning tasks (``jobs/steps/planner.py``, ``plan_section.py``, through ``planning_stages.py``) read and write records:
 they read what a stage needs, run it (a plain function of those records), and write what it
 returns. Since a record never changes once written, a ``PlanningLedger`` keeps each record it read
 or wrote: a task reads each record at most once, however many stages need it. Which sections have
@@ -86,6 +86,10 @@ class PlanningProgress:
     decided: Decided | None
     scans: list[SectionScan] | None  # every section's, in input order, when all are scanned and nothing is decided
     cuts: list[SectionCut] | None  # every section's, in input order, when all are cut
+
+    @classmethod
+    def nothing_done(cls) -> "PlanningProgress":
+        return cls({stage: set() for stage in SectionStage}, None, None, None)
 
 
 _STAGE_RECORD = re.compile(r"section-(\d{5,})\.(scan|cut)\.json")

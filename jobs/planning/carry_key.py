@@ -10,7 +10,8 @@ The new side keys a record from its input values, typed as the column that would
 Parquet column's Arrow type, else the value's JSON type); the baseline side keys a row from its
 stored values, typed by the job's field types. The two meet where the rows would be equal. An
 integer in a ``number`` column is the one value they key apart although the row would hold the
-same 1.0: such a document is embedded again (a cost, never a wrong row).
+same 1.0: such a document is embedded again (a cost, never a wrong row). A baseline part is
+keyed as it is spilled into the decide stage's partitions (``spill_baseline_part``).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import hashlib
 import pyarrow as pa
 
 from poolq.jobs.inputs.included_fields import ARROW_TYPES, arrow_type, column_value, is_arrow_type, json_text, json_type
-from poolq.jobs.planning.id_partitions import HASH_DIGITS
+from poolq.jobs.planning.id_partitions import HASH_DIGITS, IdPartitions
+from poolq.storage import ObjectStore, read_embeddings
 
 
 def record_carry_key(content_hash: str, names: tuple[str, ...], section_types: dict[str, str],
@@ -29,6 +31,26 @@ def record_carry_key(content_hash: str, names: tuple[str, ...], section_types: d
         return content_hash[:HASH_DIGITS]
     values = (fields or {})
     return _key(content_hash, [_record_value(section_types.get(name), values.get(name)) for name in names])
+
+
+class BaselineUnfit(Exception):
+    """The baseline's rows cannot sit beside this job's: a carried field's column has another type."""
+
+
+def spill_baseline_part(store: ObjectStore, key: str, index: int, partitions: IdPartitions,
+                        field_types: dict[str, str]) -> None:
+    """One baseline part's documents' (id, carry key, part ``index``) into ``partitions``."""
+    names = tuple(field_types)
+    table = read_embeddings(store.get(key), columns=["id", "content_hash", *names])
+    if "content_hash" not in table.column_names:
+        return  # written before content hashes existed: its documents are embedded again
+    if not columns_match(table.schema, names, field_types):
+        raise BaselineUnfit(f"{store.uri(key)} carries {', '.join(names)} typed otherwise than this job does")
+    seen: set[str] = set()  # chunk rows repeat their document's id within a part
+    for record_id, carry_key in zip(table.column("id").to_pylist(), stored_carry_keys(table, names, field_types)):
+        if record_id not in seen:
+            seen.add(record_id)
+            partitions.add_baseline(record_id, carry_key, index)
 
 
 def stored_carry_keys(table: pa.Table, names: tuple[str, ...], job_types: dict[str, str]) -> list[str]:

@@ -26,7 +26,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.job_ledger import CarriedPart
 from poolq.jobs.ledger.manifest import JobManifest
-from poolq.jobs.planning.carry_key import columns_match, stored_carry_keys
+from poolq.jobs.planning.carry_key import BaselineUnfit, spill_baseline_part
 from poolq.jobs.planning.id_partitions import Decisions, IdPartitions, read_ids
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.spec.job_state import JobState
@@ -73,25 +73,6 @@ def baseline_manifest(ctx: JobContext, spec: JobSpec, tenant: str) -> JobManifes
     return manifest
 
 
-class BaselineUnfit(Exception):
-    """The baseline's rows cannot sit beside this job's: a carried field's column has another type."""
-
-
-def _spill_part(ctx: JobContext, key: str, index: int, partitions: IdPartitions, field_types: dict[str, str]) -> None:
-    """One baseline part's documents' (id, carry key, part ``index``) into ``partitions``."""
-    names = tuple(field_types)
-    table = read_embeddings(ctx.store.get(key), columns=["id", "content_hash", *names])
-    if "content_hash" not in table.column_names:
-        return  # written before content hashes existed: its documents are embedded again
-    if not columns_match(table.schema, names, field_types):
-        raise BaselineUnfit(f"{ctx.store.uri(key)} carries {', '.join(names)} typed otherwise than this job does")
-    seen: set[str] = set()  # chunk rows repeat their document's id within a part
-    for record_id, carry_key in zip(table.column("id").to_pylist(), stored_carry_keys(table, names, field_types)):
-        if record_id not in seen:
-            seen.add(record_id)
-            partitions.add_baseline(record_id, carry_key, index)
-
-
 @dataclass
 class Baseline:
     """The earlier run whose rows may be carried: its parts, read one at a time (never whole)."""
@@ -111,7 +92,7 @@ class Baseline:
         baseline = cls(job.spec.incremental_from or "", tuple(part.key for part in manifest.parts), manifest.dimensions)
         try:
             for index, key in enumerate(baseline.part_keys):
-                _spill_part(job.ctx, key, index, partitions, field_types)
+                spill_baseline_part(job.ctx.store, key, index, partitions, field_types)
         except (ObjectNotFoundError, BaselineUnfit) as exc:
             # The parts spilled before this one must not count: their documents would be left out as
             # carried, and no carried part would hold them

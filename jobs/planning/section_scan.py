@@ -9,6 +9,7 @@ from typing import IO, Iterator
 from poolq.jobs.inputs.included_fields import first_types
 from poolq.jobs.inputs.records import InputRecord
 from poolq.jobs.inputs.shard_input import InputFields
+from poolq.jobs.ledger.id_spill import spill_line
 from poolq.jobs.ledger.planning_ledger import SectionScan
 from poolq.jobs.ledger.planning_objects import GROUPS_NAME, SPILL_NAME
 from poolq.jobs.planning.carry_key import record_carry_key
@@ -41,12 +42,10 @@ def scan_section(run: PlanningRun, section: int) -> SectionScan:
                     types.update(first_types(fields.include_fields, types, record.fields))
                 counted["valid"] += 1
                 digest = record.content_hash[:HASH_DIGITS]
-                # ids hold no tab or newline (records.py); the line (in the section: JSONL; in the
-                # object: Parquet) lets a later duplicate name where its id first appeared; a job
-                # carrying fields adds the key an incremental run compares (``carry_key.py``)
+                # the line lets a later duplicate name where its id first appeared; a job carrying
+                # fields adds the key an incremental run compares (``carry_key.py``)
                 carry = record_carry_key(record.content_hash, names, types, record.fields) if names else None
-                yield (f"{record.id}\t{digest}\t{record.line}\t{carry}\n" if carry else
-                       f"{record.id}\t{digest}\t{record.line}\n").encode("utf-8")
+                yield spill_line(record.id, digest, record.line, carry)
 
     run.objects.put_chunks(section, SPILL_NAME, chunked(spill_lines(), _CHUNK_BYTES))
     runs = 0

@@ -1,6 +1,6 @@
 """A section's skips: which of its valid records the decide stage left out of its shards, and why.
 
-Written by the decide stage (``section-N.skips.npz``), read by the section's cut and by the reuse
+Written by the decide stage (``section-N.skips.npz``, ``write_skips``), read by the section's cut and by the reuse
 pass: duplicates (with where each id first appeared), carried documents, split query runs and
 superseded records, as sorted positions relative to the section's first valid record.
 """
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolq.jobs.ledger.planning_objects import SKIPS_NAME, PlanningObjects
+from poolq.jobs.planning.id_partitions import IdPartitions
 
 
 def _none() -> np.ndarray:
@@ -48,6 +49,20 @@ class SectionSkips:
         if duplicate >= len(self.first_lines):
             return None
         return int(self.first_sections[duplicate]), int(self.first_lines[duplicate])
+
+
+def write_skips(objects: PlanningObjects, ids: IdPartitions, split: dict[int, np.ndarray], line_of: np.ndarray,
+                bounds: np.ndarray) -> None:
+    """Each section's skips, from the decided ids and the split query runs (``query_groups.py``);
+    ``line_of``: each valid record's line in its object; ``bounds``: each section's first position, then the end."""
+    for index in range(len(bounds) - 1):
+        start, end = int(bounds[index]), int(bounds[index + 1])
+        firsts = ids.first_positions(start, end)
+        skips = SectionSkips(ids.positions("duplicate", start, end) - start, ids.positions("carried", start, end) - start,
+                             np.sort(split.get(index, np.zeros(0, dtype=np.int64))),
+                             np.searchsorted(bounds[:-1], firsts, side="right") - 1, line_of[firsts],
+                             ids.positions("superseded", start, end) - start)
+        objects.put(index, SKIPS_NAME, skips.to_bytes())
 
 
 def read_skips(objects: PlanningObjects, section: int) -> SectionSkips:

@@ -19,8 +19,6 @@ from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.record_limits import input_limits, text_too_long
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputChanged, InputFields
-from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.planning.input_objects import input_objects
 from poolq.jobs.planning.jsonl_sections import jsonl_field_types, jsonl_items, jsonl_sections
 from poolq.jobs.planning.parquet_sections import (
     parquet_field_types,
@@ -31,8 +29,7 @@ from poolq.jobs.planning.parquet_sections import (
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 from poolq.storage.input_limits import InputLimits
 
-__all__ = ["InputSection", "first_lines", "list_sections", "object_starts", "section_lines", "section_records",
-           "section_field_types", "sections_bytes"]
+__all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
 
 
 @dataclass(frozen=True)
@@ -51,18 +48,17 @@ _FORMATS = {
 }
 
 
-def list_sections(job: JobHandle, section_bytes: int) -> list[InputSection]:
-    """The job's input as sections, in input order (one listing and a HEAD per object).
-
-    A score job's objects stay whole: a query's consecutive pairs are ranked together, so no
-    section boundary may fall inside a run of them."""
-    fields = InputFields.of(job.spec)
+def list_sections(objects: Iterable[tuple[ObjectStore, str, bool]], fields: InputFields,
+                  section_bytes: int) -> list[InputSection]:
+    """The input's ``objects`` (``input_objects.py``) as sections, in input order (a HEAD per
+    object). A score job's objects stay whole: a query's consecutive pairs are ranked together, so
+    no section boundary may fall inside a run of them."""
     if fields.groups_pairs:
         section_bytes = sys.maxsize
     # Columns every record needs: a Parquet object without one fails the job once, naming it.
     required = tuple(name for name in (fields.id_field, fields.text_field, fields.query_field) if name is not None)
     sections: list[InputSection] = []
-    for store, key, named in input_objects(job):
+    for store, key, named in objects:
         sections += _object_sections(store, key, named, section_bytes, required)
     return sections
 
@@ -134,29 +130,3 @@ def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields, max_char
     if isinstance(record, InputRecord) and (too_long := text_too_long(record, max_chars)) is not None:
         return too_long
     return record
-
-
-def sections_bytes(sections: list[InputSection]) -> int:
-    return sum(section.size_bytes for section in sections)
-
-
-
-
-def first_lines(sections: list[InputSection], lines_read: list[int]) -> tuple[int, ...]:
-    """Each section's first line number in its object (``lines_read``: each section's lines, blank
-    ones too): 1 at an object's start, else one past the previous section's."""
-    numbers: list[int] = []
-    for index, section in enumerate(sections):
-        numbers.append(1 if section.start == 0 else numbers[-1] + lines_read[index - 1])
-    return tuple(numbers)
-
-
-def object_starts(sections: list[InputSection], valid: list[int]) -> tuple[int, ...]:
-    """Where each input object's valid records start, by position in the input (``valid``: each
-    section's valid records); an object's sections are consecutive."""
-    starts, position = [], 0
-    for index, section in enumerate(sections):
-        if index == 0 or section.uri != sections[index - 1].uri:
-            starts.append(position)
-        position += valid[index]
-    return tuple(starts)

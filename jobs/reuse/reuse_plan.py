@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 from poolq.engine import ModelSpecError, UnknownModelError
 from poolq.jobs.inputs.spill_files import SpillFiles
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.planning_objects import REUSE_TABLE_NAME, SPILL_NAME, PlanningObjects
+from poolq.jobs.ledger.id_spill import kept_records
+from poolq.jobs.ledger.planning_objects import REUSE_TABLE_NAME, PlanningObjects
 from poolq.jobs.reuse.reuse_scope import JobReuse
 from poolq.jobs.reuse.reuse_store import PARTITION_DIGITS
 
@@ -67,17 +68,18 @@ def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int]
         return ReusePlanned()
     if reuse.tenant is not None and not _knows_model(reuse):
         reuse = replace(reuse, tenant=None)  # its shards fail with the model's own error; repeats still found
-    if reuse.tenant is not None:
-        settings = job.ctx.settings
-        reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
+    settings = job.ctx.settings
     with tempfile.TemporaryDirectory(prefix=f"poolq-reuse-{job.id}-") as spill_dir:
-        digits = spill_digits(input_bytes, job.ctx.settings.sharding.plan_partition_bytes)
+        digits = spill_digits(input_bytes, settings.sharding.plan_partition_bytes)
         spill = SpillFiles(Path(spill_dir), "content", 16 ** digits)
         for section in range(len(valid_counts)):
-            _spill_section(objects, section, left_out(section), spill, digits)
+            for record in kept_records(objects, section, left_out(section)):
+                spill.add(int(record.digest[:digits], 16), f"{section}\t{record.record_id}\t{record.digest}\n")
         spill.flush()
         decisions = SpillFiles(Path(spill_dir), "decided", len(valid_counts))
         planned = ReusePlanned()
+        if reuse.tenant is not None:
+            reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
         for partition in range(16 ** PARTITION_DIGITS):
             prefix = f"{partition:0{PARTITION_DIGITS}x}"
             stored = reuse.tenant.lookup(reuse.scope, prefix) if reuse.tenant is not None else {}
@@ -96,19 +98,6 @@ def _knows_model(reuse: JobReuse) -> bool:
     except (UnknownModelError, ModelSpecError) as exc:
         log.warning("job %s: no tenant reuse lookup: %s", reuse.job.id, exc)
         return False
-
-
-def _spill_section(objects: PlanningObjects, section: int, left_out: np.ndarray, spill: SpillFiles, digits: int) -> None:
-    """The section's kept records into ``spill``; ``left_out`` (sorted) is walked, not copied."""
-    skip = 0
-    with objects.open(section, SPILL_NAME) as stream:
-        for position, raw in enumerate(stream):
-            while skip < len(left_out) and left_out[skip] < position:
-                skip += 1
-            if skip < len(left_out) and left_out[skip] == position:
-                continue
-            record_id, digest, *_ = raw.decode("utf-8").rstrip("\n").split("\t")
-            spill.add(int(digest[:digits], 16), f"{section}\t{record_id}\t{digest}\n")
 
 
 def _by_prefix(stored: dict[str, str], width: int) -> dict[str, str]:

@@ -18,6 +18,7 @@ from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.planning.input_objects import input_objects
 from poolq.jobs.planning.sections import list_sections, section_records
 from poolq.jobs.report.distinct_counter import DistinctCounter
 from poolq.jobs.spec.job_spec import InlineInput, JobSpec
@@ -94,9 +95,9 @@ def _inline_records(inline: InlineInput) -> Iterator[InputRecord]:
 
 
 def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
-    sections = list_sections(job, job.ctx.settings.sharding.plan_section_bytes)
-    scan.bytes_total = sum(section.size_bytes for section in sections)
     fields = InputFields.of(job.spec)
+    sections = list_sections(input_objects(job), fields, job.ctx.settings.sharding.plan_section_bytes)
+    scan.bytes_total = sum(section.size_bytes for section in sections)
     previous = None
     for section in sections:
         if time.monotonic() > deadline and scan.bytes_read:

@@ -11,7 +11,7 @@ import pytest
 import redis
 from support.job_doubles import FakeClock
 
-from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseKeeper, LeaseStore, RedisLeaseStore
+from poolq.jobs.coordination.leases import InMemoryLeaseStore, LeaseKeeper, LeaseStore, RedisLeaseStore, lease_held
 
 
 @dataclass
@@ -180,3 +180,20 @@ def test_the_keeper_says_lost_when_the_lease_was_taken(real_time_leases, job_id)
         # Then the keeper's next renewal fails and says so, without taking the unit back
         assert keeper.lost.wait(ttl_s * 4)
     assert real_time_leases.holder(job_id, "shard-00000") == thief.attempt
+
+
+def test_a_lease_held_for_a_block_is_released_after_it_and_none_while_another_holds_it(leases, job_id):
+    store = leases.store
+    with lease_held(store, job_id, "plan", 60) as lease:
+        assert lease is not None and store.holder(job_id, "plan") == lease.attempt
+        with lease_held(store, job_id, "plan", 60) as second:
+            assert second is None  # another attempt holds the unit
+        assert store.holder(job_id, "plan") == lease.attempt  # the refused block released nothing
+    assert store.holder(job_id, "plan") is None
+
+
+def test_a_lease_held_for_a_block_that_raises_is_released(leases, job_id):
+    with pytest.raises(RuntimeError, match="stage failed"):
+        with lease_held(leases.store, job_id, "plan", 60):
+            raise RuntimeError("stage failed")
+    assert leases.store.holder(job_id, "plan") is None

@@ -72,13 +72,13 @@ def test_an_inline_job_whose_planning_fails_counts_its_documents_in_one_place(tm
     # vanishes after it was read, before its rows were copied (planning fails: BaselineChanged)
     docs = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(3)]
     first = _run(local_ctx, {"input": {"documents": docs}})
-    spill = incremental._spill_part
+    spill = incremental.spill_baseline_part
 
-    def spill_then_vanish(ctx, key, *args):
-        spill(ctx, key, *args)
-        ctx.store.delete(key)
+    def spill_then_vanish(store, key, *args):
+        spill(store, key, *args)
+        store.delete(key)
 
-    monkeypatch.setattr(incremental, "_spill_part", spill_then_vanish)
+    monkeypatch.setattr(incremental, "spill_baseline_part", spill_then_vanish)
     failed = _run(local_ctx, {"input": {"documents": docs}, "incremental_from": first.id})
     # Then the job failed, saying why, and its counts still balance: its 3 records are not processed
     assert failed.status is JobState.FAILED and "BaselineChanged" in failed.error

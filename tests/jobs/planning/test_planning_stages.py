@@ -11,7 +11,7 @@ from poolq.jobs.planning.section_cut import cut_section
 from poolq.jobs.planning.section_scan import scan_section
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
-from poolq.jobs.steps import planner
+from poolq.jobs.steps import planning_stages
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context
 
@@ -22,7 +22,7 @@ def _run(tmp_path) -> PlanningRun:
     ctx.enqueuer = RecordingEnqueuer()
     job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": [
         {"id": "a", "text": "one"}, {"id": "b", "text": "two"}, {"id": "a", "text": "a repeated id"}]}})).id
-    return PlanningRun.for_plan_task(JobHandle.bind(ctx, job_id))
+    return PlanningRun.for_plan_task(JobHandle.bind(ctx, job_id))[0]
 
 
 def test_the_stages_return_their_records_and_write_none(tmp_path):
@@ -46,7 +46,7 @@ def test_the_stages_return_their_records_and_write_none(tmp_path):
 def test_a_planning_task_step_writes_the_record_its_stage_returned(tmp_path):
     run = _run(tmp_path)
     # When the planner's scan step runs the scan stage
-    scan = planner.STAGE_STEPS[SectionStage.SCAN](run, 0)
+    scan = planning_stages.STAGE_STEPS[SectionStage.SCAN](run, 0)
     # Then its record is written, and a second planning task reads the same record back
     fresh = PlanningRun.for_section_task(run.job)
     assert run.ledger.is_done(SectionStage.SCAN, 0) and fresh.ledger.scan(0) == scan

@@ -13,7 +13,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.ledger.planning_ledger import PlanningLedger, SectionStage
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
-from poolq.jobs.steps import planner as planner_module
+from poolq.jobs.steps import planning_stages
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context
 from poolq.worker.reconciler import reconcile
@@ -153,8 +153,8 @@ def test_a_lost_section_task_is_sent_again_and_only_it_is_read_again(tmp_path, m
     ctx.enqueuer = RecordingEnqueuer()
     job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": f"file://{tmp_path / 'corpus'}/"}})).id
     scanned = []
-    scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
-    monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN,
+    scan = planning_stages.STAGE_STEPS[SectionStage.SCAN]
+    monkeypatch.setitem(planning_stages.STAGE_STEPS, SectionStage.SCAN,
                         lambda job, section: (scanned.append(section), scan(job, section))[1])
     run_task(ctx.enqueuer.take()[0], ctx)
     # Given every scan task but section 2's ran (its message was lost)

@@ -11,6 +11,7 @@ from poolq.jobs.ledger.planning_ledger import SectionStage
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.jobs.steps import planner as planner_module
+from poolq.jobs.steps import planning_stages
 from poolq.jobs.steps.submit import submit_job
 from poolq.worker.local_runner import local_context
 
@@ -21,14 +22,14 @@ def test_a_plan_that_outlasts_its_lease_ttl_keeps_the_lease(tmp_path, monkeypatc
     ctx.enqueuer = RecordingEnqueuer()
     job_id = submit_job(ctx, JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "slow input"}]}})).id
     reading, done = threading.Event(), threading.Event()
-    scan = planner_module.STAGE_STEPS[SectionStage.SCAN]
+    scan = planning_stages.STAGE_STEPS[SectionStage.SCAN]
 
     def slow_scan(*args):
         reading.set()
         time.sleep(3.0)
         return scan(*args)
 
-    monkeypatch.setitem(planner_module.STAGE_STEPS, SectionStage.SCAN, slow_scan)
+    monkeypatch.setitem(planning_stages.STAGE_STEPS, SectionStage.SCAN, slow_scan)
     planner = threading.Thread(target=lambda: (planner_module.plan_job(JobHandle.bind(ctx, job_id)), done.set()))
     planner.start()
     reading.wait(5)
