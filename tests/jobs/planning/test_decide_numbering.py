@@ -1,8 +1,8 @@
-"""The input as its scans found it: each section's first line, its line offset, and where objects start."""
+"""The decide stage numbers the input as its scans found it: first lines, line offsets, object starts."""
 from poolq.jobs.inputs.input_format import InputFormat
 from poolq.jobs.inputs.input_section import InputSection
 from poolq.jobs.ledger.planning_ledger import SectionScan
-from poolq.jobs.planning.scanned_input import ScannedInput
+from poolq.jobs.planning.decide import ScannedInput
 
 
 def _section(uri: str, start: int, end: int, input_format: InputFormat = InputFormat.JSONL) -> InputSection:
