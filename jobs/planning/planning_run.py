@@ -3,9 +3,9 @@
 The plan task and each section task build one run: the job, its planning ledger (the stage
 records, each read at most once: ``jobs/ledger/planning_ledger.py``), its planning objects (the
 sections' data: ``planning_objects.py``) and the input's sections; the plan task also reads how
-far planning got, once, as it builds its run. The stages (scan, decide, cut,
-commit) are plain functions of the run and of the records they are handed: they write their data
-objects and return their record; only the planning tasks read and write records.
+far planning got, once, as it builds its run. The stages (scan, decide, cut, commit) are plain
+functions of the run and of the records they are handed: they write their data objects and return
+their record; only the planning tasks read and write records.
 """
 from __future__ import annotations
 
