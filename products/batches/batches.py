@@ -85,12 +85,14 @@ def list_batches(ctx: JobContext, tenant: str, *, after: str | None = None, limi
     ids = sorted({key[len(prefix):].split("/", 1)[0] for key in ctx.store.list(prefix)}, reverse=True)
     if after is not None:
         ids = [batch_id for batch_id in ids if batch_id < after]
-    found = []
-    for batch_id in ids[: limit + 1]:
+    found: list[BatchObject] = []
+    for batch_id in ids:
         try:
             found.append(get_batch(ctx, tenant, batch_id, nudge=False))
-        except BatchNotFound:  # being created right now: its batch.json is not there yet
+        except BatchNotFound:  # objects of a batch without its batch.json: skipped, the page still filled
             continue
+        if len(found) > limit:
+            break
     return page(found, limit)
 
 
