@@ -88,10 +88,12 @@ class PoolqClient:
         self.close()
 
     def _answer(self, model: type[Answer], method: str, path: str, **kwargs: Any) -> Answer:
-        """The request's answer, read as the response model its route declares."""
+        """The request's answer, read as the response model its route declares. Fields the model does not
+        know are ignored (a newer server may add some: this client keeps working); one it needs, missing
+        or mistyped, is a protocol error."""
         body = self._call(method, path, **kwargs)
         try:
-            return model.model_validate(body)
+            return model.model_validate(body, extra="ignore")
         except ValidationError as exc:
             raise PoolqProtocolError(f"{method} {self.base_url}{path} answered something that is not a poolq "
                                      f"{model.__name__} ({exc.error_count()} fields off; is --api-url poolq's?)") from None

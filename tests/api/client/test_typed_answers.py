@@ -145,3 +145,22 @@ def test_dict_access_warns_naming_the_attribute_and_answers_what_the_json_held(p
         assert "error" in job and job["error"] is None  # a field that is None is in the JSON, as null
     with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
         job["nope"]
+
+
+def test_an_answer_from_a_newer_server_with_fields_this_client_does_not_know_still_reads():
+    """Request models refuse unknown fields (a typo is a 422); the client reads answers leniently, so a
+    server that adds a field (to a schedule, or inside its template) breaks no older client."""
+    from poolq.api.client.poolq_client import PoolqProtocolError
+
+    stored = Schedule.model_validate({"id": "s1", "tenant": "t", "created_at": "2026-12-05T00:00:00Z",
+                                      "cron": "0 * * * *", "input": {"uri": "s3://bucket/corpus/"}})
+    newer = stored.model_dump(mode="json")
+    newer["paused_until"] = None
+    newer["template"]["output"]["added_option"] = 1
+    answers = {"/v1/schedules": newer, "/v1/jobs": {"unexpected": "shape"}}
+    stub = httpx.MockTransport(lambda request: httpx.Response(201, json=answers[request.url.path]))
+    with PoolqClient("http://testserver", "key", transport=stub) as client:
+        assert client.create_schedule({"cron": "0 * * * *"}) == stored
+        # A body missing what the model needs is still not poolq's answer
+        with pytest.raises(PoolqProtocolError, match="POST http://testserver/v1/jobs answered something"):
+            client.submit({"input": {"documents": []}})
