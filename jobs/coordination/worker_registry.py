@@ -15,10 +15,11 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import asdict
 from typing import Iterable
 
-from poolq.jobs.coordination.worker_model_stats import ModelTotals, WorkerModelStats, model_totals
+from poolq.jobs.coordination.worker_model_stats import UNKNOWN_DTYPE, ModelTotals, WorkerModelStats, model_totals
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,11 @@ class WorkerRegistry(ABC):
     def model_totals(self, now: float | None = None) -> dict[str, ModelTotals]:
         """Each model some live worker reported, summed over the live workers' latest reports."""
         return model_totals(self.reports(sorted(self.live_names(now))).values())
+
+    def model_dtypes(self, model: str, now: float | None = None) -> Counter[str]:
+        """The dtypes live workers hold ``model`` loaded in, each with how many hold it so."""
+        return Counter(stats.dtype for report in self.reports(sorted(self.live_names(now))).values() for stats in report
+                       if stats.model == model and stats.loaded and stats.dtype != UNKNOWN_DTYPE)
 
 
 class RedisWorkerRegistry(WorkerRegistry):

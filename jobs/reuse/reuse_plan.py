@@ -82,7 +82,7 @@ def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int]
             reuse.tenant.evict(settings.reuse.reuse_ttl_s, settings.reuse.reuse_quota_bytes)
         for partition in range(16 ** PARTITION_DIGITS):
             prefix = f"{partition:0{PARTITION_DIGITS}x}"
-            stored = reuse.tenant.lookup(reuse.scope, prefix) if reuse.tenant is not None else {}
+            stored = reuse.tenant.lookup(reuse.lookup_scope, prefix) if reuse.tenant is not None else {}
             subs = 16 ** (digits - PARTITION_DIGITS)  # the spill files sharing this partition's digits
             for sub in range(subs):
                 _decide_file(spill.read(partition * subs + sub), stored, decisions, planned)
@@ -94,7 +94,7 @@ def plan_reuse(job: JobHandle, objects: PlanningObjects, valid_counts: list[int]
 
 def _knows_model(reuse: JobReuse) -> bool:
     try:
-        return bool(reuse.scope)
+        return bool(reuse.lookup_scope)
     except (UnknownModelError, ModelSpecError) as exc:
         log.warning("job %s: no tenant reuse lookup: %s", reuse.job.id, exc)
         return False

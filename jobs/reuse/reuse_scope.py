@@ -34,6 +34,19 @@ class JobReuse:
         Its dtype is the job's (``JobHandle.compute_dtype``): on a shard, the one its engine computes in."""
         return engine_scope(self.job.spec, self.job.ctx.engines, self.job.compute_dtype)
 
+    @cached_property
+    def lookup_scope(self) -> str:
+        """The scope planning looks the tenant's outputs up in: the dtype the job's shards will compute
+        in. Until the job has one (a pin, a claim), that is the dtype most live compute workers hold its
+        model in (a CPU control worker plans for bf16 GPU workers), else this worker's own. A shard
+        copies only what its own scope holds (``ReuseStore.holds``): a wrong guess costs computations."""
+        job = self.job
+        dtype = job.chosen_dtype
+        if dtype is None:
+            held = job.ctx.workers.model_dtypes(job.spec.model).most_common(1)
+            dtype = held[0][0] if held else job.compute_dtype
+        return engine_scope(job.spec, job.ctx.engines, dtype)
+
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":
         """None for a job whose outputs are never reused (see ``UNREUSABLE_TASKS``)."""

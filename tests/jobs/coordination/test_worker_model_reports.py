@@ -100,3 +100,15 @@ def test_an_unreadable_redis_report_counts_as_none(redis_url, names, caplog):
         reports = registry.reports([worker, other])
     assert reports == {worker: (), other: (_stats(names("a")),)}
     assert f"worker {worker}: its model report is unreadable" in caplog.text
+
+
+def test_the_dtypes_a_model_is_held_in_count_live_workers_holding_it_loaded(registry, names):
+    a, b, c, gone = names("a"), names("b"), names("c"), names("gone")
+    _alive(registry, a, b, c)
+    registry.report_models(a, [_stats("m", "bfloat16"), _stats("other", "float32")], 30)
+    registry.report_models(b, [_stats("m", "bfloat16"), _stats("m", "float32", loaded=False)], 30)
+    registry.report_models(c, [_stats("m", "float32"), _stats("m", "unknown")], 30)
+    registry.report_models(gone, [_stats("m", "float16")], 30)  # no heartbeat: not live
+    assert registry.model_dtypes("m", now=NOW) == {"bfloat16": 2, "float32": 1}
+    assert registry.model_dtypes("m", now=NOW).most_common(1) == [("bfloat16", 2)]
+    assert registry.model_dtypes("absent", now=NOW) == {}
