@@ -47,19 +47,13 @@ class JobHandle:
 
     @property
     def compute_dtype(self) -> str:
-        """The dtype the job's rows are computed in here: its chosen one, else this worker's own."""
-        chosen = self.chosen_dtype
-        return chosen if chosen is not None else self.ctx.engines.dtype_for()
-
-    @property
-    def chosen_dtype(self) -> str | None:
-        """The job's dtype once chosen: its pin, else the one its first shard claimed (docs/engine.md,
-        "One engine per job"); None before either."""
+        """The dtype the job's rows are computed in here: its pin, else the one its first shard claimed
+        (docs/engine.md, "One engine per job"), else this worker's own."""
         spec = self.spec
         if spec.compute_dtype != "auto":
             return spec.compute_dtype
         claimed = None if spec.allow_mixed_engines else claimed_engine(self.ledger)
-        return claimed.dtype if claimed is not None else None
+        return claimed.dtype if claimed is not None else self.ctx.engines.dtype_for()
 
     @property
     def plan(self) -> Plan:

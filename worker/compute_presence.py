@@ -14,6 +14,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.coordination.worker_model_stats import UNKNOWN_DTYPE, WorkerModelStats
 from poolq.jobs.coordination.worker_registry import this_worker
 from poolq.jobs.engine_pool import EnginePool
+from poolq.jobs.spec.engine_identity import device_kind
 from poolq.jobs.steps.dispatch import dispatch_waiting
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,9 @@ class ComputePresence:
 def engine_report(engines: EnginePool) -> tuple[WorkerModelStats, ...]:
     """What a beat says of ``engines``: each engine the pool loaded, plus each one handed to it
     (``EnginePool.use``: loaded, with nothing counted), so that every model it holds is reported held."""
-    stats = tuple(WorkerModelStats(**asdict(engine)) for engine in engines.stats())
+    device = device_kind(engines.config.device)
+    stats = tuple(WorkerModelStats(**asdict(engine), device=device) for engine in engines.stats())
     counted = {engine.model for engine in stats if engine.loaded}
-    handed_in = tuple(WorkerModelStats(model, UNKNOWN_DTYPE, 0, 0, 0.0, 0, loaded=True)
+    handed_in = tuple(WorkerModelStats(model, UNKNOWN_DTYPE, 0, 0, 0.0, 0, loaded=True, device=device)
                       for model in sorted(engines.loaded - counted))
     return stats + handed_in

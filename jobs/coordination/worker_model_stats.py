@@ -25,6 +25,7 @@ class WorkerModelStats:
     resident_bytes: int  # its weights' and buffers' bytes, as measured at its last load
     loaded: bool  # in the worker's memory now
     in_use: int = 0  # runs holding it now
+    device: str = "cpu"  # the worker's device kind (cpu, cuda): its kernels, so its vectors' last bits
 
 
 @dataclass(frozen=True)

@@ -72,11 +72,11 @@ class WorkerRegistry(ABC):
         """Each model some live worker reported, summed over the live workers' latest reports."""
         return model_totals(self.reports(sorted(self.live_names(now))).values())
 
-    def model_dtypes(self, model: str, now: float | None = None) -> Counter[str]:
-        """The dtypes live workers hold ``model`` loaded in, each with how many hold it so."""
-        return Counter(stats.dtype for report in self.reports(sorted(self.live_names(now))).values() for stats in report
-                       if stats.model == model and stats.loaded and stats.dtype != UNKNOWN_DTYPE)
-
+    def model_engines(self, model: str, now: float | None = None) -> Counter[tuple[str, str]]:
+        """The (dtype, device kind) engines live workers hold ``model`` loaded in, each with how many
+        workers hold it so."""
+        return Counter((stats.dtype, stats.device) for report in self.reports(sorted(self.live_names(now))).values()
+                       for stats in report if stats.model == model and stats.loaded and stats.dtype != UNKNOWN_DTYPE)
 
 class RedisWorkerRegistry(WorkerRegistry):
     def __init__(self, redis_client) -> None:

@@ -38,12 +38,16 @@ def reuse_options(spec: JobSpec) -> dict:
     return counted_options(spec.model_dump(mode="json"), SCOPE_COUNTS, _HELD_AT_DEFAULT)
 
 
-def reuse_scope(spec: JobSpec, engine_identity: str, truncate_dim: int | None = None) -> str:
-    """The hex digest every key of a job of ``spec`` run by ``engine_identity`` starts from; ``truncate_dim``:
-    the model's (sentence-transformers'), the size of its vectors where the job names no dimensions."""
+def reuse_scope(spec: JobSpec, engine_identity: str, truncate_dim: int | None = None, device: str = "cpu") -> str:
+    """The hex digest every key of a job of ``spec`` run by ``engine_identity`` on ``device`` (its kind)
+    starts from; ``truncate_dim``: the model's (sentence-transformers'), the size of its vectors where
+    the job names no dimensions. Another device's kernels give other last bits: its outputs are kept
+    apart (a CPU scope is written as before devices were told apart, so its stored outputs still count)."""
     scope: dict = {"engine": engine_identity, "options": reuse_options(spec)}
     if truncate_dim is not None and spec.output.dimensions is None:
         scope["default_dimensions"] = truncate_dim
+    if device != "cpu":
+        scope["device"] = device
     body = json.dumps(scope, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 

@@ -6,6 +6,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from poolq.jobs.job_handle import JobHandle
+from poolq.jobs.ledger.engine_claim import claimed_engine
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.reuse.reuse_key import reuse_scope
 from poolq.jobs.reuse.reuse_store import ReuseStore
@@ -13,6 +14,7 @@ from poolq.jobs.tenancy.api_keys import validate_tenant
 from poolq.storage import ObjectStore, join_key
 
 if TYPE_CHECKING:
+    from poolq.jobs.context import JobContext
     from poolq.jobs.engine_pool import EnginePool
     from poolq.jobs.spec.job_spec import JobSpec
 
@@ -36,16 +38,14 @@ class JobReuse:
 
     @cached_property
     def lookup_scope(self) -> str:
-        """The scope planning looks the tenant's outputs up in: the dtype the job's shards will compute
-        in. Until the job has one (a pin, a claim), that is the dtype most live compute workers hold its
-        model in (a CPU control worker plans for bf16 GPU workers), else this worker's own. A shard
-        copies only what its own scope holds (``ReuseStore.holds``): a wrong guess costs computations."""
+        """The scope planning looks the tenant's outputs up in: the engine the job's shards will compute
+        with, its first shard's claim if there is one, else the fleet's (``fleet_scope``). A shard copies
+        only what its own scope holds (``ReuseStore.holds``): a wrong guess costs computations, never rows."""
         job = self.job
-        dtype = job.chosen_dtype
-        if dtype is None:
-            held = job.ctx.workers.model_dtypes(job.spec.model).most_common(1)
-            dtype = held[0][0] if held else job.compute_dtype
-        return engine_scope(job.spec, job.ctx.engines, dtype)
+        claimed = None if job.spec.allow_mixed_engines else claimed_engine(job.ledger)
+        if claimed is not None:
+            return engine_scope(job.spec, job.ctx.engines, claimed.dtype, claimed.device)
+        return fleet_scope(job.spec, job.ctx)
 
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":
@@ -61,10 +61,23 @@ class JobReuse:
         return join_key(self.job_root, f"section-{section:05d}", f"shard-{shard:05d}-{attempt}.parquet")
 
 
-def engine_scope(spec: JobSpec, engines: EnginePool, dtype: str | None) -> str:
-    """The keys' scope of a job of ``spec`` on ``engines``' model computing in ``dtype``: the engine's identity,
-    and the model's truncate_dim (its description files, never its weights)."""
-    return reuse_scope(spec, engines.identity(spec.model, dtype), engines.registry.spec(spec.model).truncate_dim)
+def engine_scope(spec: JobSpec, engines: EnginePool, dtype: str | None, device: str | None = None) -> str:
+    """The keys' scope of a job of ``spec`` on ``engines``' model computing in ``dtype`` on ``device`` (a
+    kind; None: this process's): the engine's identity, and the model's truncate_dim (its description
+    files, never its weights)."""
+    identity = engines.engine_identity(spec.model, dtype)
+    return reuse_scope(spec, identity.key, engines.registry.spec(spec.model).truncate_dim, device or identity.device)
+
+
+def fleet_scope(spec: JobSpec, ctx: JobContext) -> str:
+    """The scope a job of ``spec`` is likely computed in by the fleet: the (dtype, device) most live
+    compute workers hold its model in, of its pinned dtype if it pins one (a CPU control worker or API
+    plans for bf16 GPU workers), else this process's own engine."""
+    pinned = None if spec.compute_dtype == "auto" else spec.compute_dtype
+    held = [engine for engine, _ in ctx.workers.model_engines(spec.model).most_common()
+            if pinned is None or engine[0] == pinned]
+    dtype, device = held[0] if held else (ctx.engines.dtype_for(spec.compute_dtype), None)
+    return engine_scope(spec, ctx.engines, dtype, device)
 
 
 def tenant_reuse_root(job: JobHandle) -> str:

@@ -1,10 +1,10 @@
 """The estimate's reuse probe for a job with ``reuse: "tenant"``: its sample's content hashes looked
 up in the tenant's reuse store (jobs/reuse/), one index partition per read, never one per record.
 
-The key scope is the engine identity the job would have here (its pinned dtype, else this host's
-``auto``), as the workers make it when they share this host's device kind; in a fleet whose workers
-differ (GPUs behind a CPU API), what they stored is under their identity and the probe finds none
-of it: the estimate then counts those tokens as computed, never the other way round.
+The key scope is the one planning would look up (``fleet_scope``): the engine most live compute
+workers hold the model in (of the job's pinned dtype, if any), else this host's own. Where the
+guess is wrong, the probe finds nothing and the estimate counts those tokens as computed, never
+the other way round.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Sequence
 
 from poolq.jobs.context import JobContext
-from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS, engine_scope, tenant_reuse_store
+from poolq.jobs.reuse.reuse_scope import UNREUSABLE_TASKS, fleet_scope, tenant_reuse_store
 from poolq.jobs.reuse.reuse_store import partition_of
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.products.estimate.reuse_probe import NoReuseProbe, ReuseProbe
@@ -27,8 +27,7 @@ class TenantReuseProbe:
         self.ctx = ctx
 
     def reusable(self, spec: JobSpec, tenant: str, content_hashes: Sequence[str]) -> list[bool]:
-        engines = self.ctx.engines
-        scope = engine_scope(spec, engines, engines.dtype_for(spec.compute_dtype))
+        scope = fleet_scope(spec, self.ctx)
         store = tenant_reuse_store(self.ctx.store, self.ctx.settings.storage.output_prefix, tenant)
         by_partition: dict[str, list[str]] = defaultdict(list)
         for content_hash in content_hashes:

@@ -28,8 +28,8 @@ def names():
     return lambda name: f"{name}-{tag}"
 
 
-def _stats(model, dtype="float32", loads=1, evictions=0, seconds=0.5, size=1000, loaded=True, in_use=0):
-    return WorkerModelStats(model, dtype, loads, evictions, seconds, size, loaded, in_use)
+def _stats(model, dtype="float32", loads=1, evictions=0, seconds=0.5, size=1000, loaded=True, in_use=0, device="cpu"):
+    return WorkerModelStats(model, dtype, loads, evictions, seconds, size, loaded, in_use, device)
 
 
 def _alive(registry, *workers, ttl_s=30.0):
@@ -102,13 +102,13 @@ def test_an_unreadable_redis_report_counts_as_none(redis_url, names, caplog):
     assert f"worker {worker}: its model report is unreadable" in caplog.text
 
 
-def test_the_dtypes_a_model_is_held_in_count_live_workers_holding_it_loaded(registry, names):
+def test_the_engines_a_model_is_held_in_count_live_workers_holding_it_loaded(registry, names):
     a, b, c, gone = names("a"), names("b"), names("c"), names("gone")
     _alive(registry, a, b, c)
-    registry.report_models(a, [_stats("m", "bfloat16"), _stats("other", "float32")], 30)
-    registry.report_models(b, [_stats("m", "bfloat16"), _stats("m", "float32", loaded=False)], 30)
+    cuda = {"device": "cuda"}
+    registry.report_models(a, [_stats("m", "bfloat16", **cuda), _stats("other", "float32")], 30)
+    registry.report_models(b, [_stats("m", "bfloat16", **cuda), _stats("m", "float32", loaded=False)], 30)
     registry.report_models(c, [_stats("m", "float32"), _stats("m", "unknown")], 30)
     registry.report_models(gone, [_stats("m", "float16")], 30)  # no heartbeat: not live
-    assert registry.model_dtypes("m", now=NOW) == {"bfloat16": 2, "float32": 1}
-    assert registry.model_dtypes("m", now=NOW).most_common(1) == [("bfloat16", 2)]
-    assert registry.model_dtypes("absent", now=NOW) == {}
+    assert registry.model_engines("m", now=NOW) == {("bfloat16", "cuda"): 2, ("float32", "cpu"): 1}
+    assert registry.model_engines("absent", now=NOW) == {}

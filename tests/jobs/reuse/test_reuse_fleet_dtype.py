@@ -1,5 +1,6 @@
 """Tenant reuse in a fleet whose planner computes in another dtype than its compute workers (a CPU
-control worker, bf16 GPU workers): planning looks the tenant's outputs up in the workers' dtype."""
+control worker, bf16 GPU workers): planning looks the tenant's outputs up in the workers' engine
+(dtype and device kind)."""
 import io
 
 import pyarrow.parquet as pq
@@ -24,14 +25,14 @@ def _spec() -> JobSpec:
     return JobSpec.model_validate({"model": MODEL, "input": {"documents": DOCS}, "reuse": "tenant"})
 
 
-def _planned_kinds(tmp_path, planner_dtype: str, fleet_dtype: str | None) -> list[str]:
+def _planned_kinds(tmp_path, planner_dtype: str, fleet_dtype: str | None, fleet_device: str = "cpu") -> list[str]:
     """The reuse decisions a planner computing in ``planner_dtype`` makes for the documents a float32
     job stored, while live workers hold the model in ``fleet_dtype``."""
     ctx = local_context(tmp_path / "out", Settings(dtype=planner_dtype))
     ctx.enqueuer = RecordingEnqueuer()
     if fleet_dtype is not None:
         ctx.workers.heartbeat("gpu-worker", 60)
-        ctx.workers.report_models("gpu-worker", [WorkerModelStats(MODEL, fleet_dtype, 1, 0, 1.0, 1 << 20, True)], 60)
+        ctx.workers.report_models("gpu-worker", [WorkerModelStats(MODEL, fleet_dtype, 1, 0, 1.0, 1 << 20, True, device=fleet_device)], 60)
     job_id = submit_job(ctx, _spec(), tenant=TENANT).id
     run_task(ctx.enqueuer.take()[0], ctx)  # the plan task alone
     objects = JobHandle.of_tenant(ctx, job_id, TENANT).layout
@@ -59,3 +60,10 @@ def test_with_no_worker_holding_the_model_a_planner_looks_up_its_own_dtype(tmp_p
     _store_float32_outputs(tmp_path, minilm_engine)
     assert _planned_kinds(tmp_path, "bfloat16", fleet_dtype=None) == []  # bf16 outputs: none stored
     assert _planned_kinds(tmp_path, "float32", fleet_dtype=None) == ["tenant"] * len(DOCS)
+
+
+def test_outputs_computed_on_another_device_kind_are_not_planned_as_copies(tmp_path, minilm_engine):
+    # Given float32 outputs computed on CPU, and a fleet of CUDA workers computing in float32
+    _store_float32_outputs(tmp_path, minilm_engine)
+    # Then nothing is planned as a copy: CUDA's rows would differ in their last bits
+    assert _planned_kinds(tmp_path, "float32", fleet_dtype="float32", fleet_device="cuda") == []

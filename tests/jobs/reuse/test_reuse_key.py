@@ -65,6 +65,14 @@ def test_the_engine_identity_is_in_the_scope():
     assert _scope(engine="sha256:abc/float16") != _scope() != _scope(engine="sha256:def/float32")
 
 
+def test_another_device_kind_is_another_scope_and_a_cpu_scope_is_what_it_was():
+    """CUDA kernels give other last bits: a GPU's outputs never stand for a CPU job's (the stored CPU
+    outputs keep their keys: the pinned digests above are CPU scopes)."""
+    spec, engine = JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "x"}]}}), "sha256:abc/float32"
+    assert reuse_scope(spec, engine, device="cpu") == reuse_scope(spec, engine)
+    assert reuse_scope(spec, engine, device="cuda") != reuse_scope(spec, engine)
+
+
 def test_an_option_added_to_the_spec_later_is_covered_without_listing_it():
     class FutureSpec(JobSpec):
         pooling_temperature: float = Field(1.0)
