@@ -32,7 +32,8 @@ def _planned_kinds(tmp_path, planner_dtype: str, fleet_dtype: str | None, fleet_
     ctx.enqueuer = RecordingEnqueuer()
     if fleet_dtype is not None:
         ctx.workers.heartbeat("gpu-worker", 60)
-        ctx.workers.report_models("gpu-worker", [WorkerModelStats(MODEL, fleet_dtype, 1, 0, 1.0, 1 << 20, True, device=fleet_device)], 60)
+        held = WorkerModelStats(MODEL, fleet_dtype, 1, 0, 1.0, 1 << 20, True, device=fleet_device)
+        ctx.workers.report_models("gpu-worker", [held], 60)
     job_id = submit_job(ctx, _spec(), tenant=TENANT).id
     run_task(ctx.enqueuer.take()[0], ctx)  # the plan task alone
     objects = JobHandle.of_tenant(ctx, job_id, TENANT).layout
