@@ -19,6 +19,7 @@ from poolq.jobs import JobContext, JobSpec, check_job
 from poolq.jobs.inputs.shard_input import InputChanged
 from poolq.products.estimate.estimator import estimate_job
 from poolq.products.estimate.job_estimate import JobEstimate
+from poolq.products.estimate.sample_tokenizer import TokenizerMissing
 from poolq.storage import ObjectNotFoundError
 from poolq.storage.parquet_input import MissingColumnError, NotParquetError
 
@@ -32,7 +33,8 @@ async def estimate(ctx: Context, spec: JobSpec, request: Request, principal: Cal
     """Documents, characters, tokens and rows the job would make, the documents it would cut or
     fail (by reason), duplicates within its input, tokens already available for reuse, and its
     time on the compute workers alive now (none when no worker has measured its throughput).
-    Nothing is submitted. An input that cannot be read is a 422 at ``input.uri``."""
+    Nothing is submitted. An input that cannot be read is a 422 at ``input.uri``; a model without
+    ``tokenizer.json`` (a slow tokenizer only) a 422 at ``model``."""
     with submission_refusals():
         # A Hub model pinned to its commit, as a submission would (a download: off the event loop); the
         # budget is not checked (that check is this estimate)
@@ -45,4 +47,7 @@ def _estimate(ctx: JobContext, spec: JobSpec, tenant: str) -> JobEstimate:
         return estimate_job(ctx, spec, tenant)
     except _UNREADABLE_INPUT as exc:
         raise RequestValidationError([{"loc": ("body", "input", "uri"), "msg": f"the input cannot be read: {exc}",
+                                       "type": "value_error"}]) from None
+    except TokenizerMissing as exc:  # a job of it is accepted (not checked at submit); its estimate is not made
+        raise RequestValidationError([{"loc": ("body", "model"), "msg": f"the model cannot be estimated: {exc}",
                                        "type": "value_error"}]) from None

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from support.random_models import save_random_model, tiny_bert_config, write_st_modules
 from support.refusals import GRANTED, REFUSALS, TENANT_A, Refusal
 from support.security_app import holding_context
 
@@ -70,3 +71,25 @@ def test_a_slow_estimate_does_not_stall_other_requests(tmp_path, monkeypatch):
     release.set()
     waiting.join(60)
     assert answers[0].status_code == 200 and json.loads(answers[0].text)["documents"] == 1
+
+
+def test_the_estimate_of_a_model_without_tokenizer_json_is_a_422_naming_the_model(tmp_path):
+    from transformers import BertModel
+
+    # Given a model with a slow tokenizer only (no tokenizer.json, which estimates tokenize with)
+    model_dir = tmp_path / "slow"
+    model_dir.mkdir()
+    save_random_model(model_dir, BertModel, tiny_bert_config())
+    write_st_modules(model_dir, 32)
+    (model_dir / "tokenizer.json").unlink()
+    settings = Settings(store="local", local_store_root=tmp_path / "store", bucket="bucket", output_prefix="jobs",
+                        api_key_cache_s=0, models={"slow": str(model_dir)})
+    app = create_app(holding_context(settings), settings, checks=[])
+    key, _ = app.state.keys.create(TENANT_A)
+    client = TestClient(app, headers={"Authorization": f"Bearer {key}"}, raise_server_exceptions=False)
+    body = {"model": "slow", "input": {"documents": [{"id": "a", "text": "a short document"}]}}
+    assert client.post("/v1/jobs/validate", json=body).status_code == 200  # a job it would accept
+    # When it is estimated, then the answer is a 422 naming the model, never a server error
+    answer = client.post("/v1/jobs/estimate", json=body)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"][0]["loc"] == ["body", "model"] and "tokenizer.json" in answer.text
