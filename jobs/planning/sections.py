@@ -29,7 +29,7 @@ from poolq.jobs.planning.parquet_sections import (
 from poolq.storage import JsonlLineError, JsonlObject, JsonlProgress, ObjectInfo, ObjectStore, open_uri
 from poolq.storage.input_limits import InputLimits
 
-__all__ = ["InputSection", "list_sections", "section_lines", "section_records", "section_field_types"]
+__all__ = ["InputSection", "as_record", "list_sections", "section_lines", "section_records", "section_field_types"]
 
 
 @dataclass(frozen=True)
@@ -113,14 +113,14 @@ def section_records(ctx: JobContext, section: InputSection, fields: InputFields,
     try:
         for item in section_lines(ctx, section, first_line, progress, fields.columns()):
             last = f"{item.unit} {item.line}"
-            yield item, _as_record(item, fields, max_chars)
+            yield item, as_record(item, fields, max_chars)
     except Exception as exc:
         where = section.name or section.uri
         exc.add_note(f"while planning {where}, after {last}" if last else f"while opening {where}")
         raise
 
 
-def _as_record(item: JsonlObject | JsonlLineError, fields: InputFields, max_chars: int) -> InputRecord | RecordError:
+def as_record(item: JsonlObject | JsonlLineError, fields: InputFields, max_chars: int) -> InputRecord | RecordError:
     """The line as a record, its text within ``max_chars`` (as an inline document's), or its error."""
     try:
         record = fields.record(item)

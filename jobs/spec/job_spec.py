@@ -41,6 +41,11 @@ class InlineDocument(_Strict):
                                  description="score jobs: consecutive pairs sharing it are ranked together")
     fields: dict[str, JsonValue] | None = Field(None, description="more fields of the document, for output.include_fields")
 
+    def as_row(self) -> dict:
+        """The document as the JSONL line it is stored as (and planning reads): its ``fields`` beside id and text."""
+        row = self.model_dump(exclude_none=True, exclude={"fields"})
+        return {**(self.fields or {}), **row}
+
 
 class InlineInput(_Strict):
     """Small inputs sent in the request body."""

@@ -17,7 +17,7 @@ from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.job_hooks import SubmissionRefused
 from poolq.jobs.observability.job_events import job_submitted
 from poolq.jobs.spec.job_ids import new_job_id
-from poolq.jobs.spec.job_spec import InlineDocument, InlineInput, JobLimits, JobSpec, UriInput
+from poolq.jobs.spec.job_spec import InlineInput, JobLimits, JobSpec, UriInput
 from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.spec.job_status import LOCAL_TENANT, JobStatus
 from poolq.jobs.status.current_status import current_status
@@ -245,7 +245,7 @@ def _persist_and_queue(job: JobHandle, spec: JobSpec, body: dict) -> JobStatus:
     ctx.register_job(job_id, job.tenant)
     created_at = datetime.now(timezone.utc)
     if isinstance(spec.input, InlineInput):
-        rows = [_inline_row(document) for document in spec.input.documents]
+        rows = [document.as_row() for document in spec.input.documents]
         ctx.store.put_once(layout.inline_input, dump_jsonl(rows))
     ctx.store.put_once(layout.spec, json.dumps(body, indent=2, sort_keys=True).encode("utf-8"))
     ctx.store.put_once(ctx.service_layout.active(job_id), json.dumps({"created_at": created_at.isoformat()}).encode())
@@ -280,11 +280,5 @@ def _check_included_fields(spec: JobSpec, columns: list[str]) -> None:
             if clash:
                 raise JobRejected(f"input.documents.{index}.fields", f"document {document.id!r}: fields may not be named "
                                                                      f"{', '.join(clash)}")
-
-
-def _inline_row(document: InlineDocument) -> dict:
-    """An inline document as the JSONL line it is stored as: its ``fields`` beside id and text."""
-    row = document.model_dump(exclude_none=True, exclude={"fields"})
-    return {**(document.fields or {}), **row}
 
 

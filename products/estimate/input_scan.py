@@ -10,7 +10,6 @@ import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from poolq.jobs.context import JobContext
 from poolq.jobs.inputs.input_format import InputFormat
@@ -19,11 +18,11 @@ from poolq.jobs.inputs.records import InputRecord, RecordError
 from poolq.jobs.inputs.shard_input import InputFields
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.planning.input_objects import input_objects
-from poolq.jobs.planning.sections import list_sections, section_records
+from poolq.jobs.planning.sections import as_record, list_sections, section_records
 from poolq.jobs.report.distinct_counter import DistinctCounter
 from poolq.jobs.spec.job_spec import InlineInput, JobSpec
 from poolq.products.estimate.stratified_sample import SampledDocument, StratifiedSample
-from poolq.storage import JsonlProgress
+from poolq.storage import JsonlObject, JsonlProgress
 
 _DEADLINE_EVERY = 1000  # records between two looks at the clock inside a section
 
@@ -63,6 +62,13 @@ class InputScan:
         kept_per_object = self.distinct_in_objects + self.object_ids.count().distinct
         return max(0, self.documents - kept_per_object), max(0, kept_per_object - distinct)
 
+    def count(self, record: InputRecord | RecordError) -> None:
+        """One record as planning finds it: a valid one, or the error it is refused with."""
+        if isinstance(record, RecordError):
+            self.invalid[record.code] += 1
+        else:
+            self.add(record)
+
     def add(self, record: InputRecord) -> None:
         self.documents += 1
         self.characters += record.characters
@@ -80,18 +86,13 @@ def scan_input(ctx: JobContext, spec: JobSpec, tenant: str) -> InputScan:
     scan = InputScan(StratifiedSample(settings.estimates.estimate_sample_per_stratum, settings.estimates.estimate_sample_chars))
     started = time.monotonic()
     if isinstance(spec.input, InlineInput):
-        for record in _inline_records(spec.input):
-            scan.add(record)
+        fields, max_chars = InputFields.of(spec), settings.limits.max_document_chars
+        for line, document in enumerate(spec.input.documents, start=1):  # as planning reads the stored lines
+            scan.count(as_record(JsonlObject(line=line, value=document.as_row()), fields, max_chars))
     else:
         _scan_sections(scan, JobHandle.unsubmitted(ctx, spec, tenant), started + settings.estimates.estimate_max_seconds)
     scan.seconds = time.monotonic() - started
     return scan
-
-
-def _inline_records(inline: InlineInput) -> Iterator[InputRecord]:
-    for line, document in enumerate(inline.documents, start=1):
-        spans = [list(span) for span in document.chunk_spans] if document.chunk_spans is not None else None
-        yield InputRecord(document.id, document.text, line, spans, document.query, document.query_id)
 
 
 def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
@@ -107,10 +108,7 @@ def _scan_sections(scan: InputScan, job: JobHandle, deadline: float) -> None:
         previous = section.uri
         progress, records = JsonlProgress(), 0
         for _, record in section_records(job.ctx, section, fields, progress=progress):
-            if isinstance(record, RecordError):
-                scan.invalid[record.code] += 1
-            else:
-                scan.add(record)
+            scan.count(record)
             records += 1
             if records % _DEADLINE_EVERY == 0 and time.monotonic() > deadline and _cuttable(section):
                 scan.bytes_read += round(section.size_bytes * _fraction(section, progress, records))

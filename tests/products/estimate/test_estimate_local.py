@@ -146,3 +146,34 @@ def test_a_tenant_reuse_estimate_counts_what_the_tenants_store_holds(tmp_path, c
     assert other.reuse.tokens == 0 and other.computed_tokens == before.computed_tokens
     job_only = estimate_job(ctx, spec.model_copy(update={"reuse": "job"}), "acme")
     assert (job_only.reuse.source, job_only.reuse.tokens) == ("none", 0)
+
+
+def _manifest(ctx, status):
+    return JobHandle.bind(ctx, status.id).ledger.manifest()
+
+
+def test_inline_documents_get_planning_record_checks_in_the_estimate(local_ctx):
+    # Given inline documents, two of them with no text (planning fails them as empty_text)
+    documents = [{"id": "a", "text": "a real document"}, {"id": "blank", "text": "   "}, {"id": "empty", "text": ""}]
+    spec = JobSpec.model_validate({"input": {"documents": documents}})
+    # When estimated, then run
+    estimate = estimate_job(local_ctx, spec, "local")
+    manifest = _manifest(local_ctx, run_job_locally(local_ctx, spec))
+    # Then the estimate fails them by the job's code, and counts only the valid record as a document
+    assert manifest.errors.by_code == {"empty_text": 2}
+    assert estimate.failed == manifest.errors.by_code
+    assert estimate.documents == 1
+
+
+def test_inline_score_pairs_without_a_query_are_estimated_as_the_failures_they_are(local_ctx):
+    # Given inline score pairs, one without a query and one with a blank one (per-record errors of a job)
+    pairs = [{"id": "p", "query": "which river", "text": "the rhine flows north"},
+             {"id": "no-query", "text": "a text with no query"}, {"id": "blank-query", "query": "  ", "text": "blank"}]
+    spec = JobSpec.model_validate({"task": "score", "input": {"documents": pairs}})
+    # When estimated, then run
+    estimate = estimate_job(local_ctx, spec, "local")
+    manifest = _manifest(local_ctx, run_job_locally(local_ctx, spec))
+    # Then the estimate fails the same pairs by the same codes, and makes a row of the good pair only
+    assert manifest.errors.by_code == {"missing_query": 1, "empty_query": 1} and manifest.counts.rows == 1
+    assert estimate.failed == manifest.errors.by_code
+    assert estimate.rows == manifest.counts.rows
