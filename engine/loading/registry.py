@@ -16,6 +16,7 @@ from poolq.engine.loading import hub
 from poolq.engine.loading.gguf_header import read_gguf_model_spec
 from poolq.engine.loading.hub import HubAccess, HubModelName, ModelNameError
 from poolq.engine.loading.model_fingerprint import model_fingerprint
+from poolq.engine.loading.tokenizer_specials import special_tokens_in
 from poolq.engine.model_spec import ModelSpec, read_model_spec
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -116,6 +117,10 @@ class ModelRegistry:
         if hub_name is not None:
             return hub.description_dir(hub_name.repo_id, self._commit(hub_name))
         return self.resolve(name_or_path)
+
+    def special_tokens(self, name_or_path: str) -> int | None:
+        """The special tokens the model's tokenizer puts around one text (None: not known before loading)."""
+        return special_tokens_in(self.description_dir(name_or_path))
 
     def fingerprint(self, name_or_path: str) -> str:
         """The content fingerprint of the model's files (see :mod:`poolq.engine.loading.model_fingerprint`).

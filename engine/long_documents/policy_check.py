@@ -53,10 +53,14 @@ def check_multi_task_mode(mode: LongDocumentMode) -> None:
                                   "they take 'error' or 'truncate'")
 
 
-def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask | None = None) -> int:
+def check_policy(spec: ModelSpec, policy: LongDocumentPolicy, task: PoolingTask | None = None,
+                 special_tokens: int = 0) -> int:
     """Raise :class:`PolicyError` for a policy the model (and ``task``, if given) cannot follow;
-    return the window."""
+    return the window. ``special_tokens``: those its tokenizer puts around a text, where known."""
     window = resolve_window(spec, policy)
+    if window <= special_tokens:
+        raise PolicyError("window_tokens", f"a window of {window} tokens leaves no room next to the model's "
+                                           f"{special_tokens} special tokens")
     mode = policy.mode
     if task is not None:
         check_task_mode(task, mode)

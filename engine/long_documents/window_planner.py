@@ -47,6 +47,7 @@ from poolq.engine.long_documents.window_plans import (
 )
 from poolq.engine.model_spec import ModelSpec, PoolingType, PromptError, resolve_prompt
 from poolq.engine.pooling.dispatcher import PoolerDispatcher
+from poolq.engine.pooling.methods import StepPool
 from poolq.engine.request import (
     ChunkBoundary,
     ChunkSpan,
@@ -93,9 +94,7 @@ class WindowPlanner:
         self._check_policy()
 
     def _check_policy(self) -> None:
-        check_policy(self.spec, self.policy)
-        if self.window <= len(self.prefix) + len(self.suffix):
-            raise PolicyError("window_tokens", f"a window of {self.window} tokens leaves no room next to the special tokens")
+        check_policy(self.spec, self.policy, special_tokens=len(self.prefix) + len(self.suffix))
 
     def plan(
         self, request: PoolingRequest, content_ids: list[int], offsets: list[tuple[int, int]] | None
@@ -180,7 +179,8 @@ class WindowPlanner:
 
     # -- token tasks: one row per token ----------------------------------------------------
     def _tokens(self, request: PoolingRequest, doc: _Document) -> DocumentPlan | RequestError:
-        """One row per token the token head keeps (its ``kept_tokens``: all, or all but CLS for ColBERT)."""
+        """One row per token the token pooler keeps: STEP's step-tag positions (``_step_rows``) or all,
+        then those its head keeps (its ``kept_tokens``: all, or all but CLS for ColBERT)."""
         content_offsets = list(doc.offsets) if doc.offsets is not None else [(0, 0)] * len(doc.content)
         lead, suffix = [(0, 0)] * len(doc.lead), [(0, 0)] * len(self.suffix)
         token_task = next(task for task in request.all_tasks if task.per_token)
@@ -190,17 +190,27 @@ class WindowPlanner:
             cut = len(item.token_ids) - len(lead) - len(suffix)
             if item.truncated:  # cut where finish() cut the ids
                 content_offsets = content_offsets[:cut] if self.policy.side is TruncationSide.END else content_offsets[-cut:]
-            char_offsets = [*lead, *content_offsets, *suffix]
+            rows = self._step_rows(request, token_task, item.token_ids)
             return TokenPlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated,
-                             token_ids=item.token_ids[kept], char_offsets=char_offsets[kept])
+                             token_ids=_pick(item.token_ids, rows)[kept],
+                             char_offsets=_pick([*lead, *content_offsets, *suffix], rows)[kept])
         full = [*doc.lead, *doc.content, *self.suffix]
         limit = self.policy.max_embed_len
         if limit is not None and len(full) > limit:
             return RequestError(request.key, "document_too_long",
                                 f"document has {len(full)} tokens; this job accepts at most max_embed_len={limit}")
-        return StitchedTokensPlan(self._macro_windows(full), len(full), token_ids=full[kept],
-                                  char_offsets=[*lead, *content_offsets, *suffix][kept],
-                                  head=self.dispatcher.head(token_task), params=request.params)
+        rows = self._step_rows(request, token_task, full)
+        return StitchedTokensPlan(self._macro_windows(full), len(full), token_ids=_pick(full, rows)[kept],
+                                  char_offsets=_pick([*lead, *content_offsets, *suffix], rows)[kept],
+                                  head=self.dispatcher.head(token_task), params=request.params, rows=rows)
+
+    def _step_rows(self, request: PoolingRequest, task: PoolingTask, token_ids: list[int]) -> list[int] | None:
+        """The positions holding the request's ``step_tag_id`` where ``task`` pools by STEP (vLLM's STEP:
+        StepPool keeps only those states); None: every position."""
+        tag = request.params.step_tag_id
+        if tag is None or not isinstance(self.dispatcher.poolers[task].method, StepPool):
+            return None
+        return [position for position, token_id in enumerate(token_ids) if token_id == tag]
 
     # -- chunk rows --------------------------------------------------------------------------
     def _content_chunks(self, request: PoolingRequest, doc: _Document) -> list[tuple[int, int]]:
@@ -266,6 +276,11 @@ class WindowPlanner:
             if end == len(full):
                 return windows
             start += step
+
+
+def _pick(values: list, rows: list[int] | None) -> list:
+    """``values`` at ``rows`` (None: all)."""
+    return list(values) if rows is None else [values[row] for row in rows]
 
 
 def split_at_window(chunks: list[tuple[int, int]], room: int) -> tuple[list[tuple[int, int]], tuple[bool, ...]]:

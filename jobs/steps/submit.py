@@ -51,7 +51,8 @@ def validate_spec(ctx: JobContext, spec: JobSpec) -> JobSpec:
         raise JobRejected("prompt_name", f"{exc} (model {spec.model!r})") from None
     task = job_task(spec)
     try:
-        check_policy(model_spec, spec.long_documents.policy(), task.pooling_task_of(model_spec))
+        check_policy(model_spec, spec.long_documents.policy(), task.pooling_task_of(model_spec),
+                     special_tokens=ctx.registry.special_tokens(spec.model) or 0)
         task.check(model_spec)
     except PolicyError as exc:
         raise JobRejected(f"long_documents.{exc.field}", str(exc)) from None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from poolq.engine.loading.tokenizer_specials import special_token_counts
 from poolq.engine.tokenizer import PIECE_CHARS, split_at_whitespace
 
 
@@ -26,10 +27,7 @@ class SampleTokenizer:
         self._tokenizer = Tokenizer.from_file(str(path))
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
-        plain = self._tokenizer.encode("probe", add_special_tokens=False).ids
-        full = self._tokenizer.encode("probe", add_special_tokens=True).ids
-        start = next(i for i in range(len(full) - len(plain) + 1) if full[i:i + len(plain)] == plain)
-        self.special_token_counts = (start, len(full) - start - len(plain))
+        self.special_token_counts = special_token_counts(self._tokenizer)
 
     def token_counts(self, texts: list[str]) -> list[int]:
         """Content tokens (no specials) of each text."""

@@ -16,3 +16,20 @@ def test_each_packaged_model_kind_declares_the_tasks_its_dispatcher_serves(minil
     splade = PoolingEngine.from_pretrained("splade-tiny", dtype="float32")
     for engine in (minilm_engine, splade):
         assert engine.supported_tasks == engine.spec.kind.tasks
+
+
+def test_a_window_the_models_special_tokens_fill_alone_is_rejected_naming_it(local_ctx):
+    import pytest
+
+    from poolq.jobs.spec.job_spec import JobSpec
+    from poolq.jobs.steps.submit import JobRejected, submit_job
+
+    # MiniLM's tokenizer puts [CLS] and [SEP] around every text: a window of 2 leaves no token for it
+    def spec(window: int) -> JobSpec:
+        return JobSpec.model_validate({"input": {"documents": [{"id": "a", "text": "x"}]},
+                                       "long_documents": {"mode": "truncate", "window_tokens": window}})
+
+    with pytest.raises(JobRejected, match="leaves no room next to the model's 2 special tokens") as refused:
+        submit_job(local_ctx, spec(2))
+    assert refused.value.field == "long_documents.window_tokens"
+    assert submit_job(local_ctx, spec(3)).id  # one token of text fits

@@ -138,6 +138,10 @@ def test_long_inputs_follow_long_documents_as_a_job_would(client, sample_documen
     (_with_model({"input": "x", "long_documents": {"mode": "naive_chunks"}}), ["body", "long_documents"]),
     (_with_model({"input": "x", "long_documents": {"mode": "sideways"}}), ["body", "long_documents", "mode"]),
     (_with_model({"input": "x", "long_documents": {"window_tokens": 100000}}), ["body", "long_documents", "window_tokens"]),
+    # [CLS] and [SEP] fill a window of 2 alone: refused before a worker would (it answered 503, as its own failure)
+    (_with_model({"input": "x", "long_documents": {"window_tokens": 2}}), ["body", "long_documents", "window_tokens"]),
+    (_with_model({"input": "x", "long_documents": {"mode": "chunked", "window_tokens": 1}}),
+     ["body", "long_documents", "window_tokens"]),
     (_with_model({"input": "x", "temperature": 1}), ["body", "temperature"]),
 ], ids=lambda value: str(value)[:60])
 def test_refusals_are_400_naming_the_field(client, body, loc):
