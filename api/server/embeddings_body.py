@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, PlainValidator, WithJsonSchema, field_va
 
 from poolq.engine.loading.registry import MAX_MODEL_NAME_CHARS
 from poolq.jobs import LaneInput, LongDocuments, Settings, estimated_tokens
+from poolq.jobs.lane.lane_messages import CHARS_PER_TOKEN
 from poolq.jobs.spec.job_spec import PromptOptions
 
 MAX_TOKEN_ID = 2**31 - 1  # any vocabulary fits; larger numbers are no token id of any model
@@ -89,29 +90,33 @@ class EmbeddingsBody(PromptOptions):
         return value.one_vector_per_input("this endpoint")
 
 
-def check_limits(inputs: Sequence[LaneInput], settings: Settings) -> None:
-    """Empty inputs and inputs too long alone: 422 naming the input; too many inputs or too many
-    tokens in all: 413."""
+def check_limits(inputs: Sequence[LaneInput], settings: Settings, prompt: str = "") -> None:
+    """Empty inputs and inputs too long alone: 400 naming the input; too many inputs or too many
+    tokens in all: 413. ``prompt``: the text put before every input, whose tokens each input costs too."""
     if len(inputs) > settings.lane.embeddings_max_inputs:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
                             f"{len(inputs)} inputs; at most {settings.lane.embeddings_max_inputs} per request")
     budget = settings.embeddings_request_tokens
+    prompt_tokens = int(len(prompt) / CHARS_PER_TOKEN)
+    with_prompt = f" with its prompt of about {prompt_tokens} tokens" if prompt_tokens else ""
     problems, total = [], 0
     for index, item in enumerate(inputs):
-        tokens = estimated_tokens(item)
+        tokens = estimated_tokens(item) + prompt_tokens
         total += tokens
         if not item:
             problems.append(_problem(index, "empty_input", f"input {index} is empty"))
         elif tokens > budget:
-            size = f"{len(item)} token ids" if isinstance(item, list) else f"{len(item)} characters (about {tokens} tokens)"
-            problems.append(_problem(index, "input_too_long", f"input {index} has {size}; a request holds at most "
-                                     f"about {budget} tokens (embed long documents with a job: POST /v1/jobs)"))
+            size = f"{len(item)} token ids" if isinstance(item, list) else f"{len(item)} characters"
+            problems.append(_problem(index, "input_too_long", f"input {index} has {size} (about {tokens} tokens"
+                                     f"{with_prompt}); a request holds at most about {budget} tokens (embed long "
+                                     "documents with a job: POST /v1/jobs)"))
     if problems:
         raise RequestValidationError(problems)
     if total > budget:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE,
-                            f"the inputs come to about {total} tokens; at most about {budget} per request (send fewer "
-                            "inputs per request, or embed them with a job: POST /v1/jobs)")
+                            f"the inputs come to about {total} tokens{with_prompt.replace('its', 'their')}; at most "
+                            f"about {budget} per request (send fewer inputs per request, or embed them with a job: "
+                            "POST /v1/jobs)")
 
 
 def _problem(index: int, kind: str, message: str) -> dict:

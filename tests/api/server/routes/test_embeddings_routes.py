@@ -179,6 +179,17 @@ def test_too_many_tokens_in_all_is_413_and_one_input_too_long_is_400_naming_it(c
     assert _error(response)["message"].startswith("input.0: input 0 has 2100 token ids")
 
 
+def test_the_prompt_counts_in_the_request_budget(client):
+    """docs/models.md#prompts: the prompt goes before every input, and its tokens count in the estimate."""
+    prompt = "word " * 400  # about 500 tokens before each input
+    response = _embed(client, input=["x"] * 4, prompt=prompt, long_documents={"mode": "truncate"})
+    assert response.status_code == 413, response.text  # ~4 x 500 tokens: over the 2000 of a request
+    assert "with their prompt of about 500 tokens" in _error(response)["message"]
+    one = _embed(client, input=["word " * 1300], prompt=prompt, long_documents={"mode": "truncate"})
+    assert one.status_code == 400 and _error(one)["code"] == "input_too_long"  # 1625 + 500 tokens, alone
+    assert _embed(client, input=["x"] * 4, prompt="word " * 20, long_documents={"mode": "truncate"}).status_code == 200
+
+
 def _app_over(served, lane, **settings):
     ctx, _ = served
     return authed_client(ctx, ctx.settings.with_values(**settings), lane=lane)
