@@ -15,7 +15,8 @@ class LaneSettings(SettingsGroup):
     embeddings_max_inputs: int = Field(2048, ge=1, description="inputs per request (OpenAI's limit); more: 413")
     embeddings_max_request_tokens: int | None = Field(
         None, ge=1, description="estimated tokens (characters / 4, or token ids) per request; more: 413 (one input "
-        "over it alone: 400; the prompt counts before every input). Default: what a worker embeds in a quarter of embeddings_timeout_s")
+        "over it alone: 400; the prompt counts before every input). Default: what a worker embeds in a quarter "
+        "of embeddings_timeout_s")
     embeddings_max_waiting: int = Field(64, ge=1, description="requests one API process waits on at once (each "
                                         "holds a thread); more: 503 at once")
     embeddings_max_waiting_per_tenant: int | None = Field(
