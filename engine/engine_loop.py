@@ -243,12 +243,19 @@ class EngineLoop:
         return plans
 
     def _plan_pair(self, request: PoolingRequest) -> DocumentPlan | RequestError:
-        planner = self.planner
-        truncate = planner.policy.mode is LongDocumentMode.TRUNCATE
-        item = self.model.tokenizer.tokenize_pair(request.text, request.text_pair or "", planner.window, truncate)
+        planner, mode = self.planner, self.planner.policy.mode
+        item = self.model.tokenizer.tokenize_pair(request.text, request.text_pair or "", planner.window,
+                                                  mode is LongDocumentMode.TRUNCATE)
         if item is None:
             return RequestError(request.key, "query_too_long", f"the first text of the pair fills the model's window of "
                                 f"{planner.window} tokens on its own")
+        modes = longer_document_modes(request.all_tasks, pair=True)
+        # A pair is one sequence that no chunk mode can cut: beyond the window it takes error or truncate only.
+        if item.truncated and mode not in (LongDocumentMode.ERROR, *modes):
+            return RequestError(request.key, "unsupported_mode",
+                                f"the text pair has {item.num_tokens} tokens, more than the model's window of "
+                                f"{planner.window}, and long_documents.mode={mode.value!r} does not apply to a text pair"
+                                + mode_hint(modes))
         plan = SinglePlan([Window(item.token_ids, item.token_type_ids)], item.num_tokens, item.truncated)
         return self._check(request, plan)
 

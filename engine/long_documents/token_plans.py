@@ -41,6 +41,7 @@ class StitchedTokensPlan(DocumentPlan):
     char_offsets: list[tuple[int, int]] = field(default_factory=list)
     head: "Head | None" = None
     params: PoolingParams = field(default_factory=PoolingParams)
+    rows: list[int] | None = None  # the stitched states the head runs over (STEP: the step-tag positions); None: all
     _states: dict[int, torch.Tensor] = field(default_factory=dict)  # window index -> kept [n_kept, hidden]
 
     def __post_init__(self) -> None:
@@ -56,6 +57,8 @@ class StitchedTokensPlan(DocumentPlan):
         if self.head is None or len(self._states) != len(self.windows):
             raise RuntimeError("StitchedTokensPlan.output() needs its head and every window's states")
         states = torch.cat([self._states[index] for index in range(len(self.windows))])  # [num_tokens, hidden]
+        if self.rows is not None:
+            states = states[torch.tensor(self.rows, dtype=torch.long, device=states.device)]  # [num_rows, hidden]
         with torch.inference_mode():
             (data,) = self.head.forward([states], (self.params,))
         if not isinstance(data, np.ndarray) or len(data) != len(self.token_ids):

@@ -2,14 +2,15 @@
 
 * sparse: ``relu(sparse_linear(h_t))`` is token t's weight; a vocabulary id's weight is the max
   over the positions holding it; CLS, EOS, pad and unknown ids carry none.
-* ColBERT: ``normalize(colbert_linear(h_t))`` for every token but the first (CLS).
+* ColBERT: ``normalize(colbert_linear(h_t))`` for every token but the first (CLS); a request's
+  ``dimensions`` and ``normalize`` finish the rows as every embedding head's (task_heads.finish_block).
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
+from poolq.engine.pooling.heads.task_heads import Finishing, finish_block, finishing
 from poolq.engine.pooling.host_block import sparse_to_host, tokens_to_host
 from poolq.engine.pooling.metadata import PoolingMetadata
 from poolq.engine.pooling.methods import PoolingMethod
@@ -60,8 +61,9 @@ class ColbertHead:
         self.colbert_linear = colbert_linear
 
     def forward(self, states: list[torch.Tensor], params: tuple[PoolingParams, ...]) -> list[np.ndarray]:
-        # [n_i - 1, colbert_dim] each; all sequences' kept tokens go through the linear as one block
-        return tokens_to_host([tokens[self.kept_tokens] for tokens in states], [None] * len(states), self._vectors)
+        # [n_i - 1, dims] each; a group's kept tokens go through the linear as one block (BGE-M3 normalizes by default)
+        keys = [finishing(p, True) for p in params]
+        return tokens_to_host([tokens[self.kept_tokens] for tokens in states], keys, self._vectors)
 
-    def _vectors(self, tokens: torch.Tensor, key: None) -> torch.Tensor:
-        return F.normalize(through(self.colbert_linear, tokens), p=2, dim=-1)
+    def _vectors(self, tokens: torch.Tensor, key: Finishing) -> torch.Tensor:
+        return finish_block(through(self.colbert_linear, tokens), key)

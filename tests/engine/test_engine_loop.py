@@ -6,7 +6,16 @@ import time
 import numpy as np
 import pytest
 
-from poolq.engine import EngineConfig, LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest, RequestError
+from poolq.engine import (
+    EngineConfig,
+    LongDocumentMode,
+    LongDocumentPolicy,
+    PoolingEngine,
+    PoolingOutput,
+    PoolingRequest,
+    PoolingTask,
+    RequestError,
+)
 from poolq.engine.scheduling.step import StepOutput
 from poolq.engine.turns import EngineTurns
 
@@ -63,6 +72,24 @@ def test_a_planning_failure_is_reported_in_order_without_stopping_the_others(sma
     results = list(small_steps.run(_requests(texts)))  # mode error: the long one fails
     assert [type(r).__name__ for r in results] == ["PoolingOutput", "RequestError", "PoolingOutput"]
     assert isinstance(results[1], RequestError) and results[1].code == "document_too_long"
+
+
+@pytest.mark.parametrize("mode", [LongDocumentMode.CHUNKED, LongDocumentMode.NAIVE_CHUNKS])
+def test_a_long_pair_in_a_chunk_mode_is_a_per_record_error_not_a_crash(model_factory, bert_config, mode):
+    # Given a cross-encoder of 128 positions, a short pair and one far longer than its window
+    from transformers import BertForSequenceClassification
+
+    path, _ = model_factory("pair-modes", BertForSequenceClassification, bert_config(num_labels=1))
+    engine = PoolingEngine.from_pretrained(str(path), dtype="float32")
+    requests = [PoolingRequest("short", "a query", PoolingTask.CLASSIFY, text_pair="a document"),
+                PoolingRequest("long", "a query", PoolingTask.CLASSIFY, text_pair="word " * 200)]
+    # When both run in a chunk mode (a pair is one sequence: no chunk mode can cut it)
+    short, long = engine.run(requests, LongDocumentPolicy(mode=mode))
+    # Then the long pair alone fails, naming the mode and what a pair takes; the short one is scored as ever
+    assert isinstance(long, RequestError) and long.code == "unsupported_mode"
+    assert repr(mode.value) in long.message and "set long_documents.mode to 'truncate'" in long.message
+    assert isinstance(short, PoolingOutput)
+    np.testing.assert_allclose(short.data, engine.classify(["a query"], text_pairs=["a document"])[0], atol=1e-6)
 
 
 def test_a_run_stopped_between_steps_stops_planning_and_computing(small_steps, sample_documents):

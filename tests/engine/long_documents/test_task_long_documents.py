@@ -145,6 +145,33 @@ def test_chunked_token_embed_stitches_macro_windows_one_state_per_token(minilm_e
     assert words[:3] == ["The", "river", "number"]
 
 
+@pytest.fixture(scope="module")
+def token_classifier(model_factory, bert_config):
+    from transformers import BertForTokenClassification
+
+    path, _ = model_factory("step-rows", BertForTokenClassification, bert_config(num_labels=5))
+    return PoolingEngine.from_pretrained(str(path), dtype="float32")
+
+
+@pytest.mark.parametrize("mode", [LongDocumentMode.TRUNCATE, LongDocumentMode.CHUNKED])
+def test_step_token_classify_gives_a_token_id_and_offsets_per_row(token_classifier, mode):
+    # Given a document of several 32-token windows and a STEP tag (the token "mill", once per sentence)
+    engine = token_classifier
+    tag = engine.tokenizer._tokenizer("mill", add_special_tokens=False)["input_ids"][0]
+    policy = LongDocumentPolicy(mode=mode, window_tokens=WINDOW if mode is LongDocumentMode.CHUNKED else None)
+    text = LONG_TEXT if mode is LongDocumentMode.CHUNKED else TEXT_SENTENCES[0]
+    # When token_classify runs with and without the tag
+    (every,) = engine.run([PoolingRequest("t", text, PoolingTask.TOKEN_CLASSIFY)], policy)
+    step = PoolingRequest("t", text, PoolingTask.TOKEN_CLASSIFY, params=PoolingParams(step_tag_id=tag))
+    (stepped,) = engine.run([step], policy)
+    # Then STEP keeps the tag's rows alone, each with its token id and the tag's characters (vLLM's STEP pooling)
+    at_tag = every.token_ids == tag
+    assert at_tag.sum() == text.count(" mill ") and stepped.data.shape == (at_tag.sum(), 5)
+    assert stepped.token_ids.tolist() == [tag] * int(at_tag.sum())
+    assert [text[a:b] for a, b in stepped.char_offsets.tolist()] == ["mill"] * int(at_tag.sum())
+    np.testing.assert_allclose(stepped.data, every.data[at_tag], atol=1e-5)
+
+
 @pytest.mark.timeout(60)  # before the check, this request looped forever on a worker
 def test_chunked_token_embed_refuses_an_overlap_of_a_whole_window(minilm_engine):
     policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED, window_tokens=64, overlap_tokens=64)

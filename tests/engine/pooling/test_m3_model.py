@@ -7,7 +7,7 @@ import pytest
 import torch
 from support.random_models import save_random_m3_model
 
-from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingRequest, PoolingTask
+from poolq.engine import LongDocumentMode, LongDocumentPolicy, PoolingEngine, PoolingParams, PoolingRequest, PoolingTask
 from poolq.engine.model_spec import ModelKind, read_model_spec
 
 TEXTS = ["George Orwell wrote Animal Farm.", "Foxes eat rodents, rabbits and berries, and foxes eat eggs."]
@@ -80,3 +80,20 @@ def test_several_tasks_refuse_modes_beyond_one_window(m3):
     policy = LongDocumentPolicy(mode=LongDocumentMode.CHUNKED)
     (result,) = engine.run([PoolingRequest("t", TEXTS[0], PoolingTask.EMBED, also=ALL[1:])], policy)
     assert result.code == "unsupported_mode" and "several tasks" in result.message
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("mode", [LongDocumentMode.TRUNCATE, LongDocumentMode.CHUNKED])
+def test_colbert_rows_honour_a_requests_dimensions_and_normalize(m3, mode, normalize):
+    # Given a request for 8 of the 24 ColBERT dimensions (the engine accepts up to 24), with or without normalization
+    path, modules, engine = m3
+    params = PoolingParams(dimensions=8, normalize=normalize)
+    (result,) = engine.run([PoolingRequest("t", TEXTS[1], PoolingTask.TOKEN_EMBED, params=params)], LongDocumentPolicy(mode=mode))
+    # Then each token's row is colbert_linear's first 8 columns, L2-normalized if asked, as every embedding head's rows
+    encoder, _, colbert_linear = modules
+    ids = engine.tokenizer._tokenizer(TEXTS[1], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        raw = colbert_linear(encoder(input_ids=ids).last_hidden_state[0, 1:])[:, :8]  # every token but CLS
+    expected = torch.nn.functional.normalize(raw, dim=-1) if normalize else raw
+    assert result.data.shape == (ids.shape[1] - 1, 8) and len(result.token_ids) == len(result.data)
+    np.testing.assert_allclose(result.data, expected.numpy(), atol=1e-5)
