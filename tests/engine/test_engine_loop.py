@@ -136,3 +136,13 @@ def test_an_urgent_step_waits_only_for_the_step_in_progress():
         thread.join(10)
     # The urgent step ran right after the batch step in progress, ahead of the next batch step
     assert order == ["batch0", "urgent", "batch1", "batch2"]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\u200b"])
+def test_a_text_without_tokens_is_a_per_record_error_for_every_task(minilm_engine, text):
+    """An empty (or whitespace, or zero-width) text is ``empty_after_tokenization`` for each task, and the
+    text beside it in the run still gets its output."""
+    for task in (PoolingTask.EMBED, PoolingTask.TOKEN_EMBED):
+        empty, fine = minilm_engine.run([PoolingRequest("empty", text, task), PoolingRequest("fine", "a fox", task)])
+        assert isinstance(empty, RequestError) and empty.code == "empty_after_tokenization"
+        assert isinstance(fine, PoolingOutput)

@@ -148,3 +148,14 @@ def test_late_chunks_pool_states_of_the_prompted_document_without_the_prompt(loa
     assert [(chunk.token_start, chunk.token_end) for chunk in result.chunks] == [(3, 23), (23, 43), (43, 59)]
     expected = np.stack([states[chunk.token_start:chunk.token_end].mean(0) for chunk in result.chunks])
     np.testing.assert_allclose(result.data, expected / np.linalg.norm(expected, axis=1, keepdims=True), atol=2e-5)
+
+
+def test_token_embed_without_normalize_equals_sentence_transformers_token_embeddings(minilm_engine, st_minilm):
+    """token_embed normalizes each token by default (vLLM's token_embed); ``normalize=False`` gives
+    sentence-transformers' ``output_value="token_embeddings"`` (its Normalize touches the sentence vector only)."""
+    text = "a fox in the snow"
+    (got,) = minilm_engine.encode([text], PoolingTask.TOKEN_EMBED, PoolingParams(normalize=False))
+    reference = st_minilm.encode([text], output_value="token_embeddings")[0].numpy()
+    np.testing.assert_allclose(got, reference, atol=1e-4)
+    (normalized,) = minilm_engine.encode([text], PoolingTask.TOKEN_EMBED)
+    np.testing.assert_allclose(np.linalg.norm(normalized, axis=1), 1.0, atol=1e-5)
