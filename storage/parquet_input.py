@@ -80,10 +80,15 @@ class ParquetInput:
         self.uri = store.uri(key)
         self.limits = limits
         self._source = (store, key, size)
+        reader = _RangedReader(store, key, size)
         try:
-            self.file = pq.ParquetFile(_RangedReader(store, key, size), buffer_size=_READ_BUFFER, pre_buffer=False)
-        except pa.ArrowInvalid as exc:
-            raise NotParquetError(f"{self.uri} cannot be read as Parquet: {exc}") from exc
+            self.file = pq.ParquetFile(reader, buffer_size=_READ_BUFFER, pre_buffer=False)
+            self.schema = self.file.schema_arrow
+        # A footer that does not parse raises ArrowInvalid, or OSError ("Couldn't deserialize thrift")
+        except (pa.ArrowException, OSError) as exc:
+            if reader.failure is not None:  # the store's own failure (the network), not the object's bytes
+                raise
+            raise NotParquetError(f"{self.uri} cannot be read as Parquet: {type(exc).__name__}: {exc}") from exc
         metadata = self.file.metadata
         groups, first = [], 0
         for index in range(metadata.num_row_groups):
@@ -94,17 +99,27 @@ class ParquetInput:
         self.num_rows = first
 
     def require_columns(self, names: Iterable[str]) -> None:
-        """MissingColumnError naming the object and the first of ``names`` it has no column of."""
-        schema = self.file.schema_arrow
+        """MissingColumnError naming the object and the first of ``names`` it has no column of;
+        AmbiguousColumnError for one that more than one of its columns is named."""
+        schema = self.schema
         for name in names:
-            if schema.get_field_index(name) < 0:
+            if self._field(name, "every row needs") is None:
                 raise MissingColumnError(f"{self.uri} has no column {name!r}, which every row needs (its columns: "
                                          f"{', '.join(map(repr, schema.names[:20]))}{', ...' if len(schema.names) > 20 else ''})")
 
     def column_types(self, names: Iterable[str]) -> dict[str, pa.DataType]:
-        """The Arrow types of those of ``names`` that are top-level columns of the object."""
-        schema = self.file.schema_arrow
-        return {name: schema.field(name).type for name in names if schema.get_field_index(name) >= 0}
+        """The Arrow types of those of ``names`` that are top-level columns of the object
+        (AmbiguousColumnError for one that more than one of its columns is named)."""
+        fields = {name: self._field(name, "is carried into every output row") for name in names}
+        return {name: field.type for name, field in fields.items() if field is not None}
+
+    def _field(self, name: str, use: str) -> pa.Field | None:
+        """The one top-level column named ``name``, or None; ``use``: why the job reads it, for the error."""
+        indices = self.schema.get_all_field_indices(name)
+        if len(indices) > 1:  # pyarrow's get_field_index says -1, as for no column at all
+            raise AmbiguousColumnError(f"{self.uri} has {len(indices)} columns named {name!r}, which {use}: "
+                                       "it must name one column (rename or drop the others)")
+        return self.schema.field(indices[0]) if indices else None
 
     def rows(self, ranges: list[RowRange], columns: Iterable[str],
              progress: JsonlProgress | None = None) -> Iterator[ParquetRow | ParquetRowError]:
@@ -112,7 +127,7 @@ class ParquetInput:
 
         Each row group holding some of them is read once, from its first row to the last one
         wanted (row groups are the unit pyarrow can enter a column chunk at)."""
-        present = list(self.column_types(dict.fromkeys(columns)))
+        present = [name for name in dict.fromkeys(columns) if name in self.schema.names]
         pending = [(start, end) for start, end in ranges if end > start]
         for group in self.row_groups:
             if not pending:
@@ -207,6 +222,11 @@ class MissingColumnError(ValueError):
     the object fails once, not each of its rows."""
 
 
+class AmbiguousColumnError(MissingColumnError):
+    """More than one column of a Parquet object has the name of a column the job reads: it has no
+    one column of that name, and fails as an object without it does (once, naming it)."""
+
+
 class NotParquetError(ValueError):
     """The object is named or marked as Parquet, but its footer cannot be read."""
 
@@ -223,6 +243,7 @@ class _RangedReader(io.RawIOBase):
         super().__init__()
         self.store, self.key, self.size = store, key, size
         self.position = 0
+        self.failure: Exception | None = None
 
     def readable(self) -> bool:
         return True
@@ -242,8 +263,12 @@ class _RangedReader(io.RawIOBase):
         end = self.size if size is None or size < 0 else min(self.size, self.position + size)
         if end <= self.position:
             return b""
-        with self.store.open_range(self.key, self.position, end) as stream:
-            data = stream.read()
+        try:
+            with self.store.open_range(self.key, self.position, end) as stream:
+                data = stream.read()
+        except Exception as exc:
+            self.failure = exc  # pyarrow raises it again as it is: ParquetInput must not call it the bytes' fault
+            raise
         self.position += len(data)
         return data
 

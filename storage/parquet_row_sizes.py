@@ -33,16 +33,42 @@ CONVERT_BYTES = 8 << 20  # decoded bytes per batch, and per slice of rows turned
 _WIDTHS = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8, "BYTE_ARRAY": 4}
 # An encoding whose values can decode to more than the footer says, where no dictionary can hold them
 _EXPANDING = "DELTA_BYTE_ARRAY"  # each value is a prefix of the one before plus a suffix
+# Arrow's list types: each is one Parquet list, whose elements are its leaves
+_LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list, pa.types.is_list_view,
+          pa.types.is_large_list_view)
 
 
 def read_leaves(metadata: pq.FileMetaData, names: list[str]) -> list[int]:
-    """The column chunks (leaf columns) of the top-level columns ``names``: what reading them reads."""
-    schema = metadata.schema
-    return [index for index in range(len(schema)) if any(_under(schema.column(index).path, name) for name in names)]
+    """The column chunks (leaf columns) of the top-level columns ``names``: what reading them reads.
+
+    Leaves are counted column by column down the Arrow schema, in the order Parquet stores them:
+    a dotted path cannot say which column a leaf is of (a flat column named ``text.raw`` and a
+    struct ``text``'s child ``raw`` are both ``text.raw``)."""
+    wanted, first = set(names), 0
+    leaves: list[int] = []
+    for field in metadata.schema.to_arrow_schema():
+        count = _leaf_count(field.type)
+        if field.name in wanted:
+            leaves += range(first, first + count)
+        first += count
+    if first != len(metadata.schema):  # not as Parquet stores it: bound every chunk rather than guess
+        return list(range(len(metadata.schema)))
+    return leaves
 
 
-def _under(path: str, name: str) -> bool:
-    return path == name or path.startswith(name + ".")
+def _leaf_count(kind: pa.DataType) -> int:
+    """How many Parquet leaves a column of Arrow type ``kind`` is stored as."""
+    if isinstance(kind, pa.ExtensionType):
+        return _leaf_count(kind.storage_type)
+    if pa.types.is_dictionary(kind):
+        return _leaf_count(kind.value_type)
+    if pa.types.is_map(kind):
+        return _leaf_count(kind.key_type) + _leaf_count(kind.item_type)
+    if any(is_list(kind) for is_list in _LISTS):
+        return _leaf_count(kind.value_type)
+    if pa.types.is_struct(kind):
+        return sum(_leaf_count(kind.field(index).type) for index in range(kind.num_fields))
+    return 1
 
 
 def byte_array_paths(metadata: pq.FileMetaData, leaves: list[int]) -> list[str]:
@@ -104,8 +130,11 @@ def _sizes(array: pa.Array) -> np.ndarray:
     kind = array.type
     if pa.types.is_dictionary(kind):
         entries = _sizes(array.dictionary)
-        indices = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        return np.where(_valid(array), entries[indices] if len(entries) else 0, 0)
+        indices, valid = array.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), _valid(array)
+        named = indices[valid]  # a null names no entry (an all-null column's dictionary has none)
+        if len(named) and not 0 <= named.min() <= named.max() < len(entries):  # numpy's IndexError says not what
+            raise ValueError(f"a dictionary index outside its {len(entries)} entries: the column's data is corrupt")
+        return np.where(valid, entries[indices] if len(entries) else 0, 0)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         return pc.binary_length(array).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     if pa.types.is_map(kind):  # a list of key-value pairs; keys and items are the whole child, as offsets count

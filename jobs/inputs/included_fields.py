@@ -94,14 +94,29 @@ def _fits_arrow(data_type: pa.DataType, value: object) -> bool:
 
 def json_text(value: object) -> str:
     """Compact JSON; a value JSON has no type for (a Parquet timestamp in a list) as its text."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_as_text)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_as_json)
 
 
-def _as_text(value: object) -> str:
-    try:
-        return str(value)
-    except ValueError:  # an Arrow nanosecond scalar has no str() without pandas; its repr holds the value
-        return repr(value)
+def _as_json(value: object) -> object:
+    return _arrow_json(value) if isinstance(value, pa.Scalar) else str(value)
+
+
+def _arrow_json(value: pa.Scalar) -> object:
+    """An Arrow scalar Python cannot hold (nanoseconds, or a nested value holding them) as JSON,
+    never through ``as_py()`` (which its str() and repr() call too, and which fails for them): a
+    temporal value as its type and its count of units; a struct, list or dictionary value as what
+    it holds (its scalars come back here)."""
+    if not value.is_valid:
+        return None
+    if isinstance(count := getattr(value, "value", None), int):  # timestamps, times, durations, dates
+        return f"{value.type}:{count}"
+    if pa.types.is_struct(value.type):
+        return dict(value.items())
+    if isinstance(value, pa.DictionaryScalar):
+        return value.value
+    if isinstance(values := getattr(value, "values", None), pa.Array):  # the list types
+        return list(values)
+    return value.as_py()
 
 
 def column_value(field_type: str, value: object) -> object:

@@ -48,7 +48,7 @@ def parquet_items(section: InputSection, store: ObjectStore, key: str, info: Obj
     """The section's rows, with those of ``columns`` the object has, none held past ``limits``
     (``first_line`` is JSONL's: a row's number is its place in the object)."""
     parquet = ParquetInput(store, key, info.size, limits)
-    names = parquet.file.schema_arrow.names if columns is None else columns
+    names = parquet.schema.names if columns is None else columns
     yield from parquet.rows([(section.start, section.end)], names, progress)
 
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.object_stores import RangeCountingStore
 
-from poolq.storage.parquet_input import NotParquetError, ParquetInput, is_parquet
+from poolq.storage.parquet_input import AmbiguousColumnError, MissingColumnError, NotParquetError, ParquetInput, is_parquet
 
 ROWS = 50
 
@@ -80,3 +80,42 @@ def test_an_object_that_is_not_parquet_says_so(store):
     with pytest.raises(NotParquetError, match="bad.parquet cannot be read as Parquet"):
         ParquetInput(store, "bad.parquet", store.stat("bad.parquet").size)
     assert is_parquet(b"PAR1\x15\x04") and not is_parquet(b'{"id": 1}')
+
+
+def _garbage_footer(store, key):
+    """``key`` written whole, then its footer overwritten: magic bytes and footer length intact."""
+    _put(store, key, _table(), row_group_size=64)
+    raw = store.get(key)
+    footer = int.from_bytes(raw[-8:-4], "little")
+    store.put(key, raw[: len(raw) - 8 - footer] + b"\xff" * footer + raw[-8:])
+
+
+def test_an_object_whose_footer_does_not_parse_says_so(store):
+    # pyarrow raises OSError ("Couldn't deserialize thrift") for it, not ArrowInvalid
+    _garbage_footer(store, "garbage.parquet")
+    with pytest.raises(NotParquetError, match="garbage.parquet cannot be read as Parquet: OSError"):
+        ParquetInput(store, "garbage.parquet", store.stat("garbage.parquet").size)
+
+
+class _FailingStore(RangeCountingStore):
+    def open_range(self, key, start, end):
+        raise ConnectionError("the network is down")
+
+
+def test_a_store_that_fails_while_the_footer_is_read_is_not_called_the_objects_fault(tmp_path):
+    store = _FailingStore(tmp_path)
+    _put(RangeCountingStore(tmp_path), "t.parquet", _table(), row_group_size=64)
+    with pytest.raises(ConnectionError, match="the network is down"):
+        ParquetInput(store, "t.parquet", store.stat("t.parquet").size)
+
+
+def test_a_column_named_twice_is_ambiguous_not_missing(store):
+    table = pa.Table.from_arrays([pa.array(["a"]), pa.array(["one"]), pa.array([1]), pa.array([2]), pa.array([3])],
+                                 names=["id", "text", "n", "n", "n"])
+    parquet = _put(store, "dup.parquet", table, row_group_size=64)
+    with pytest.raises(AmbiguousColumnError, match=r"dup.parquet has 3 columns named 'n', which every row needs"):
+        parquet.require_columns(["id", "text", "n"])
+    with pytest.raises(AmbiguousColumnError, match=r"dup.parquet has 3 columns named 'n', which is carried"):
+        parquet.column_types(["text", "n"])
+    assert issubclass(AmbiguousColumnError, MissingColumnError)  # fails the job (and an estimate) as a missing one does
+    assert parquet.column_types(["text", "nope"]) == {"text": pa.string()}

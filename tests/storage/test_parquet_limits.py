@@ -137,3 +137,14 @@ def test_a_list_that_run_lengths_make_huge_is_a_bomb_by_its_values(store):
     assert items[1].message.startswith(f"row 2: its row group's column 'vector.list.element' holds {chunk.num_values} "
                                        f"values ({8 * chunk.num_values} bytes decoded) from {chunk.total_compressed_size} "
                                        "compressed, more than 100 times: a decompression bomb, not read")
+
+
+def test_a_column_not_read_never_refuses_the_rows_whatever_its_name(store):
+    # Given an unread column declaring 3 MiB from a few hundred bytes: a bomb, were it read
+    for name in ("raw", "text.raw"):  # a flat column whose name is the text column's and a dot
+        table = pa.table({"id": ["a", "b"], "text": ["one river", "two mills"], name: ["x" * (3 * MIB), None]})
+        parquet = _put(store, [table])
+        # When only id and text are read, both rows are read
+        assert _summary(parquet.rows([(0, 2)], ["id", "text"])) == [(1, "a"), (2, "b")], name
+        # (and reading that column refuses them: the bound is kept where it applies)
+        assert _summary(parquet.rows([(0, 2)], ["id", name])) == [(1, "input_too_compressed"), (2, "input_too_compressed")]

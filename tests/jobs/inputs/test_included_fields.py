@@ -16,6 +16,7 @@ from poolq.jobs.inputs.included_fields import (
     arrow_type,
     column_value,
     is_arrow_type,
+    json_text,
     json_type,
     type_label,
     types_to_check,
@@ -151,3 +152,13 @@ def test_only_fields_a_parquet_schema_types_exactly_skip_the_per_value_check():
     job = {"a": int32, "b": int32, "c": "integer", "d": int32}
     section = {"a": int32, "b": int64, "c": "integer"}  # d: a column this object lacks
     assert types_to_check(job, section) == {"b": int32, "c": "integer", "d": int32}
+
+
+def test_arrow_values_python_cannot_hold_have_json_text_to_the_nanosecond():
+    # str() and repr() of these call as_py(), which refuses nanoseconds without pandas
+    nanos = [1_000_000_123, 1_000_000_124]
+    at, took = pa.array(nanos, pa.time64("ns")), pa.array(nanos, pa.duration("ns"))
+    listed = pa.array([[{"at": nanos[0], "n": None}]], pa.list_(pa.struct([("at", pa.timestamp("ns")), ("n", pa.int8())])))
+    assert json_text({"at": at[0], "took": took[1]}) == '{"at":"time64[ns]:1000000123","took":"duration[ns]:1000000124"}'
+    assert json_text(listed[0]) == '[{"at":"timestamp[ns]:1000000123","n":null}]'
+    assert json_text([at[0]]) != json_text([at[1]])

@@ -198,6 +198,21 @@ def test_every_chunk_row_of_a_parquet_row_carries_its_typed_fields(tmp_path, loc
     assert set(long_rows.column("at").cast(pa.int64()).to_pylist()) == {1_700_000_000_123_456_789}
 
 
+def test_carried_nanosecond_times_and_durations_keep_their_type_and_values(tmp_path, local_ctx):
+    # Python's time and timedelta stop at microseconds: these stay Arrow's, to the nanosecond
+    nanos = [1_000_000_123, 2_000_000_456]
+    _write(tmp_path / "t.parquet", {"id": ["a", "b"], "text": ["The river runs.", "A short one."],
+                                    "at": pa.array(nanos, pa.time64("ns")), "took": pa.array(nanos, pa.duration("ns"))}, 10)
+    spec = JobSpec.model_validate({"input": {"uri": (tmp_path / "t.parquet").as_uri()},
+                                   "output": {"include_fields": ["at", "took"]}})
+    status = run_job_locally(local_ctx, spec)
+    assert status.status is JobState.SUCCEEDED and status.counts.failed == 0, status.error_samples
+    manifest = json.loads(local_ctx.store.get(JobHandle.bind(local_ctx, status.id).layout.manifest))
+    table = pa.concat_tables([read_part(local_ctx.store.get(part["key"])) for part in manifest["parts"]]).sort_by("id")
+    assert [table.schema.field(name).type for name in ("at", "took")] == [pa.time64("ns"), pa.duration("ns")]
+    assert [table.column(name).cast(pa.int64()).to_pylist() for name in ("at", "took")] == [nanos, nanos]
+
+
 def test_an_object_named_parquet_that_is_not_fails_the_job_naming_it(tmp_path, local_ctx):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.parquet").write_bytes(b'{"id": "a", "text": "JSONL under a Parquet name"}\n')
@@ -229,3 +244,27 @@ def test_a_score_jobs_parquet_object_needs_its_query_column_too(tmp_path, local_
                                    "model": "all-MiniLM-L6-v2"})
     status = run_job_locally(local_ctx, spec)
     assert status.status is JobState.FAILED and "pairs.parquet has no column 'query'" in status.error, status
+
+
+def test_an_object_whose_footer_does_not_parse_fails_the_job_naming_it(tmp_path, local_ctx):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _write(folder / "a.parquet", {"id": ["a"], "text": ["a good object first"]}, 1)
+    _write(folder / "b.parquet", {"id": ["b"], "text": ["its footer is garbage"]}, 1)
+    raw = (folder / "b.parquet").read_bytes()
+    footer = int.from_bytes(raw[-8:-4], "little")  # magic bytes and length intact: pyarrow raises OSError
+    (folder / "b.parquet").write_bytes(raw[: len(raw) - 8 - footer] + b"\xff" * footer + raw[-8:])
+    status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": folder.as_uri() + "/"}}))
+    assert status.status is JobState.FAILED and "b.parquet cannot be read as Parquet" in status.error, status
+
+
+@pytest.mark.parametrize("name, include", [("text", None), ("n", ["n"])], ids=["text", "carried"])
+def test_a_column_the_job_reads_named_twice_fails_the_job_naming_it(tmp_path, local_ctx, name, include):
+    # pyarrow finds no column of a name two columns share: not missing, and never carried as nulls
+    columns = {"id": ["a", "b"], "text": ["one", "two"], "n": [1, 2]}
+    table = pa.Table.from_arrays([pa.array(values) for values in [*columns.values(), columns[name]]], names=[*columns, name])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    spec = {"input": {"uri": (tmp_path / "dup.parquet").as_uri()}, "output": {"include_fields": include}}
+    status = run_job_locally(local_ctx, JobSpec.model_validate(spec))
+    assert status.status is JobState.FAILED and "AmbiguousColumnError" in status.error, status
+    assert f"dup.parquet has 2 columns named {name!r}" in status.error and status.counts.failed == 0, status
