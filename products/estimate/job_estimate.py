@@ -68,5 +68,8 @@ class JobEstimate(BaseModel):
     split: int = Field(description="naive_chunks: documents with a chunk longer than the window, cut into pieces")
     duplicates: Duplicates
     reuse: Reuse
+    carries_from: str | None = Field(None, description="incremental_from: the earlier run this job would carry "
+                                     "unchanged documents from (it can). Those run nothing, but the estimate reads no "
+                                     "baseline: computed_tokens counts them, an upper bound")
     time: WorkerTime
     sample: EstimateSample

@@ -7,7 +7,9 @@ small input: every document tokenized) it is the job's ``usage.tokens`` exactly,
 refused as soon as it exceeds the limit. Past that it is an extrapolation, refused only when it
 exceeds the limit by more than ``Settings.limits.budget_estimate_margin``, and the message states that
 margin; a job let through still stops at its limit while it runs (``jobs/steps/shards/budget.py``).
-The pass over the input is the estimate's own, bounded by ``estimate_max_seconds``.
+The pass over the input is the estimate's own, bounded by ``estimate_max_seconds``. An incremental
+job (``incremental_from`` a run it can carry from) is not checked at submit: the estimate reads no
+baseline, so it counts the documents the job would carry, which run nothing.
 """
 from __future__ import annotations
 
@@ -48,7 +50,10 @@ def counted_whole(estimate: JobEstimate) -> bool:
 
 
 def budget_refusal(estimate: JobEstimate, limit: int, margin: float) -> str | None:
-    """Why a job with this estimate is refused under ``limit`` tokens, or None if it is not."""
+    """Why a job with this estimate is refused under ``limit`` tokens, or None if it is not. A job that
+    carries documents from an earlier run is not refused: its estimate counts them (an upper bound)."""
+    if estimate.carries_from is not None:
+        return None
     computed = estimate.computed_tokens
     if counted_whole(estimate):
         if computed <= limit:

@@ -11,6 +11,7 @@ from poolq.jobs.coordination.worker_throughput import InMemoryThroughputBoard
 from poolq.jobs.job_handle import JobHandle
 from poolq.jobs.settings import Settings
 from poolq.jobs.spec.job_spec import JobSpec
+from poolq.jobs.spec.job_state import JobState
 from poolq.jobs.steps.submit import submit_job
 from poolq.products.estimate.estimator import estimate_job
 from poolq.products.estimate.stratified_sample import SampledDocument, StratifiedSample
@@ -177,3 +178,21 @@ def test_inline_score_pairs_without_a_query_are_estimated_as_the_failures_they_a
     assert manifest.errors.by_code == {"missing_query": 1, "empty_query": 1} and manifest.counts.rows == 1
     assert estimate.failed == manifest.errors.by_code
     assert estimate.rows == manifest.counts.rows
+
+
+def test_an_incremental_job_names_its_baseline_and_its_budget_is_not_refused_on_what_it_carries(local_ctx, sample_documents):
+    # Given a finished run of six documents, and a run from it that adds a seventh (six carried: they run nothing)
+    words = " ".join(d["text"] for d in sample_documents).split()
+    documents = [{"id": f"s{i}", "text": " ".join(words[i * 30:(i + 1) * 30])} for i in range(7)]
+    first = submit_job(local_ctx, JobSpec.model_validate({"input": {"documents": documents[:6]}}))
+    body = {"input": {"documents": documents}, "incremental_from": first.id}
+    # When it is estimated: the estimate names the run it carries from (it reads no baseline: an upper bound)
+    estimate = estimate_job(local_ctx, JobSpec.model_validate(body), "local")
+    assert estimate.carries_from == first.id and estimate.documents == 7
+    fresh = estimate_job(local_ctx, JobSpec.model_validate({"input": {"documents": documents}}), "local")
+    assert fresh.carries_from is None
+    # Then a budget of what the run uses lets it run whole (it was refused on the estimate's count)
+    used = _manifest(local_ctx, submit_job(local_ctx, JobSpec.model_validate(body))).usage.tokens
+    assert used < estimate.computed_tokens
+    again = _manifest(local_ctx, submit_job(local_ctx, JobSpec.model_validate({**body, "limits": {"max_tokens": used}})))
+    assert again.status is JobState.SUCCEEDED and again.usage.tokens == used and again.counts.carried == 6
