@@ -13,7 +13,6 @@ from pydantic import (
     ValidationInfo,
     WithJsonSchema,
     field_validator,
-    model_validator,
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
@@ -207,11 +206,13 @@ class PromptOptions(BaseModel):
         description="a literal prompt put before each text instead (not with prompt_name)",
     )
 
-    @model_validator(mode="after")
-    def _one_prompt(self) -> "PromptOptions":
-        if self.prompt_name is not None and self.prompt is not None:
+    @field_validator("prompt")
+    @classmethod
+    def _one_prompt(cls, prompt: str | None, info: ValidationInfo) -> str | None:
+        # A field's validator, so the refusal names the field (``prompt``), not the body as a whole
+        if prompt is not None and info.data.get("prompt_name") is not None:
             raise ValueError("give prompt_name (one of the model's prompts) or prompt (literal text), not both")
-        return self
+        return prompt
 
 
 class JobLimits(_Strict):

@@ -76,6 +76,7 @@ def test_an_unknown_prompt_name_is_a_422_naming_it(served):
     assert "prompt_name" in response.text and "'summary'" in response.text and "'query'" in response.text
     both = client.post("/v1/jobs/validate", json={"model": REPO, "input": DOCS, "prompt_name": "query", "prompt": "x"})
     assert both.status_code == 422 and "not both" in both.text
+    assert both.json()["detail"][0]["loc"] == ["body", "prompt"]  # the field, not the body as a whole
 
 
 def test_embeddings_take_prompt_name_through_the_openai_clients_extra_body(served):

@@ -143,6 +143,7 @@ def test_long_inputs_follow_long_documents_as_a_job_would(client, sample_documen
     (_with_model({"input": "x", "long_documents": {"mode": "chunked", "window_tokens": 1}}),
      ["body", "long_documents", "window_tokens"]),
     (_with_model({"input": "x", "temperature": 1}), ["body", "temperature"]),
+    (_with_model({"input": "x", "prompt": "query: ", "prompt_name": "query"}), ["body", "prompt"]),
 ], ids=lambda value: str(value)[:60])
 def test_refusals_are_400_naming_the_field(client, body, loc):
     response = client.post("/v1/embeddings", json=body)
