@@ -15,6 +15,10 @@ from poolq.api.server.openai_errors import error_body
 # A multipart upload's headers and form fields around the file itself.
 MULTIPART_OVERHEAD_BYTES = 64 << 10
 
+# What a client refused at the default limit can do instead, by path: a job reads its input from the store
+_UPLOAD_HINT = "upload large inputs with POST /v1/uploads and pass their s3:// URI"
+_HINTS = {"/v1/embeddings": "send fewer inputs per request, or embed them with a job: POST /v1/jobs"}
+
 
 class BodySizeLimitMiddleware:
     """``max_bytes`` for every request; ``limits``: another limit for a path (file uploads)."""
@@ -66,7 +70,7 @@ class BodySizeLimitMiddleware:
                 raise
 
     async def _refuse(self, send: Send, path: str, max_bytes: int) -> None:
-        hint = "" if max_bytes != self.max_bytes else "; upload large inputs with POST /v1/uploads and pass their s3:// URI"
+        hint = "" if max_bytes != self.max_bytes else f"; {_HINTS.get(path, _UPLOAD_HINT)}"
         body = json.dumps(error_body(path, 413, f"request body larger than {max_bytes} bytes{hint}")).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

@@ -18,7 +18,7 @@ def _app(seen: list[int]):
     return BodySizeLimitMiddleware(app, max_bytes=1000)
 
 
-async def _call(app, chunks: list[bytes], headers: list[tuple[bytes, bytes]]):
+async def _call(app, chunks: list[bytes], headers: list[tuple[bytes, bytes]], path: str = "/echo", sent=None):
     """Drive the ASGI app by hand so we can count how much of the body it pulled."""
     pulled = []
     pending = list(chunks)
@@ -30,12 +30,12 @@ async def _call(app, chunks: list[bytes], headers: list[tuple[bytes, bytes]]):
         pulled.append(len(chunk))
         return {"type": "http.request", "body": chunk, "more_body": bool(pending)}
 
-    sent = []
+    sent = [] if sent is None else sent
 
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/echo", "headers": headers, "query_string": b"",
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers, "query_string": b"",
              "http_version": "1.1", "scheme": "http", "server": ("t", 80), "client": ("c", 1), "root_path": ""}
     await app(scope, receive, send)
     return sent[0]["status"], sum(pulled), len(chunks)
@@ -57,3 +57,17 @@ def test_bodies_within_the_limit_pass():
     seen: list[int] = []
     status, _, _ = asyncio.run(_call(_app(seen), [b"x" * 500, b"y" * 500], [(b"content-length", b"1000")]))
     assert (status, seen) == (200, [1000])
+
+
+def test_the_413_says_what_a_client_of_that_route_can_do_instead():
+    import json
+
+    def message(path: str) -> str:
+        sent: list[dict] = []
+        asyncio.run(_call(_app([]), [b"x" * 2000], [(b"content-length", b"2000")], path=path, sent=sent))
+        body = json.loads(sent[1]["body"])  # poolq's own routes say detail; OpenAI's routes their envelope
+        return body["error"]["message"] if "error" in body else body["detail"]
+
+    assert "POST /v1/uploads" in message("/v1/jobs")  # a job reads its input from the store
+    embeddings = message("/v1/embeddings")  # this route reads no URI: fewer inputs, or a job
+    assert "send fewer inputs per request" in embeddings and "/v1/uploads" not in embeddings
