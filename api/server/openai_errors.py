@@ -84,7 +84,10 @@ def param_of(loc: Sequence[object]) -> str | None:
 
 
 def _described(error: Mapping[str, Any]) -> str:
-    param = param_of(tuple(error.get("loc", ())))
+    loc = tuple(error.get("loc", ()))
+    if loc == ("body",) and error.get("type") == "missing":  # FastAPI's bare "Field required" names nothing
+        return "the request body is empty: send a JSON object (Content-Type: application/json)"
+    param = param_of(loc)
     message = str(error.get("msg", ""))
     return f"{param}: {message}" if param else message
 

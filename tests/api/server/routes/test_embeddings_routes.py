@@ -152,6 +152,11 @@ def test_refusals_are_400_naming_the_field(client, body, loc):
     assert param == expected or param.startswith(expected + "."), response.json()
 
 
+def test_an_empty_body_says_the_body_is_empty(client):
+    response = client.post("/v1/embeddings", content=b"", headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and "the request body is empty" in _error(response)["message"]
+
+
 def test_chunk_modes_are_refused_with_a_reason(client):
     error = _error(_embed(client, input="x", long_documents={"mode": "late_chunks"}))
     assert "one vector per chunk" in error["message"] and "'chunked'" in error["message"]
