@@ -201,14 +201,16 @@ def _bounded_rows(batch: pa.RecordBatch, limits: InputLimits) -> Iterator[dict |
 def _python_rows(batch: pa.RecordBatch) -> Iterator[dict]:
     """The batch's rows as dicts of Python values."""
     names = batch.schema.names
-    for values in zip(*(_python_values(column) for column in batch.columns)):
+    for values in zip(*(python_values(column) for column in batch.columns)):
         yield dict(zip(names, values))
 
 
-def _python_values(column: pa.Array) -> list:
+def python_values(column: pa.Array | pa.ChunkedArray) -> list:
     """A column's values in Python; where Python has no type for them (nanosecond timestamps and
     durations: a datetime stops at microseconds) they stay Arrow scalars, which the output's
     writer takes back as they are, rather than failing the batch or losing the nanoseconds."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
     if pa.types.is_dictionary(column.type):  # read as one (or written so): its values, not its indices
         column = column.dictionary_decode()
     try:

@@ -22,6 +22,7 @@ import pyarrow as pa
 from poolq.jobs.inputs.included_fields import ARROW_TYPES, arrow_type, column_value, is_arrow_type, json_text, json_type
 from poolq.jobs.planning.id_partitions import HASH_DIGITS, IdPartitions
 from poolq.storage import ObjectStore, read_embeddings
+from poolq.storage.parquet_input import python_values
 
 
 def record_carry_key(content_hash: str, names: tuple[str, ...], section_types: dict[str, str],
@@ -59,7 +60,8 @@ def stored_carry_keys(table: pa.Table, names: tuple[str, ...], job_types: dict[s
     hashes = table.column("content_hash").to_pylist()
     if not names:
         return [content_hash[:HASH_DIGITS] for content_hash in hashes]
-    columns = [[_tagged(job_types[name], value) for value in table.column(name).to_pylist()] for name in names]
+    # as an input row's values are read (python_values): nanosecond values stay Arrow scalars, on both sides
+    columns = [[_tagged(job_types[name], value) for value in python_values(table.column(name))] for name in names]
     return [_key(content_hash, list(values)) for content_hash, *values in zip(hashes, *columns)]
 
 

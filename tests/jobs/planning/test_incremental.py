@@ -281,3 +281,21 @@ def test_an_empty_prefix_fails_the_job_saying_so(tmp_path, local_ctx):
     (tmp_path / "empty").mkdir()
     status = run_job_locally(local_ctx, JobSpec.model_validate({"input": {"uri": (tmp_path / "empty").as_uri() + "/"}}))
     assert status.status is JobState.FAILED and "holds no *.jsonl, *.jsonl.gz or *.parquet objects" in status.error
+
+
+def test_parquet_fields_in_nanoseconds_are_carried_unchanged(local_ctx, engine, tmp_path):
+    """A time64[ns] or duration[ns] value has no Python type: its baseline row keys as the input row
+    does (both read as Arrow's own scalars), so the run carries it; its key raised, failing the run."""
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": ["a", "b"], "text": ["one document here", "another document"],
+                      "at": pa.array([1_000, 2_000], pa.time64("ns")), "took": pa.array([5, 6], pa.duration("ns"))})
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path)
+    options = {"output": {"include_fields": ["at", "took"]}}
+    first = _run(local_ctx, path.as_uri(), **options)
+    second = _run(local_ctx, path.as_uri(), incremental_from=first, **options)
+    manifest = JobHandle.bind(local_ctx, second).ledger.manifest()
+    assert manifest.counts.carried == 2 and manifest.usage.tokens == 0
+    carried = pa.concat_tables(read_embeddings(local_ctx.store.get(part.key)) for part in manifest.parts)
+    assert carried.schema.field("at").type == pa.time64("ns") and carried.column("took").equals(table.column("took"))
