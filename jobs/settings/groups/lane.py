@@ -2,7 +2,7 @@
 worker between two steps of its batch work, or refused with 503 after the timeout."""
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from poolq.jobs.settings.group import SettingsGroup
 
@@ -22,6 +22,14 @@ class LaneSettings(SettingsGroup):
     embeddings_max_waiting_per_tenant: int | None = Field(
         None, ge=1, description="requests of one tenant one API process waits on at once; more: 429 at once, so one "
         "tenant never holds every waiting slot. Default: half of embeddings_max_waiting")
+
+    @model_validator(mode="after")
+    def _a_tenant_leaves_slots_to_others(self) -> "LaneSettings":
+        share = self.embeddings_max_waiting_per_tenant
+        if share is not None and self.embeddings_max_waiting > 1 and share >= self.embeddings_max_waiting:
+            raise ValueError(f"embeddings_max_waiting_per_tenant ({share}) must be below embeddings_max_waiting "
+                             f"({self.embeddings_max_waiting}): one tenant would hold every waiting slot")
+        return self
 
     @property
     def waiting_per_tenant(self) -> int:

@@ -138,3 +138,12 @@ def test_a_groups_own_name_is_no_variable(bare_env):
         bare_env.setenv(f"POOLQ_{group.upper()}", json.dumps({"bucket": "not-read"}))
     assert Settings() == Settings.model_validate({})
     assert Settings().storage.bucket == "poolq"
+
+
+def test_a_tenants_waiting_share_of_the_lane_must_leave_slots_to_others():
+    from poolq.jobs.settings import Settings
+
+    with pytest.raises(ValidationError, match=r"embeddings_max_waiting_per_tenant \(4\) must be below embeddings_max_wait"):
+        Settings(embeddings_max_waiting=4, embeddings_max_waiting_per_tenant=4)
+    assert Settings(embeddings_max_waiting=4, embeddings_max_waiting_per_tenant=3).lane.waiting_per_tenant == 3
+    assert Settings(embeddings_max_waiting=4).lane.waiting_per_tenant == 2
