@@ -102,12 +102,15 @@ class ModelRegistry:
         costs a fraction of a second, not a conversion (and needs no torch).
         """
         if name_or_path in self._gguf_models:
-            from poolq.engine.loading.gguf_cache import converted_dir, default_cache_root
-
-            gguf_path = self._gguf_models[name_or_path]
-            converted = converted_dir(gguf_path, self._cache_root or default_cache_root())
-            return read_model_spec(converted) if converted is not None else read_gguf_model_spec(gguf_path)
+            converted = self._converted_gguf(name_or_path)
+            return read_model_spec(converted) if converted is not None else read_gguf_model_spec(self._gguf_models[name_or_path])
         return read_model_spec(self.description_dir(name_or_path))
+
+    def _converted_gguf(self, name: str) -> Path | None:
+        """A GGUF model's converted HF directory, if it was converted already (never converts)."""
+        from poolq.engine.loading.gguf_cache import converted_dir, default_cache_root
+
+        return converted_dir(self._gguf_models[name], self._cache_root or default_cache_root())
 
     def description_dir(self, name_or_path: str) -> Path:
         """A directory holding the model's description (config, tokenizer, sentence-transformers files):
@@ -119,7 +122,11 @@ class ModelRegistry:
         return self.resolve(name_or_path)
 
     def special_tokens(self, name_or_path: str) -> int | None:
-        """The special tokens the model's tokenizer puts around one text (None: not known before loading)."""
+        """The special tokens the model's tokenizer puts around one text; None where that is not known
+        before loading (a slow tokenizer only, a GGUF model not converted yet: nothing is converted here)."""
+        if name_or_path in self._gguf_models:
+            converted = self._converted_gguf(name_or_path)
+            return special_tokens_in(converted) if converted is not None else None
         return special_tokens_in(self.description_dir(name_or_path))
 
     def fingerprint(self, name_or_path: str) -> str:

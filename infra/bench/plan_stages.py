@@ -20,7 +20,7 @@ def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
     from poolq.jobs.ledger.planning_ledger import SectionStage
     from poolq.jobs.settings import Settings
     from poolq.jobs.spec.job_spec import JobSpec
-    from poolq.jobs.steps import planner
+    from poolq.jobs.steps import planning_stages as stages
     from poolq.jobs.steps.submit import submit_job
     from poolq.worker.local_runner import local_context
 
@@ -42,17 +42,17 @@ def time_planning(documents: int, root: Path, section_bytes: int) -> dict:
                 spent[name] += time.perf_counter() - started
         return run
 
-    steps, decide = dict(planner.STAGE_STEPS), planner.decide
-    planner.STAGE_STEPS[SectionStage.SCAN] = timed("scan", steps[SectionStage.SCAN])
-    planner.STAGE_STEPS[SectionStage.CUT] = timed("cut", steps[SectionStage.CUT])
-    planner.decide = timed("decide", decide)  # type: ignore[assignment]
+    steps, decide = dict(stages.STAGE_STEPS), stages.decide
+    stages.STAGE_STEPS[SectionStage.SCAN] = timed("scan", steps[SectionStage.SCAN])
+    stages.STAGE_STEPS[SectionStage.CUT] = timed("cut", steps[SectionStage.CUT])
+    stages.decide = timed("decide", decide)  # type: ignore[assignment]
     try:
         started = time.perf_counter()
         job_id = submit_job(ctx, JobSpec.model_validate({"input": {"uri": corpus.as_uri()}})).id
         total = time.perf_counter() - started
     finally:
-        planner.STAGE_STEPS.update(steps)
-        planner.decide = decide  # type: ignore[assignment]
+        stages.STAGE_STEPS.update(steps)
+        stages.decide = decide  # type: ignore[assignment]
     plan = JobHandle.bind(ctx, job_id).ledger.plan()
     if plan is None or plan.total != documents:
         raise RuntimeError(f"planning did not finish: {ctx.status.get(job_id)}")

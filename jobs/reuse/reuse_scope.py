@@ -45,7 +45,7 @@ class JobReuse:
         claimed = None if job.spec.allow_mixed_engines else claimed_engine(job.ledger)
         if claimed is not None:
             return engine_scope(job.spec, job.ctx.engines, claimed.dtype, claimed.device)
-        return fleet_scope(job.spec, job.ctx)
+        return fleet_scope(job.ctx, job.spec)
 
     @classmethod
     def of(cls, job: JobHandle) -> "JobReuse | None":
@@ -69,7 +69,7 @@ def engine_scope(spec: JobSpec, engines: EnginePool, dtype: str | None, device: 
     return reuse_scope(spec, identity.key, engines.registry.spec(spec.model).truncate_dim, device or identity.device)
 
 
-def fleet_scope(spec: JobSpec, ctx: JobContext) -> str:
+def fleet_scope(ctx: JobContext, spec: JobSpec) -> str:
     """The scope a job of ``spec`` is likely computed in by the fleet: the (dtype, device) most live
     compute workers hold its model in, of its pinned dtype if it pins one (a CPU control worker or API
     plans for bf16 GPU workers), else this process's own engine."""

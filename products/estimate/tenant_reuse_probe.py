@@ -27,7 +27,7 @@ class TenantReuseProbe:
         self.ctx = ctx
 
     def reusable(self, spec: JobSpec, tenant: str, content_hashes: Sequence[str]) -> list[bool]:
-        scope = fleet_scope(spec, self.ctx)
+        scope = fleet_scope(self.ctx, spec)
         store = tenant_reuse_store(self.ctx.store, self.ctx.settings.storage.output_prefix, tenant)
         by_partition: dict[str, list[str]] = defaultdict(list)
         for content_hash in content_hashes:
