@@ -13,6 +13,7 @@ from poolq.jobs.context import JobContext
 from poolq.jobs.ledger.engine_claim import claimed_engine
 from poolq.jobs.ledger.job_ledger import JobLedger, Plan
 from poolq.jobs.ledger.layout import JobLayout
+from poolq.jobs.spec.engine_identity import EngineIdentity
 from poolq.jobs.spec.job_ids import JobNotFound
 from poolq.jobs.spec.job_spec import JobSpec
 from poolq.storage import ObjectNotFoundError
@@ -52,8 +53,13 @@ class JobHandle:
         spec = self.spec
         if spec.compute_dtype != "auto":
             return spec.compute_dtype
-        claimed = None if spec.allow_mixed_engines else claimed_engine(self.ledger)
+        claimed = self.claimed_engine()
         return claimed.dtype if claimed is not None else self.ctx.engines.dtype_for()
+
+    def claimed_engine(self) -> EngineIdentity | None:
+        """The engine the job's rows come from, claimed by its first shard; None before that, or for a
+        job that allows mixed engines (read from the ledger at each call: it is claimed meanwhile)."""
+        return None if self.spec.allow_mixed_engines else claimed_engine(self.ledger)
 
     @property
     def plan(self) -> Plan:

@@ -6,7 +6,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from poolq.jobs.job_handle import JobHandle
-from poolq.jobs.ledger.engine_claim import claimed_engine
 from poolq.jobs.ledger.layout import ServiceLayout
 from poolq.jobs.reuse.reuse_key import reuse_scope
 from poolq.jobs.reuse.reuse_store import ReuseStore
@@ -42,7 +41,7 @@ class JobReuse:
         with, its first shard's claim if there is one, else the fleet's (``fleet_scope``). A shard copies
         only what its own scope holds (``ReuseStore.holds``): a wrong guess costs computations, never rows."""
         job = self.job
-        claimed = None if job.spec.allow_mixed_engines else claimed_engine(job.ledger)
+        claimed = job.claimed_engine()
         if claimed is not None:
             return engine_scope(job.spec, job.ctx.engines, claimed.dtype, claimed.device)
         return fleet_scope(job.ctx, job.spec)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -35,9 +36,17 @@ class JobRejected(ValueError):
         self.field = field
 
 
-def validate_spec(ctx: JobContext, spec: JobSpec) -> JobSpec:
-    """Checks that need the server's state: known model, window within limits, input URI. Returns the
-    spec as a job records it: a Hub model pinned to the commit its revision names now."""
+@dataclass(frozen=True)
+class ValidSpec:
+    """A spec that passed ``validate_spec``, as a job records it (a Hub model pinned to the commit its
+    revision names now), and the prompt resolved on the way (what the lane's budget counts)."""
+
+    spec: JobSpec
+    prompt: str  # put before every text: the literal one, the named one, the model's default, or ""
+
+
+def validate_spec(ctx: JobContext, spec: JobSpec) -> ValidSpec:
+    """Checks that need the server's state: known model, window within limits, input URI."""
     spec = spec.model_copy(update={"model": pinned_model(ctx, spec.model)})
     try:
         model_spec = ctx.registry.spec(spec.model)  # never loads or converts weights
@@ -46,7 +55,7 @@ def validate_spec(ctx: JobContext, spec: JobSpec) -> JobSpec:
     except ModelSpecError as exc:
         raise JobRejected("model", f"model {spec.model!r} cannot be loaded: {exc}") from None
     try:
-        resolve_prompt(model_spec, spec.prompt_name, spec.prompt)
+        prompt = resolve_prompt(model_spec, spec.prompt_name, spec.prompt)
     except PromptError as exc:
         raise JobRejected("prompt_name", f"{exc} (model {spec.model!r})") from None
     task = job_task(spec)
@@ -74,7 +83,7 @@ def validate_spec(ctx: JobContext, spec: JobSpec) -> JobSpec:
         if target.scheme != "s3" and ctx.settings.storage.store == "s3":
             raise JobRejected("input.uri", "the server reads inputs from s3:// URIs only")
     _by_products(lambda: ctx.hooks.check_spec(spec, ctx.settings))  # the webhook's URL in the allow-list
-    return with_token_limit(spec, ctx.settings.limits.tenant_max_tokens_per_job)
+    return ValidSpec(with_token_limit(spec, ctx.settings.limits.tenant_max_tokens_per_job), prompt)
 
 
 def with_token_limit(spec: JobSpec, ceiling: int | None) -> JobSpec:
@@ -170,7 +179,7 @@ def check_job(ctx: JobContext, spec: JobSpec, tenant: str = LOCAL_TENANT, *, bud
     /v1/jobs/validate`` both run exactly this; the active-job cap comes after it in both
     (``check_active_cap`` to look, the reservation in ``submit_job`` to take a slot). ``budget=False``
     leaves out the estimate of ``limits.max_tokens`` (``POST /v1/jobs/estimate``, which is that estimate)."""
-    spec = validate_spec(ctx, spec)
+    spec = validate_spec(ctx, spec).spec
     check_submission(ctx, spec, tenant)
     if budget and spec.limits is not None:  # last: the estimate reads the input, which the checks above let it read
         _by_products(lambda: ctx.hooks.check_budget(ctx, spec, tenant))

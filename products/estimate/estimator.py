@@ -38,7 +38,10 @@ def estimate_job(ctx: JobContext, spec: JobSpec, tenant: str, probe: ReuseProbe 
     hashes = [document.content_hash for stratum in scan.sample.strata for document in stratum.sample]
     reusable = dict(zip(hashes, probe.reusable(spec, tenant, hashes)))
     priced = [price_stratum(stratum, model, tokenizer, reusable) for stratum in scan.sample.strata if stratum.sample]
-    return _extrapolated(ctx, spec, tenant, scan, priced, probe.name, time.monotonic() - started)
+    estimate = _extrapolated(ctx, spec, scan, priced, probe.name, time.monotonic() - started)
+    if baseline_manifest(ctx, spec, tenant) is None:
+        return estimate
+    return estimate.model_copy(update={"carries_from": spec.incremental_from})
 
 
 def _scaled(stratum: PricedStratum) -> Counter[str]:
@@ -55,8 +58,8 @@ def _scaled(stratum: PricedStratum) -> Counter[str]:
     return scaled
 
 
-def _extrapolated(ctx: JobContext, spec: JobSpec, tenant: str, scan: InputScan, priced: list[PricedStratum],
-                  reuse_source: str, price_seconds: float) -> JobEstimate:
+def _extrapolated(ctx: JobContext, spec: JobSpec, scan: InputScan, priced: list[PricedStratum], reuse_source: str,
+                  price_seconds: float) -> JobEstimate:
     # Scaled to the whole input (a pass stopped early read part of it), then less the records
     # planning leaves out for a repeated id (it keeps one record of each: the first, or with
     # input.supersede the latest object's).
@@ -91,7 +94,6 @@ def _extrapolated(ctx: JobContext, spec: JobSpec, tenant: str, scan: InputScan, 
                               rate=repeated / scan.documents if scan.documents else 0.0, method=distinct.method,
                               tokens=repeated_tokens),
         reuse=Reuse(tokens=reusable_tokens, source=reuse_source),
-        carries_from=spec.incremental_from if baseline_manifest(ctx, spec, tenant) is not None else None,
         time=worker_time(ctx, spec.model, computed),
         sample=EstimateSample(documents=sum(s.sampled for s in priced), characters=sum(s.sampled_characters for s in priced),
                               fraction_read=round(scan.fraction_read, 4), scan_seconds=round(scan.seconds, 3),

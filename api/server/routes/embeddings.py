@@ -20,7 +20,6 @@ from poolq.api.server.guards.strict_json import StrictJsonRoute, strict_body
 from poolq.api.server.guards.unavailable import RETRY_AFTER_S
 from poolq.api.server.openai_errors import OPENAI_RESPONSES
 from poolq.api.server.schemas import OpenAIErrorBody
-from poolq.engine.model_spec import resolve_prompt
 from poolq.jobs import EmbeddingLane, EmbeddingRequest, JobContext, JobRejected, LaneTimeout, Settings, validate_spec
 
 log = logging.getLogger(__name__)
@@ -82,14 +81,13 @@ def _answer(ctx: JobContext, body: EmbeddingsBody, access: LaneAccess) -> JSONRe
                                long_documents=body.long_documents, prompt_name=body.prompt_name, prompt=body.prompt)
     try:
         # the checks of a job submission (model, task, dimensions, policy); a Hub model pinned to its commit
-        pinned = validate_spec(ctx, request.job_spec())
-        request = request.model_copy(update={"model": pinned.model})
+        valid = validate_spec(ctx, request.job_spec())
+        request = request.model_copy(update={"model": valid.spec.model})
     except JobRejected as exc:
         where = _FIELDS.get(exc.field, tuple(exc.field.split(".")))
         # its type is OpenAI's `code`: what is wrong (invalid_model, invalid_dimensions), not pydantic's value_error
         raise RequestValidationError([{"loc": ("body", *where), "type": f"invalid_{where[0]}", "msg": str(exc)}]) from None
-    # validated above: the prompt put before every input, which each input costs too
-    check_limits(body.input, settings, resolve_prompt(ctx.registry.spec(request.model), body.prompt_name, body.prompt))
+    check_limits(body.input, settings, valid.prompt)  # the prompt goes before every input: each costs it too
     try:
         reply = access.lane.call(request, settings.lane.embeddings_timeout_s)
     except LaneTimeout:
